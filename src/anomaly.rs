@@ -1,0 +1,54 @@
+//! Counted anomalies: malformed or truncated input that the run survives.
+//!
+//! Like Zeek's weird.log: each anomaly has a stable dotted code
+//! (`tcp.ooo_buffer_full`, `http.bad_chunk_size`, `sse.line_too_long`, …),
+//! the frame and flow it concerns when known, and a short detail. The run
+//! keeps at most [`MAX_KEPT`] rows but counts every occurrence per code.
+
+use std::collections::BTreeMap;
+
+/// Rows kept in full; past this only the per-code counts grow.
+pub const MAX_KEPT: usize = 100_000;
+
+/// One anomaly row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Anomaly {
+    /// Stable dotted code, e.g. `tcp.overlap_conflict`.
+    pub code: &'static str,
+    /// Frame number where it was seen, when known.
+    pub frame: Option<u64>,
+    /// Flow id (`F<n>`) when it concerns one connection.
+    pub flow_id: Option<String>,
+    /// One-line human detail.
+    pub detail: String,
+}
+
+impl Anomaly {
+    /// Build an anomaly row.
+    pub fn new(code: &'static str, frame: Option<u64>, flow_id: Option<String>, detail: String) -> Self {
+        Anomaly { code, frame, flow_id, detail }
+    }
+}
+
+/// A bounded collection of anomalies with exact per-code counts.
+#[derive(Debug, Default, Clone)]
+pub struct Anomalies {
+    /// Kept rows, in the order they were raised.
+    pub rows: Vec<Anomaly>,
+    /// Exact count per code, including rows not kept.
+    pub counts: BTreeMap<&'static str, u64>,
+}
+
+impl Anomalies {
+    /// Record one anomaly.
+    pub fn add(&mut self, a: Anomaly) {
+        *self.counts.entry(a.code).or_insert(0) += 1;
+        if self.rows.len() < MAX_KEPT {
+            self.rows.push(a);
+        }
+    }
+    /// Count of one code.
+    pub fn count(&self, code: &str) -> u64 {
+        self.counts.get(code).copied().unwrap_or(0)
+    }
+}

@@ -1,0 +1,235 @@
+//! Capture files → frames.
+//!
+//! A constant-memory pull reader over classic pcap (micro- and nanosecond
+//! timestamps, either byte order) and pcapng (several interfaces, each with
+//! its own link type, `if_tsresol` and `if_tsoffset`), built on
+//! [`pcap_parser`]. The reader never holds more than one block buffer
+//! (`BLOCK_BUFFER` bytes, grown up to `MAX_BLOCK` for a single large block).
+//!
+//! Sources: the pcap format (draft-ietf-opsawg-pcap), pcapng
+//! (draft-ietf-opsawg-pcapng §4.2 IDB, §4.3 EPB, §4.4 SPB).
+
+use std::io::Read;
+
+use pcap_parser::pcapng::Block;
+use pcap_parser::{create_reader, PcapBlockOwned, PcapError};
+
+use crate::anomaly::{Anomalies, Anomaly};
+
+/// Initial size of the read buffer, in bytes.
+pub const BLOCK_BUFFER: usize = 1 << 20;
+/// Largest single block the reader will grow its buffer for, in bytes.
+pub const MAX_BLOCK: usize = 64 << 20;
+
+/// One captured frame, borrowed from the reader's buffer.
+#[derive(Debug, Clone, Copy)]
+pub struct Frame<'a> {
+    /// 1-based frame number across the whole run (all files, in order), as tshark numbers them.
+    pub number: u64,
+    /// Capture timestamp, microseconds since the Unix epoch.
+    pub ts: i64,
+    /// Link-layer type of the interface (LINKTYPE_* value).
+    pub linktype: i32,
+    /// The captured bytes (`caplen` of them).
+    pub data: &'a [u8],
+    /// Length of the frame on the wire, in bytes (`origlen`); larger than `data.len()` when the snaplen cut it.
+    pub orig_len: u32,
+}
+
+/// Why a capture file could not be read at all.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    /// The file is empty.
+    #[error("empty file")]
+    Empty,
+    /// The first bytes are neither a pcap header nor a pcapng section header block.
+    #[error("not a pcap or pcapng file (unrecognised header)")]
+    NotACapture,
+    /// The underlying reader failed.
+    #[error("read error: {0}")]
+    Io(String),
+}
+
+/// What one file contributed to a run.
+#[derive(Debug, Clone, Default)]
+pub struct FileSummary {
+    /// Frames read from this file.
+    pub frames: u64,
+    /// `Some(reason)` when the file ended in the middle of a block or was unreadable past some point.
+    pub truncated: Option<String>,
+    /// Byte offset in the file where reading stopped early, when `truncated` is set.
+    pub stopped_at: Option<u64>,
+}
+
+struct Iface {
+    linktype: i32,
+    /// Units per second of the EPB timestamp.
+    resolution: u64,
+    /// Seconds added to every timestamp (`if_tsoffset`).
+    offset: i64,
+}
+
+/// Read every frame of one capture file, calling `sink` for each, in file order.
+///
+/// `first_number` is the number given to the first frame (frame numbers run on
+/// across files). Malformed blocks that can be skipped are counted in
+/// `anomalies`; a file cut in the middle of a block ends the read with
+/// [`FileSummary::truncated`] set. Errors only when nothing in the file is a
+/// capture.
+pub fn read_capture<R: Read + Send>(
+    input: R,
+    first_number: u64,
+    anomalies: &mut Anomalies,
+    mut sink: impl FnMut(Frame<'_>),
+) -> Result<FileSummary, CaptureError> {
+    let mut reader = match create_reader(BLOCK_BUFFER, input) {
+        Ok(r) => r,
+        Err(PcapError::Eof) => return Err(CaptureError::Empty),
+        Err(PcapError::ReadError) => return Err(CaptureError::Io("read failed".into())),
+        Err(_) => return Err(CaptureError::NotACapture),
+    };
+    let mut summary = FileSummary::default();
+    let mut legacy_linktype = 1i32;
+    let mut legacy_nanos = false;
+    let mut ifaces: Vec<Iface> = Vec::new();
+    let mut number = first_number;
+    let mut position: u64 = 0;
+    let mut capacity = BLOCK_BUFFER;
+    loop {
+        match reader.next() {
+            Ok((offset, block)) => {
+                match block {
+                    PcapBlockOwned::LegacyHeader(h) => {
+                        legacy_linktype = h.network.0;
+                        legacy_nanos = h.is_nanosecond_precision();
+                    }
+                    PcapBlockOwned::Legacy(b) => {
+                        let sub = if legacy_nanos { b.ts_usec as i64 / 1000 } else { b.ts_usec as i64 };
+                        let ts = (b.ts_sec as i64) * 1_000_000 + sub;
+                        let caplen = (b.caplen as usize).min(b.data.len());
+                        sink(Frame { number, ts, linktype: legacy_linktype, data: &b.data[..caplen], orig_len: b.origlen });
+                        number += 1;
+                        summary.frames += 1;
+                    }
+                    PcapBlockOwned::NG(Block::SectionHeader(_)) => ifaces.clear(),
+                    PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
+                        let resolution = idb.ts_resolution().unwrap_or_else(|| {
+                            anomalies.add(Anomaly::new("pcapng.bad_tsresol", None, None, format!("if_tsresol {}", idb.if_tsresol)));
+                            1_000_000
+                        });
+                        ifaces.push(Iface { linktype: idb.linktype.0, resolution: resolution.max(1), offset: idb.if_tsoffset });
+                    }
+                    PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
+                        match ifaces.get(epb.if_id as usize) {
+                            Some(iface) => {
+                                let raw = ((epb.ts_high as u64) << 32) | epb.ts_low as u64;
+                                let ts = ts_to_micros(raw, iface.resolution, iface.offset);
+                                let caplen = (epb.caplen as usize).min(epb.data.len());
+                                sink(Frame { number, ts, linktype: iface.linktype, data: &epb.data[..caplen], orig_len: epb.origlen });
+                            }
+                            None => anomalies.add(Anomaly::new("pcapng.unknown_interface", Some(number), None, format!("EPB names interface {} of {}", epb.if_id, ifaces.len()))),
+                        }
+                        number += 1;
+                        summary.frames += 1;
+                    }
+                    PcapBlockOwned::NG(Block::SimplePacket(spb)) => {
+                        // RFC draft pcapng §4.4: SPBs belong to interface 0 and carry no timestamp.
+                        match ifaces.first() {
+                            Some(iface) => {
+                                let caplen = (spb.origlen as usize).min(spb.data.len());
+                                sink(Frame { number, ts: 0, linktype: iface.linktype, data: &spb.data[..caplen], orig_len: spb.origlen });
+                            }
+                            None => anomalies.add(Anomaly::new("pcapng.unknown_interface", Some(number), None, "SPB before any IDB".into())),
+                        }
+                        number += 1;
+                        summary.frames += 1;
+                    }
+                    PcapBlockOwned::NG(_) => {}
+                }
+                position += offset as u64;
+                reader.consume(offset);
+            }
+            Err(PcapError::Eof) => break,
+            Err(PcapError::Incomplete(_)) => {
+                let before = reader.data().len();
+                if reader.refill().is_err() {
+                    summary.truncated = Some("read error".into());
+                    summary.stopped_at = Some(position);
+                    break;
+                }
+                if reader.data().len() > before {
+                    continue;
+                }
+                if before == 0 {
+                    // Clean end of file between blocks.
+                    break;
+                }
+                // Nothing more was read: either the buffer is full (a block larger than it) or the file ended.
+                if before >= capacity && capacity < MAX_BLOCK {
+                    capacity = (capacity * 2).min(MAX_BLOCK);
+                    if reader.grow(capacity) {
+                        continue;
+                    }
+                }
+                summary.truncated = Some(if before >= capacity {
+                    format!("block larger than {MAX_BLOCK} bytes")
+                } else {
+                    format!("file ends inside a block ({before} bytes left over)")
+                });
+                summary.stopped_at = Some(position);
+                break;
+            }
+            Err(PcapError::UnexpectedEof) => {
+                summary.truncated = Some("file ends inside a block".into());
+                summary.stopped_at = Some(position);
+                break;
+            }
+            Err(e) => {
+                summary.truncated = Some(format!("malformed block: {}", short_err(&e)));
+                summary.stopped_at = Some(position);
+                break;
+            }
+        }
+    }
+    Ok(summary)
+}
+
+fn short_err(e: &PcapError<&[u8]>) -> String {
+    match e {
+        PcapError::NomError(_, k) => format!("{k:?}"),
+        PcapError::OwnedNomError(_, k) => format!("{k:?}"),
+        PcapError::BufferTooSmall => "block too large".into(),
+        PcapError::HeaderNotRecognized => "unrecognised block".into(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Convert a pcapng timestamp in `resolution` units per second, plus `if_tsoffset` seconds,
+/// to microseconds since the Unix epoch, saturating instead of overflowing.
+pub fn ts_to_micros(raw: u64, resolution: u64, offset_secs: i64) -> i64 {
+    let secs = raw / resolution;
+    let frac = raw % resolution;
+    let micros = (frac as u128 * 1_000_000 / resolution as u128) as i64;
+    (secs as i64).saturating_add(offset_secs).saturating_mul(1_000_000).saturating_add(micros)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ts_conversion_units() {
+        assert_eq!(ts_to_micros(1_500_000_123, 1_000_000_000, 0), 1_500_000);
+        assert_eq!(ts_to_micros(2_000_001, 1_000_000, 10), 12_000_001);
+        assert_eq!(ts_to_micros(u64::MAX, 1, i64::MAX), i64::MAX);
+    }
+
+    #[test]
+    fn not_a_capture() {
+        let mut a = Anomalies::default();
+        let r = read_capture(&b"hello world, not a pcap at all"[..], 1, &mut a, |_| {});
+        assert!(matches!(r, Err(CaptureError::NotACapture)));
+        let r = read_capture(&b""[..], 1, &mut a, |_| {});
+        assert!(matches!(r, Err(CaptureError::Empty)));
+    }
+}

@@ -1,0 +1,235 @@
+//! Command line: argument parsing, file handling, exit codes. Nothing else.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use mcpcap::detect::Severity;
+use mcpcap::report::{self, tables, Format, Table};
+use mcpcap::{Analyzer, Options};
+
+/// Exit status: no finding reached `--fail-on`.
+pub const EXIT_OK: i32 = 0;
+/// Exit status: a finding reached `--fail-on`.
+pub const EXIT_FINDINGS: i32 = 1;
+/// Exit status: bad usage or no capture could be read.
+pub const EXIT_USAGE: i32 = 2;
+
+#[derive(Parser, Debug)]
+#[command(name = "mcpcap", version, about = "Find lost, duplicated and fabricated MCP messages across SSE resumptions in packet captures")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Reassemble, decode and judge every MCP session in the captures.
+    Analyze(AnalyzeArgs),
+    /// Print or write the flows table (one row per TCP connection).
+    Flows(AnalyzeArgs),
+    /// Print or write the exchanges table (one row per HTTP request/response).
+    Exchanges(AnalyzeArgs),
+    /// Print or write the events table (one row per SSE event).
+    Events(AnalyzeArgs),
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum FormatArg {
+    Table,
+    Csv,
+    Parquet,
+    Ndjson,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum FailOn {
+    Error,
+    Warning,
+    Info,
+    Never,
+}
+
+#[derive(clap::Args, Debug)]
+struct AnalyzeArgs {
+    /// Capture files (pcap or pcapng), read in order as one capture.
+    #[arg(required = true)]
+    captures: Vec<PathBuf>,
+    /// Output format (default: table on a terminal, ndjson otherwise).
+    #[arg(long, value_enum)]
+    format: Option<FormatArg>,
+    /// Directory for csv/parquet files (one file per table).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Exit 1 when a finding of this severity or worse exists.
+    #[arg(long, value_enum, default_value = "error")]
+    fail_on: FailOn,
+    /// Keep only TCP connections with this port on either side (repeatable).
+    #[arg(long = "port")]
+    ports: Vec<u16>,
+    /// JSON pointer to an application sequence field in JSON-RPC messages (repeatable).
+    #[arg(long = "app-seq")]
+    app_seq: Vec<String>,
+}
+
+/// Run the command line; returns the exit status.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+            let _ = e.print();
+            return code;
+        }
+    };
+    let (which, args) = match cli.command {
+        Command::Analyze(a) => ("analyze", a),
+        Command::Flows(a) => ("flows", a),
+        Command::Exchanges(a) => ("exchanges", a),
+        Command::Events(a) => ("events", a),
+    };
+    match run(which, &args) {
+        Ok(code) => code,
+        Err(msg) => {
+            eprintln!("mcpcap: {msg}");
+            EXIT_USAGE
+        }
+    }
+}
+
+fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
+    for p in &args.app_seq {
+        if !p.is_empty() && !p.starts_with('/') {
+            return Err(format!("--app-seq {p:?}: a JSON pointer starts with '/' (RFC 6901)"));
+        }
+    }
+    let format = match args.format {
+        Some(FormatArg::Table) => Format::Table,
+        Some(FormatArg::Csv) => Format::Csv,
+        Some(FormatArg::Parquet) => Format::Parquet,
+        Some(FormatArg::Ndjson) => Format::Ndjson,
+        None if std::io::stdout().is_terminal() => Format::Table,
+        None => Format::Ndjson,
+    };
+    if matches!(format, Format::Csv | Format::Parquet) && args.out.is_none() {
+        return Err("--format csv/parquet needs --out DIR".into());
+    }
+    let mut analyzer = Analyzer::new(Options { ports: args.ports.clone(), app_seq: args.app_seq.clone(), ..Default::default() });
+    let mut read_any = false;
+    let mut capture_anomalies = mcpcap::anomaly::Anomalies::default();
+    for path in &args.captures {
+        let file = match std::fs::File::open(path) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("mcpcap: {}: {}", path.display(), e);
+                continue;
+            }
+        };
+        let first = analyzer.counters.frames + 1;
+        let reader = std::io::BufReader::with_capacity(1 << 20, file);
+        let res = mcpcap::capture::read_capture(reader, first, &mut capture_anomalies, |f| analyzer.frame(&f));
+        match res {
+            Ok(summary) => {
+                read_any = true;
+                if let Some(why) = summary.truncated {
+                    eprintln!("mcpcap: {}: {} at byte {}; analysed the {} frames before it", path.display(), why, summary.stopped_at.unwrap_or(0), summary.frames);
+                }
+            }
+            Err(e) => eprintln!("mcpcap: {}: {}", path.display(), e),
+        }
+    }
+    if !read_any {
+        return Ok(EXIT_USAGE);
+    }
+    let exchanges = analyzer.finish();
+    let app_seq = analyzer.app_seq_pointers().to_vec();
+    let analysis = mcpcap::analyze_exchanges(&exchanges, &app_seq);
+    let findings_t = tables::findings(&analysis);
+    let all = || -> Vec<Table> {
+        vec![
+            tables::sessions(&analysis, &exchanges),
+            tables::streams(&analysis, &exchanges),
+            tables::resumptions(&analysis, &exchanges),
+            findings_t.clone(),
+            tables::events(&analysis, &exchanges),
+            tables::exchanges(&analysis, &exchanges),
+            tables::flows(&analyzer.flows.flows, &analyzer.http.client_dir),
+            tables::anomalies(&[&capture_anomalies, &analyzer.anomalies, &analyzer.http.anomalies]),
+        ]
+    };
+    let selected: Vec<Table> = match which {
+        "flows" => vec![tables::flows(&analyzer.flows.flows, &analyzer.http.client_dir)],
+        "exchanges" => vec![tables::exchanges(&analysis, &exchanges)],
+        "events" => vec![tables::events(&analysis, &exchanges)],
+        _ => all(),
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match format {
+        Format::Csv | Format::Parquet => {
+            let dir = args.out.as_ref().expect("checked above");
+            report::write_files(&selected, dir, format)?;
+        }
+        Format::Ndjson => {
+            let t = if which == "analyze" { &findings_t } else { &selected[0] };
+            t.write_ndjson(&mut out).map_err(|e| format!("stdout: {e}"))?;
+        }
+        Format::Table => {
+            set_table_style();
+            let c = &analyzer.counters;
+            let _ = writeln!(out, "{} frames, {} TCP segments, {} flows, {} exchanges, {} sessions, {} resumptions, {} findings, {} anomalies\n",
+                c.frames, c.tcp_segments, analyzer.flows.flows.len(), exchanges.len(), analysis.model.sessions.len(), analysis.resumptions.len(), analysis.findings.len(),
+                capture_anomalies.rows.len() + analyzer.anomalies.rows.len() + analyzer.http.anomalies.rows.len());
+            let shown: Vec<Table> = if which == "analyze" {
+                let t = all();
+                vec![
+                    select(&t[0], &["session_id", "protocol_version", "ts_first", "exchanges", "streams", "resumptions", "errors", "warnings", "verdict"]),
+                    select(&t[2], &["ts", "session_id", "flow_id", "frame", "last_event_id", "stream_id", "status", "first_event_id", "events", "verdict"]),
+                    select(&t[3], &["ts", "session_id", "kind", "severity", "flow_id", "frame", "last_event_id", "event_id", "request_id"]),
+                ]
+            } else {
+                selected
+            };
+            for t in &shown {
+                let s = report::render(t)?;
+                let _ = writeln!(out, "{s}");
+            }
+            if which == "analyze" {
+                for (i, f) in analysis.findings.iter().enumerate() {
+                    let _ = writeln!(out, "[{}] {} {} ({}): {}", i + 1, f.severity.as_str(), f.kind, f.session_id, f.detail);
+                }
+            }
+        }
+    }
+    let threshold = match args.fail_on {
+        FailOn::Error => Some(Severity::Error),
+        FailOn::Warning => Some(Severity::Warning),
+        FailOn::Info => Some(Severity::Info),
+        FailOn::Never => None,
+    };
+    let failed = threshold.is_some_and(|t| analysis.findings.iter().any(|f| f.severity >= t));
+    Ok(if failed { EXIT_FINDINGS } else { EXIT_OK })
+}
+
+fn select(t: &Table, names: &[&str]) -> Table {
+    Table { name: t.name, columns: names.iter().filter_map(|n| t.columns.iter().find(|(c, _)| c == n).cloned()).collect() }
+}
+
+fn set_table_style() {
+    // polars reads its display settings from the environment; set them before the first table.
+    for (k, v) in [
+        ("POLARS_FMT_MAX_ROWS", "-1"),
+        ("POLARS_FMT_MAX_COLS", "-1"),
+        ("POLARS_FMT_STR_LEN", "400"),
+        ("POLARS_FMT_TABLE_HIDE_COLUMN_DATA_TYPES", "1"),
+        ("POLARS_FMT_TABLE_HIDE_DATAFRAME_SHAPE_INFORMATION", "1"),
+        ("POLARS_FMT_TABLE_ROUNDED_CORNERS", "1"),
+        ("POLARS_TABLE_WIDTH", "220"),
+    ] {
+        if std::env::var_os(k).is_none() {
+            // SAFETY: single-threaded at this point; no other thread reads the environment.
+            unsafe { std::env::set_var(k, v) };
+        }
+    }
+}

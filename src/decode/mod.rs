@@ -1,0 +1,209 @@
+//! Link, IP and TCP headers → TCP segments.
+//!
+//! Link types: Ethernet (DLT 1, with 802.1Q/QinQ via etherparse), BSD
+//! loopback NULL (0) and LOOP (108) in either byte order, raw IP (12, 101),
+//! IPV4 (228), IPV6 (229), Linux cooked SLL (113) and SLL2 (276). IPv4 and
+//! IPv6 through [`etherparse`]'s lax slicer, which keeps what it could decode
+//! of a snaplen-cut packet. Everything above this module sees segments, never
+//! headers.
+
+use std::net::IpAddr;
+
+use etherparse::{EtherType, LaxNetSlice, LaxSlicedPacket, TransportSlice};
+
+/// A decoded TCP segment (RFC 9293 §3.1), borrowing the payload from the frame.
+#[derive(Debug, Clone)]
+pub struct Segment<'a> {
+    /// Source address.
+    pub src: IpAddr,
+    /// Destination address.
+    pub dst: IpAddr,
+    /// Source port.
+    pub sport: u16,
+    /// Destination port.
+    pub dport: u16,
+    /// Sequence number.
+    pub seq: u32,
+    /// Acknowledgment number (meaningful when `ack` is set).
+    pub ack_no: u32,
+    /// SYN flag.
+    pub syn: bool,
+    /// ACK flag.
+    pub ack: bool,
+    /// FIN flag.
+    pub fin: bool,
+    /// RST flag.
+    pub rst: bool,
+    /// The payload bytes present in the capture.
+    pub payload: &'a [u8],
+    /// Payload length on the wire, in bytes; larger than `payload.len()` when the snaplen cut the frame.
+    pub wire_len: u32,
+}
+
+/// Outcome of decoding one frame.
+#[derive(Debug)]
+pub enum Decoded<'a> {
+    /// A TCP segment.
+    Tcp(Segment<'a>),
+    /// A well-formed packet that is not TCP over IP (ARP, UDP, ICMP, …).
+    NotTcp,
+    /// An IP fragment (not reassembled yet; counted).
+    Fragment,
+    /// The link type is not supported.
+    UnsupportedLink(i32),
+    /// The packet is malformed; the code names the layer.
+    Malformed(&'static str, String),
+}
+
+/// Decode a frame of link type `linktype`.
+pub fn decode(linktype: i32, data: &[u8], orig_len: u32) -> Decoded<'_> {
+    let sliced = match linktype {
+        1 => LaxSlicedPacket::from_ethernet(data).map_err(|e| ("decode.ethernet", e.to_string())),
+        0 | 108 => {
+            if data.len() < 4 {
+                return Decoded::Malformed("decode.null_short", format!("{} bytes", data.len()));
+            }
+            let le = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
+            let be = u32::from_be_bytes([data[0], data[1], data[2], data[3]]);
+            let fam = if le < 256 { le } else { be };
+            match fam {
+                2 => Ok(LaxSlicedPacket::from_ether_type(EtherType::IPV4, &data[4..])),
+                24 | 28 | 30 => Ok(LaxSlicedPacket::from_ether_type(EtherType::IPV6, &data[4..])),
+                _ => return Decoded::NotTcp,
+            }
+        }
+        12 | 101 | 228 | 229 => LaxSlicedPacket::from_ip(data).map_err(|e| ("decode.ip", e.to_string())),
+        113 => {
+            // Linux cooked v1: 16-byte header, protocol type in the last two bytes.
+            if data.len() < 16 {
+                return Decoded::Malformed("decode.sll_short", format!("{} bytes", data.len()));
+            }
+            let proto = u16::from_be_bytes([data[14], data[15]]);
+            Ok(LaxSlicedPacket::from_ether_type(EtherType(proto), &data[16..]))
+        }
+        276 => {
+            // Linux cooked v2: 20-byte header, protocol type first.
+            if data.len() < 20 {
+                return Decoded::Malformed("decode.sll2_short", format!("{} bytes", data.len()));
+            }
+            let proto = u16::from_be_bytes([data[0], data[1]]);
+            Ok(LaxSlicedPacket::from_ether_type(EtherType(proto), &data[20..]))
+        }
+        other => return Decoded::UnsupportedLink(other),
+    };
+    let p = match sliced {
+        Ok(p) => p,
+        Err((code, e)) => return Decoded::Malformed(code, e),
+    };
+    let (src, dst, fragmented, ip_payload_len, ip_incomplete) = match &p.net {
+        Some(LaxNetSlice::Ipv4(v4)) => {
+            let h = v4.header();
+            let pl = v4.payload();
+            (IpAddr::V4(h.source_addr()), IpAddr::V4(h.destination_addr()), pl.fragmented, pl.payload.len(), pl.incomplete)
+        }
+        Some(LaxNetSlice::Ipv6(v6)) => {
+            let h = v6.header();
+            let pl = v6.payload();
+            (IpAddr::V6(h.source_addr()), IpAddr::V6(h.destination_addr()), pl.fragmented, pl.payload.len(), pl.incomplete)
+        }
+        Some(LaxNetSlice::Arp(_)) | None => {
+            if let Some((e, _)) = &p.stop_err {
+                return Decoded::Malformed("decode.link", e.to_string());
+            }
+            return Decoded::NotTcp;
+        }
+    };
+    if fragmented {
+        return Decoded::Fragment;
+    }
+    let _ = ip_payload_len;
+    match &p.transport {
+        Some(TransportSlice::Tcp(tcp)) => {
+            let payload = tcp.payload();
+            // When the snaplen cut the frame, the wire length of the payload is what the
+            // frame's original length implies beyond what we hold.
+            let missing = if ip_incomplete { orig_len.saturating_sub(data.len() as u32) } else { 0 };
+            Decoded::Tcp(Segment {
+                src,
+                dst,
+                sport: tcp.source_port(),
+                dport: tcp.destination_port(),
+                seq: tcp.sequence_number(),
+                ack_no: tcp.acknowledgment_number(),
+                syn: tcp.syn(),
+                ack: tcp.ack(),
+                fin: tcp.fin(),
+                rst: tcp.rst(),
+                payload,
+                wire_len: (payload.len() as u32).saturating_add(missing),
+            })
+        }
+        Some(_) => Decoded::NotTcp,
+        None => match &p.stop_err {
+            Some((e, _)) => Decoded::Malformed("decode.transport", e.to_string()),
+            None => Decoded::NotTcp,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use etherparse::PacketBuilder;
+
+    fn tcp_frame() -> Vec<u8> {
+        let b = PacketBuilder::ethernet2([1; 6], [2; 6]).ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64).tcp(40000, 80, 1000, 65535).psh().ack(7);
+        let mut out = Vec::new();
+        b.write(&mut out, b"GET / HTTP/1.1\r\n\r\n").unwrap();
+        out
+    }
+
+    #[test]
+    fn ethernet_tcp() {
+        let f = tcp_frame();
+        match decode(1, &f, f.len() as u32) {
+            Decoded::Tcp(s) => {
+                assert_eq!((s.sport, s.dport, s.seq, s.ack_no), (40000, 80, 1000, 7));
+                assert_eq!(s.payload, b"GET / HTTP/1.1\r\n\r\n");
+                assert_eq!(s.wire_len, 18);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn null_and_sll2_and_raw() {
+        let f = tcp_frame();
+        let ip = &f[14..];
+        let mut null = vec![2, 0, 0, 0];
+        null.extend_from_slice(ip);
+        assert!(matches!(decode(0, &null, null.len() as u32), Decoded::Tcp(_)));
+        let mut sll2 = vec![0x08, 0x00];
+        sll2.extend_from_slice(&[0; 18]);
+        sll2.extend_from_slice(ip);
+        assert!(matches!(decode(276, &sll2, sll2.len() as u32), Decoded::Tcp(_)));
+        assert!(matches!(decode(101, ip, ip.len() as u32), Decoded::Tcp(_)));
+        assert!(matches!(decode(147, ip, ip.len() as u32), Decoded::UnsupportedLink(147)));
+    }
+
+    #[test]
+    fn every_truncation_is_safe() {
+        let f = tcp_frame();
+        for n in 0..f.len() {
+            let _ = decode(1, &f[..n], f.len() as u32);
+        }
+    }
+
+    #[test]
+    fn snaplen_cut_keeps_wire_length() {
+        let f = tcp_frame();
+        let cut = &f[..f.len() - 5];
+        match decode(1, cut, f.len() as u32) {
+            Decoded::Tcp(s) => {
+                assert_eq!(s.payload.len(), 13);
+                assert_eq!(s.wire_len, 18);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

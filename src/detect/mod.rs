@@ -1,0 +1,139 @@
+//! Detectors: a verdict per resumption and findings per session.
+//!
+//! The decision rules follow the project's two seed documents: on a
+//! resumption the first event id on the new connection is checked against
+//! the client's cursor `L` (a fork: it was already delivered, or the id
+//! sequence restarts, or it carries no id), and the transport id and the
+//! application's own counter (`notifications/progress` per progressToken, or
+//! `--app-seq` pointers) must advance together; a terminal result right
+//! after `L` with none of the progress that was under way is suspect.
+//! Event ids are compared only as their format allows ([`crate::mcp::ids`]).
+
+mod resume;
+mod session;
+
+use crate::http::Exchange;
+use crate::mcp::Model;
+
+/// Severity of a finding (Zeek notice style).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    /// Expected, healthy or correct-but-notable behaviour.
+    Info,
+    /// Suspicious or incomplete evidence.
+    Warning,
+    /// Messages were lost, duplicated or fabricated.
+    Error,
+}
+
+impl Severity {
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// One finding (a notice.log row).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    /// Session label (`Mcp-Session-Id` or `none`).
+    pub session_id: String,
+    /// Stable kind name, e.g. `id_regression`.
+    pub kind: &'static str,
+    /// Severity.
+    pub severity: Severity,
+    /// Time of the first evidence, µs since the Unix epoch.
+    pub ts: i64,
+    /// Flow of the first evidence.
+    pub flow_id: String,
+    /// First frame of the evidence.
+    pub frame: u64,
+    /// The `Last-Event-ID` of the resumption concerned.
+    pub last_event_id: Option<String>,
+    /// The event id concerned.
+    pub event_id: Option<String>,
+    /// The JSON-RPC request id concerned (compact JSON).
+    pub request_id: Option<String>,
+    /// What a continuous log would have shown.
+    pub expected: Option<String>,
+    /// What the capture shows.
+    pub observed: Option<String>,
+    /// One sentence a postmortem can quote, naming the frames that prove it.
+    pub detail: String,
+}
+
+/// Verdict of one resumption.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The new connection continued the log.
+    Resumed,
+    /// The server started another log (ids regress, restart, or are missing).
+    Forked,
+    /// The log continued with events missing or fabricated.
+    Gap,
+    /// The server refused the resumption with an error status.
+    Rejected,
+    /// The capture cannot prove either way.
+    Unverifiable,
+}
+
+impl Verdict {
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Resumed => "resumed",
+            Verdict::Forked => "forked",
+            Verdict::Gap => "gap",
+            Verdict::Rejected => "rejected",
+            Verdict::Unverifiable => "unverifiable",
+        }
+    }
+}
+
+/// Per-resumption result.
+#[derive(Debug, Clone)]
+pub struct ResumptionResult {
+    /// Index into `Model::resumptions`.
+    pub index: usize,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// First event id on the resumed connection (a message event with its own id).
+    pub first_event_id: Option<String>,
+    /// Events on the resumed connection.
+    pub events: usize,
+    /// Why the verdict, in a few words.
+    pub reason: String,
+}
+
+/// Everything the detectors concluded.
+#[derive(Debug, Clone, Default)]
+pub struct Analysis {
+    /// The session model.
+    pub model: Model,
+    /// One result per resumption.
+    pub resumptions: Vec<ResumptionResult>,
+    /// Findings, ordered by time, session and kind.
+    pub findings: Vec<Finding>,
+}
+
+/// Run every detector.
+pub fn run(model: &Model, exchanges: &[Exchange], app_seq: &[String]) -> Analysis {
+    let mut findings = Vec::new();
+    let mut results = Vec::new();
+    for (i, r) in model.resumptions.iter().enumerate() {
+        results.push(resume::check(model, exchanges, i, r, app_seq, &mut findings));
+    }
+    session::lost_responses(model, exchanges, &mut findings);
+    session::duplicate_responses(model, exchanges, &mut findings);
+    findings.sort_by(|a, b| (a.ts, &a.session_id, a.kind, a.frame).cmp(&(b.ts, &b.session_id, b.kind, b.frame)));
+    Analysis { model: model.clone(), resumptions: results, findings }
+}
+
+/// `F<n>` for a flow index.
+pub(crate) fn flow_id(e: &Exchange) -> String {
+    format!("F{}", e.flow_index)
+}

@@ -1,0 +1,353 @@
+//! Per-resumption checks: `resume_rejected`, `unknown_last_event_id`,
+//! `missing_event_id`, `id_regression`, `id_restart`, `id_gap`,
+//! `duplicate_delivery` (by event id or progress payload), `app_seq_desync`,
+//! `suspect_terminal`, and `resume_ok` when the log continued.
+
+use std::collections::{HashMap, HashSet};
+
+use super::{flow_id, Finding, ResumptionResult, Severity, Verdict};
+use crate::http::{EventRec, Exchange};
+use crate::jsonrpc::Kind;
+use crate::mcp::ids::{self, IdFormat};
+use crate::mcp::{Model, Resumption, StreamKind};
+
+type Ev<'a> = (usize, usize, &'a EventRec);
+
+struct Ctx<'a> {
+    session: String,
+    e: &'a Exchange,
+    leid: &'a str,
+}
+
+impl Ctx<'_> {
+    fn finding(&self, kind: &'static str, severity: Severity, at: Option<&EventRec>, detail: String) -> Finding {
+        Finding {
+            session_id: self.session.clone(),
+            kind,
+            severity,
+            ts: at.map(|ev| ev.sse.ts).unwrap_or_else(|| self.e.ts()),
+            flow_id: flow_id(self.e),
+            frame: at.map(|ev| ev.sse.frame_first).unwrap_or_else(|| self.e.frame()),
+            last_event_id: Some(self.leid.to_string()),
+            event_id: at.and_then(|ev| ev.sse.id.clone()).filter(|_| at.is_some_and(|ev| ev.sse.has_own_id)),
+            request_id: None,
+            expected: None,
+            observed: None,
+            detail,
+        }
+    }
+}
+
+fn fmt_num(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+/// Check one resumption; findings are appended to `out`.
+pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Resumption, app_seq: &[String], out: &mut Vec<Finding>) -> ResumptionResult {
+    let e = &exchanges[r.exchange];
+    let ctx = Ctx { session: model.sessions[r.session].label(), e, leid: &r.last_event_id };
+    let result = |verdict, first: Option<String>, reason: &str| ResumptionResult { index, verdict, first_event_id: first, events: e.events.len(), reason: reason.to_string() };
+    let status = e.status();
+    if e.response.is_none() {
+        return result(Verdict::Unverifiable, None, "no response captured");
+    }
+    if status >= 300 {
+        let mut f = ctx.finding("resume_rejected", Severity::Info, None, format!(
+            "The server answered the resumption GET (frame {}, flow {}) with Last-Event-ID {} by HTTP {}: the loss is loud, the client must re-establish.",
+            e.frame(), flow_id(e), r.last_event_id, status));
+        f.ts = e.ts_response.unwrap_or(f.ts);
+        f.frame = e.frame_response.unwrap_or(f.frame);
+        f.observed = Some(format!("HTTP {status}"));
+        out.push(f);
+        return result(Verdict::Rejected, None, &format!("HTTP {status}"));
+    }
+    let Some(st) = r.stream else {
+        let mut f = ctx.finding("unknown_last_event_id", Severity::Warning, None, format!(
+            "The resumption GET (frame {}, flow {}) presented Last-Event-ID {} that no captured stream of this session delivered: the capture is incomplete or the client invented a cursor.",
+            e.frame(), flow_id(e), r.last_event_id));
+        f.observed = Some("cursor never delivered".into());
+        out.push(f);
+        return result(Verdict::Unverifiable, None, "Last-Event-ID not delivered on any captured stream");
+    };
+    if !e.is_sse {
+        return result(Verdict::Unverifiable, None, "response is not an event stream");
+    }
+    let stream = &model.streams[st];
+    let Some((cx, ce)) = r.cursor else { return result(Verdict::Unverifiable, None, "no cursor") };
+    // Events the client had on this logical stream before this connection.
+    let mut before: Vec<Ev> = Vec::new();
+    for &xi in &stream.connections {
+        if xi == r.exchange {
+            break;
+        }
+        for (ei, ev) in exchanges[xi].events.iter().enumerate() {
+            if !ev.sse.truncated {
+                before.push((xi, ei, ev));
+            }
+        }
+    }
+    let Some(lpos) = before.iter().rposition(|&(x, i, _)| x == cx && i == ce) else {
+        return result(Verdict::Unverifiable, None, "cursor not on an earlier connection of the stream");
+    };
+    let upto: &[Ev] = &before[..=lpos];
+    let l_ev = before[lpos].2;
+    let after: Vec<&EventRec> = e.events.iter().filter(|ev| !ev.sse.truncated).collect();
+    if e.resp_gap || exchanges[cx].resp_gap {
+        return result(Verdict::Unverifiable, None, "capture gap in the evidence");
+    }
+    if after.is_empty() {
+        return result(Verdict::Unverifiable, None, "no events on the resumed connection");
+    }
+    let ids_before: HashSet<&str> = before.iter().filter(|(_, _, ev)| ev.sse.has_own_id).filter_map(|(_, _, ev)| ev.sse.id.as_deref()).collect();
+    let ids_upto: HashSet<&str> = upto.iter().filter(|(_, _, ev)| ev.sse.has_own_id).filter_map(|(_, _, ev)| ev.sse.id.as_deref()).collect();
+    let is_msg = |ev: &EventRec| !ev.messages.is_empty() || (!ev.sse.data.trim().is_empty());
+    let first_msg = after.iter().copied().find(|ev| is_msg(ev));
+    let first = after.iter().copied().find(|ev| ev.sse.has_own_id && !ev.sse.is_priming());
+    let first_id = first.and_then(|ev| ev.sse.id.clone());
+    let mut forked = false;
+    let mut gap = false;
+    let mut reasons: Vec<&str> = Vec::new();
+
+    // missing_event_id: a message on the resumed connection without its own id line.
+    if let Some(ev) = after.iter().copied().find(|ev| is_msg(ev) && !ev.sse.has_own_id) {
+        let mut f = ctx.finding("missing_event_id", Severity::Error, Some(ev), format!(
+            "The resumed stream (flow {}, frame {}) delivered a message without an id line after Last-Event-ID {}: continuity cannot be proven, so the resume must be treated as a fork.",
+            flow_id(e), ev.sse.frame_first, r.last_event_id));
+        f.expected = Some("an id on every event after a resume".into());
+        f.observed = Some("event without id".into());
+        out.push(f);
+        forked = true;
+        reasons.push("message without id");
+    }
+
+    let pl = ids::parse(&r.last_event_id);
+    let stream_fmt = model.stream_id_format(st, exchanges);
+    let mut continuity_claimed = false;
+    if let (Some(fev), Some(fid)) = (first, first_id.as_deref()) {
+        let pf = ids::parse(fid);
+        let comparable = pf.format == pl.format && pf.format.ordered() && pf.prefix == pl.prefix && pf.seq.is_some() && pl.seq.is_some();
+        let (fs, ls) = (pf.seq.unwrap_or(0), pl.seq.unwrap_or(0));
+        let strict_time = pf.format == IdFormat::TsStore;
+        let regression = ids_upto.contains(fid) || (comparable && (fs < ls || (fs == ls && !strict_time)));
+        // Lowest ordinal the stream had with this prefix: a restart goes back to (or below) it.
+        let lowest = before.iter().filter(|(_, _, ev)| ev.sse.has_own_id).filter_map(|(_, _, ev)| ev.sse.id.as_deref()).map(ids::parse).filter(|p| p.format == pf.format && p.prefix == pf.prefix).filter_map(|p| p.seq).min();
+        let ordinal = matches!(pf.format, IdFormat::Integer | IdFormat::Go | IdFormat::Rmcp | IdFormat::CSharp);
+        let mut restart = comparable && ordinal && fs < ls && (fs <= 1 || lowest.is_some_and(|lo| fs <= lo));
+        // Prefix formats: ids of another stream that was never seen continue no known stream.
+        let pending = stream.kind == StreamKind::Get || !answered_before(exchanges, stream.origin, &before[..=lpos]);
+        if !restart && pf.format == pl.format && !pf.prefix.is_empty() && pf.prefix != pl.prefix && !ids_before.contains(fid) && pending && matches!(pf.format, IdFormat::TsStore | IdFormat::Go | IdFormat::Rmcp | IdFormat::CSharp) {
+            restart = true;
+        }
+        if regression {
+            let mut f = ctx.finding("id_regression", Severity::Error, Some(fev), format!(
+                "The resumed stream (GET in frame {}, flow {}) began with event id {} in frame {}, which is not after Last-Event-ID {} (delivered in frame {}): the server opened another log instead of continuing this one.",
+                e.frame(), flow_id(e), fid, fev.sse.frame_first, r.last_event_id, l_ev.sse.frame_first));
+            f.expected = Some(format!("first id after {}", r.last_event_id));
+            f.observed = Some(fid.to_string());
+            out.push(f);
+            forked = true;
+            reasons.push("id regressed");
+        }
+        if restart {
+            let mut f = ctx.finding("id_restart", Severity::Error, Some(fev), format!(
+                "The resumed stream (flow {}) restarted its id sequence at {} (frame {}) after Last-Event-ID {}: a fresh log under the same session, so events of the abandoned log are lost.",
+                flow_id(e), fid, fev.sse.frame_first, r.last_event_id));
+            f.expected = Some(format!("continuation of the stream of {}", r.last_event_id));
+            f.observed = Some(format!("new sequence starting at {fid}"));
+            out.push(f);
+            forked = true;
+            reasons.push("id sequence restarted");
+        }
+        let dense = comparable && (pf.format.dense_by_format() || (pf.format == IdFormat::Integer && stream_dense(upto)));
+        if !regression && dense && fs > ls + 1 {
+            let mut f = ctx.finding("id_gap", Severity::Error, Some(fev), format!(
+                "The resumed stream (flow {}) went from Last-Event-ID {} to event id {} (frame {}) on a stream whose ids are dense: {} events were never delivered.",
+                flow_id(e), r.last_event_id, fid, fev.sse.frame_first, fs - ls - 1));
+            f.expected = Some(format!("{}", ls + 1));
+            f.observed = Some(fid.to_string());
+            out.push(f);
+            gap = true;
+            reasons.push("dense ids skipped");
+        }
+        continuity_claimed = if comparable {
+            if dense {
+                fs == ls + 1
+            } else {
+                fs > ls || (strict_time && fs == ls && !ids_before.contains(fid))
+            }
+        } else {
+            !ids_before.contains(fid) && !(pf.format == pl.format && pf.format.ordered() && pf.prefix != pl.prefix)
+        };
+    }
+    let _ = stream_fmt;
+
+    // duplicate_delivery on the stream: ids or progress payloads the client already had.
+    let progress_before: HashSet<(String, u64)> = before.iter().flat_map(|(_, _, ev)| ev.messages.iter()).filter_map(|m| Some((m.progress_token.clone()?, m.progress?.to_bits()))).collect();
+    let dup_ids: Vec<&EventRec> = after.iter().copied().filter(|ev| ev.sse.has_own_id && ev.sse.id.as_deref().is_some_and(|i| ids_before.contains(i))).collect();
+    let dup_payload: Vec<&EventRec> = after.iter().copied().filter(|ev| ev.messages.iter().any(|m| matches!((&m.progress_token, m.progress), (Some(t), Some(p)) if progress_before.contains(&(t.clone(), p.to_bits()))))).collect();
+    if !dup_ids.is_empty() || !dup_payload.is_empty() {
+        let at = dup_ids.first().or(dup_payload.first()).copied();
+        let mut f = ctx.finding("duplicate_delivery", Severity::Error, at, format!(
+            "After resuming from Last-Event-ID {} the client received again {} event id(s) and {} progress notification(s) it already had on this stream, starting in frame {}.",
+            r.last_event_id, dup_ids.len(), dup_payload.len(), at.map(|ev| ev.sse.frame_first).unwrap_or(0)));
+        f.observed = Some(format!("{} ids, {} progress payloads repeated", dup_ids.len(), dup_payload.len()));
+        out.push(f);
+    }
+
+    // app_seq_desync: transport claims continuity, the application's counter does not.
+    let mut desynced_tokens: HashSet<String> = HashSet::new();
+    if continuity_claimed {
+        let mut series: Vec<(String, String, Vec<f64>)> = Vec::new(); // (key, label, values up to L)
+        let mut idx: HashMap<String, usize> = HashMap::new();
+        for (_, _, ev) in upto {
+            for m in &ev.messages {
+                if let (Some(t), Some(p)) = (&m.progress_token, m.progress) {
+                    let key = format!("progress:{t}");
+                    let i = *idx.entry(key.clone()).or_insert_with(|| {
+                        series.push((key.clone(), format!("progress (progressToken {t})"), Vec::new()));
+                        series.len() - 1
+                    });
+                    series[i].2.push(p);
+                }
+                for &(pi, v) in &m.app_seq {
+                    let key = format!("app:{pi}:{}", m.method.as_deref().unwrap_or(""));
+                    let label = format!("{} of {}", app_seq.get(pi).map(String::as_str).unwrap_or("?"), m.method.as_deref().unwrap_or("message"));
+                    let i = *idx.entry(key.clone()).or_insert_with(|| {
+                        series.push((key.clone(), label, Vec::new()));
+                        series.len() - 1
+                    });
+                    series[i].2.push(v);
+                }
+            }
+        }
+        for (key, label, vals) in &series {
+            let Some(&last) = vals.last() else { continue };
+            let step = vals.windows(2).map(|w| w[1] - w[0]).fold(f64::NAN, f64::max);
+            let step = if step.is_nan() || step <= 0.0 { last.abs().max(1.0) } else { step };
+            let found = after.iter().copied().find_map(|ev| {
+                ev.messages.iter().find_map(|m| {
+                    if let Some(t) = key.strip_prefix("progress:") {
+                        (m.progress_token.as_deref() == Some(t)).then_some(m.progress).flatten().map(|p| (ev, p))
+                    } else {
+                        let mut it = key.splitn(3, ':').skip(1);
+                        let pi: usize = it.next()?.parse().ok()?;
+                        let method = it.next().unwrap_or("");
+                        (m.method.as_deref().unwrap_or("") == method).then(|| m.app_seq.iter().find(|(i, _)| *i == pi).map(|(_, v)| (ev, *v))).flatten()
+                    }
+                })
+            });
+            let Some((ev, next)) = found else { continue };
+            let jumped = next > last + step * (1.0 + 1e-9);
+            let backwards = next <= last;
+            if jumped || backwards {
+                let mut f = ctx.finding("app_seq_desync", Severity::Error, Some(ev), format!(
+                    "Across the resume from Last-Event-ID {} the transport ids continue (next id {}) but {} went from {} (frame {}) to {} (frame {}), {} the stream's usual step of {}: the continuation was synthesized, not replayed.",
+                    r.last_event_id, first_id.as_deref().unwrap_or("-"), label, fmt_num(last), last_frame_with(upto, key), fmt_num(next), ev.sse.frame_first,
+                    if backwards { "going backwards against" } else { "skipping ahead of" }, fmt_num(step)));
+                f.expected = Some(format!("{} ≤ {}", label, fmt_num(last + step)));
+                f.observed = Some(fmt_num(next));
+                out.push(f);
+                gap = true;
+                reasons.push("application sequence jumped");
+                if let Some(t) = key.strip_prefix("progress:") {
+                    desynced_tokens.insert(t.to_string());
+                }
+            }
+        }
+    }
+
+    // suspect_terminal: a final response right after L, without the progress that was under way.
+    let session_requests = requests_of_session(model, exchanges, r.session);
+    let mut msg_pos = 0usize;
+    for ev in after.iter().copied() {
+        if ev.messages.is_empty() {
+            continue;
+        }
+        msg_pos += 1;
+        if msg_pos > 2 {
+            break;
+        }
+        for m in ev.messages.iter().filter(|m| matches!(m.kind, Kind::Response | Kind::Error)) {
+            let Some(rid) = &m.id else { continue };
+            let Some(token) = session_requests.get(rid) else { continue };
+            let progress_before: Vec<(f64, Option<f64>)> = upto.iter().flat_map(|(_, _, ev)| ev.messages.iter()).filter(|x| x.progress_token.as_deref() == Some(token)).filter_map(|x| Some((x.progress?, x.progress_total))).collect();
+            let Some(&(last, total)) = progress_before.last() else { continue };
+            if total.is_some_and(|t| last >= t) {
+                continue;
+            }
+            let progress_after: Vec<f64> = after.iter().take_while(|x| !std::ptr::eq(**x, ev)).flat_map(|x| x.messages.iter()).filter(|x| x.progress_token.as_deref() == Some(token)).filter_map(|x| x.progress).collect();
+            let reached = progress_after.iter().copied().fold(f64::NAN, f64::max);
+            let incomplete = progress_after.is_empty() || desynced_tokens.contains(token) || total.is_some_and(|t| reached.is_nan() || reached < t);
+            if incomplete {
+                let mut f = ctx.finding("suspect_terminal", Severity::Error, Some(ev), format!(
+                    "The final response to request {} arrived on the resumed stream right after Last-Event-ID {} (event {}, frame {}) while its progress stood at {}{} with {} progress notification(s) in between: a terminal event not attributable to the original stream.",
+                    rid, r.last_event_id, ev.sse.id.as_deref().unwrap_or("-"), ev.sse.frame_first, fmt_num(last), total.map(|t| format!(" of {}", fmt_num(t))).unwrap_or_default(), progress_after.len()));
+                f.request_id = Some(rid.clone());
+                f.expected = Some(format!("progress continuing from {}", fmt_num(last)));
+                f.observed = Some(format!("response after {} progress notification(s)", progress_after.len()));
+                out.push(f);
+                gap = true;
+                reasons.push("terminal result without the progress under way");
+            }
+        }
+    }
+    let _ = first_msg;
+
+    let verdict = if forked {
+        Verdict::Forked
+    } else if gap {
+        Verdict::Gap
+    } else if first.is_none() && first_msg.is_none() {
+        Verdict::Resumed
+    } else {
+        Verdict::Resumed
+    };
+    if verdict == Verdict::Resumed {
+        let at = first.or(after.first().copied());
+        let mut f = ctx.finding("resume_ok", Severity::Info, at, format!(
+            "The resumption from Last-Event-ID {} (GET in frame {}, flow {}) continued the stream with {} event(s){}.",
+            r.last_event_id, e.frame(), flow_id(e), after.len(), first_id.as_deref().map(|i| format!(", first id {i}")).unwrap_or_default()));
+        f.observed = first_id.clone();
+        out.push(f);
+        reasons.push("ids and application sequence continue");
+    }
+    result(verdict, first_id, &reasons.join("; "))
+}
+
+/// Whether the stream's request got its response on the events up to the cursor.
+fn answered_before(exchanges: &[Exchange], origin: usize, upto: &[Ev]) -> bool {
+    let reqs: HashSet<&str> = exchanges[origin].req_messages.iter().filter(|m| m.kind == Kind::Request).filter_map(|m| m.id.as_deref()).collect();
+    if reqs.is_empty() {
+        return false;
+    }
+    let answered: HashSet<&str> = upto.iter().flat_map(|(_, _, ev)| ev.messages.iter()).filter(|m| matches!(m.kind, Kind::Response | Kind::Error)).filter_map(|m| m.id.as_deref()).collect();
+    reqs.iter().all(|r| answered.contains(r))
+}
+
+/// Integer ids of the stream's message events step by exactly one.
+fn stream_dense(upto: &[Ev]) -> bool {
+    let seqs: Vec<u128> = upto.iter().filter(|(_, _, ev)| ev.sse.has_own_id).filter_map(|(_, _, ev)| ev.sse.id.as_deref()).filter_map(|i| ids::parse(i).seq).collect();
+    seqs.len() >= 2 && seqs.windows(2).all(|w| w[1] == w[0] + 1)
+}
+
+fn last_frame_with(upto: &[Ev], key: &str) -> u64 {
+    let t = key.strip_prefix("progress:");
+    upto.iter().rev().find(|(_, _, ev)| ev.messages.iter().any(|m| t.is_none() || m.progress_token.as_deref() == t)).map(|(_, _, ev)| ev.sse.frame_first).unwrap_or(0)
+}
+
+/// Client requests of a session: JSON-RPC id → progress token (the `_meta.progressToken`, else the id).
+fn requests_of_session(model: &Model, exchanges: &[Exchange], session: usize) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    for &xi in &model.sessions[session].exchanges {
+        for m in exchanges[xi].req_messages.iter().filter(|m| m.kind == Kind::Request) {
+            if let Some(id) = &m.id {
+                out.insert(id.clone(), m.request_progress_token.clone().unwrap_or_else(|| id.clone()));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,97 @@
+//! Session-wide checks: `lost_response` and `duplicate_delivery` of JSON-RPC responses.
+
+use std::collections::{HashMap, HashSet};
+
+use super::{flow_id, Finding, Severity};
+use crate::http::Exchange;
+use crate::jsonrpc::Kind;
+use crate::mcp::Model;
+
+/// JSON-RPC responses delivered to the client in one exchange: (id, ts, frame).
+fn responses_in(e: &Exchange) -> Vec<(&str, i64, u64)> {
+    let mut v: Vec<(&str, i64, u64)> = Vec::new();
+    for m in e.resp_messages.iter().filter(|m| matches!(m.kind, Kind::Response | Kind::Error)) {
+        if let Some(id) = m.id.as_deref() {
+            v.push((id, e.ts_response.unwrap_or(0), e.frame_response.unwrap_or(0)));
+        }
+    }
+    for ev in e.events.iter().filter(|ev| !ev.sse.truncated) {
+        for m in ev.messages.iter().filter(|m| matches!(m.kind, Kind::Response | Kind::Error)) {
+            if let Some(id) = m.id.as_deref() {
+                v.push((id, ev.sse.ts, ev.sse.frame_first));
+            }
+        }
+    }
+    v
+}
+
+/// `lost_response`: a client request of the session that got no response on any stream.
+pub(super) fn lost_responses(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
+    for s in &model.sessions {
+        let answered: HashSet<&str> = s.exchanges.iter().flat_map(|&xi| responses_in(&exchanges[xi])).map(|(id, _, _)| id).collect();
+        for &xi in &s.exchanges {
+            let e = &exchanges[xi];
+            if e.method() != "POST" || e.status() >= 300 {
+                continue;
+            }
+            for m in e.req_messages.iter().filter(|m| m.kind == Kind::Request) {
+                let Some(id) = m.id.as_deref() else { continue };
+                if answered.contains(id) {
+                    continue;
+                }
+                let method = m.method.clone().unwrap_or_default();
+                out.push(Finding {
+                    session_id: s.label(),
+                    kind: "lost_response",
+                    severity: Severity::Error,
+                    ts: e.ts(),
+                    flow_id: flow_id(e),
+                    frame: e.frame(),
+                    last_event_id: None,
+                    event_id: None,
+                    request_id: Some(id.to_string()),
+                    expected: Some(format!("a response to request {id} ({method})")),
+                    observed: Some("no response on any stream by the end of the capture".into()),
+                    detail: format!("Request {id} ({method}), sent in frame {} on flow {}, never received a JSON-RPC response on any stream of the session by the end of the capture.", e.frame(), flow_id(e)),
+                });
+            }
+        }
+    }
+}
+
+/// `duplicate_delivery` by JSON-RPC response id: the client received the response to one request twice.
+pub(super) fn duplicate_responses(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
+    for s in &model.sessions {
+        let requests: HashSet<&str> = s.exchanges.iter().flat_map(|&xi| exchanges[xi].req_messages.iter()).filter(|m| m.kind == Kind::Request).filter_map(|m| m.id.as_deref()).collect();
+        let mut seen: HashMap<&str, (i64, u64, usize)> = HashMap::new();
+        for &xi in &s.exchanges {
+            for (id, ts, frame) in responses_in(&exchanges[xi]) {
+                if !requests.contains(id) {
+                    continue;
+                }
+                match seen.get(id) {
+                    None => {
+                        seen.insert(id, (ts, frame, xi));
+                    }
+                    Some(&(_, first_frame, _)) => {
+                        let e = &exchanges[xi];
+                        out.push(Finding {
+                            session_id: s.label(),
+                            kind: "duplicate_delivery",
+                            severity: Severity::Error,
+                            ts,
+                            flow_id: flow_id(e),
+                            frame,
+                            last_event_id: e.req_header("last-event-id").map(str::to_string),
+                            event_id: None,
+                            request_id: Some(id.to_string()),
+                            expected: Some("one response per request".into()),
+                            observed: Some("a second response".into()),
+                            detail: format!("The response to request {id} reached the client twice: first in frame {first_frame}, again in frame {frame} (flow {}).", flow_id(e)),
+                        });
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,540 @@
+//! HTTP/1.x message framing for one direction of a connection (RFC 9112).
+//!
+//! A sans-IO state machine: the connection pushes reassembled bytes and gaps;
+//! the parser emits [`HttpEvent`]s — heads, body bytes (de-chunked), body
+//! gaps and message ends. It holds at most one partial head or chunk-size
+//! line (bounded by [`HttpLimits::max_header_bytes`]); body bytes pass
+//! through without being buffered. After a gap or malformed framing it
+//! resyncs at the next plausible start line.
+
+use crate::anomaly::Anomaly;
+
+/// Limits of the HTTP stage.
+#[derive(Debug, Clone, Copy)]
+pub struct HttpLimits {
+    /// Largest request or response head, in bytes (anomaly `http.header_too_long`).
+    pub max_header_bytes: usize,
+    /// Most headers in one head (anomaly `http.too_many_headers`).
+    pub max_headers: usize,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits { max_header_bytes: 64 * 1024, max_headers: 128 }
+    }
+}
+
+/// A parsed request or response head.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Head {
+    /// Request method (empty for responses).
+    pub method: String,
+    /// Request target (empty for responses).
+    pub target: String,
+    /// Response status code (0 for requests).
+    pub status: u16,
+    /// Response reason phrase.
+    pub reason: String,
+    /// HTTP minor version (1 for HTTP/1.1).
+    pub version: u8,
+    /// Header fields in order, names as sent.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Head {
+    /// First value of a header, matched case-insensitively (RFC 9110 §5.1).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+/// What the framing parser reports.
+#[derive(Debug)]
+pub enum HttpEvent<'a> {
+    /// A complete head.
+    Head(Head),
+    /// Body bytes (transfer coding removed).
+    Body(&'a [u8]),
+    /// `len` body bytes missing from the capture.
+    BodyGap(u64),
+    /// The message ended; `complete` is false when it was cut (gap, close, resync).
+    End {
+        /// Whether the framing said the message was whole.
+        complete: bool,
+    },
+    /// A malformed-input anomaly.
+    Anomaly(&'static str, String),
+}
+
+/// How the layer above answers a response head: whether it has a body at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyRule {
+    /// Frame the body by the headers (RFC 9112 §6.3).
+    ByHeaders,
+    /// No body (HEAD request, 1xx, 204, 304).
+    None,
+    /// The connection leaves HTTP (101 Upgrade, 2xx to CONNECT).
+    Tunnel,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chunk {
+    Size,
+    Data(u64),
+    DataEnd,
+    Trailer,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Waiting for the first bytes; the role of the direction is not known.
+    Head,
+    Length(u64),
+    Chunked(Chunk),
+    UntilClose,
+    /// Looking for the next start line after a gap or malformed input.
+    Resync,
+    /// The connection left HTTP.
+    Tunnel,
+}
+
+/// Framing state of one direction.
+#[derive(Debug)]
+pub struct DirParser {
+    /// Whether this direction carries requests (else responses).
+    pub is_request: bool,
+    state: State,
+    buf: Vec<u8>,
+    limits: HttpLimits,
+    in_message: bool,
+}
+
+const METHODS: [&[u8]; 9] = [b"GET ", b"POST ", b"PUT ", b"DELETE ", b"HEAD ", b"OPTIONS ", b"PATCH ", b"CONNECT ", b"TRACE "];
+
+/// Whether `b` starts like a request line (a known method and a space).
+pub fn looks_like_request(b: &[u8]) -> bool {
+    METHODS.iter().any(|m| b.starts_with(m))
+}
+
+/// Whether `b` starts like a status line.
+pub fn looks_like_response(b: &[u8]) -> bool {
+    b.starts_with(b"HTTP/1.")
+}
+
+impl DirParser {
+    /// A parser for a direction carrying requests (`is_request`) or responses.
+    pub fn new(is_request: bool, limits: HttpLimits) -> Self {
+        DirParser { is_request, state: State::Head, buf: Vec::new(), limits, in_message: false }
+    }
+
+    /// Push in-order bytes. `on_head` is asked, for a response head, whether it has a body.
+    pub fn push(&mut self, data: &[u8], out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule) {
+        if self.buf.is_empty() {
+            let n = self.parse(data, out);
+            if n < data.len() {
+                self.buf.extend_from_slice(&data[n..]);
+            }
+        } else {
+            let mut buf = std::mem::take(&mut self.buf);
+            buf.extend_from_slice(data);
+            let n = self.parse(&buf, out);
+            buf.drain(..n);
+            self.buf = buf;
+        }
+        if self.buf.len() > self.limits.max_header_bytes {
+            let code = if self.state == State::Head { "http.header_too_long" } else { "http.bad_framing" };
+            out(HttpEvent::Anomaly(code, format!("{} bytes without a complete line or head", self.buf.len())));
+            self.buf.clear();
+            self.enter_resync(out);
+        }
+    }
+
+    /// `len` bytes are missing from the capture.
+    pub fn gap(&mut self, len: u64, out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule) {
+        match self.state {
+            State::Length(rem) if len < rem => {
+                out(HttpEvent::BodyGap(len));
+                self.state = State::Length(rem - len);
+            }
+            State::Length(rem) if len == rem => {
+                out(HttpEvent::BodyGap(len));
+                self.end_message(false, out);
+            }
+            State::Chunked(Chunk::Data(rem)) if len <= rem => {
+                out(HttpEvent::BodyGap(len));
+                self.state = State::Chunked(if len == rem { Chunk::DataEnd } else { Chunk::Data(rem - len) });
+            }
+            State::UntilClose => {
+                out(HttpEvent::BodyGap(len));
+            }
+            State::Tunnel => {}
+            State::Head if !self.in_message && self.buf.is_empty() => {
+                self.state = State::Resync;
+            }
+            _ => {
+                if self.in_message {
+                    out(HttpEvent::BodyGap(len));
+                }
+                self.buf.clear();
+                self.enter_resync(out);
+            }
+        }
+    }
+
+    /// The direction ended (FIN, RST or end of capture).
+    pub fn end(&mut self, out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule) {
+        match self.state {
+            State::UntilClose => self.end_message(true, out),
+            _ if self.in_message => self.end_message(false, out),
+            State::Head if !self.buf.is_empty() => {
+                out(HttpEvent::Anomaly("http.partial_head", format!("{} bytes of an unfinished head at end of stream", self.buf.len())));
+            }
+            _ => {}
+        }
+        self.buf.clear();
+        self.state = State::Head;
+    }
+
+    fn enter_resync(&mut self, out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule) {
+        if self.in_message {
+            self.end_message(false, out);
+        }
+        self.state = State::Resync;
+    }
+
+    fn end_message(&mut self, complete: bool, out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule) {
+        self.in_message = false;
+        self.state = State::Head;
+        out(HttpEvent::End { complete });
+    }
+
+    /// Parse as much of `input` as possible; returns the bytes consumed.
+    fn parse(&mut self, input: &[u8], out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule) -> usize {
+        let mut pos = 0;
+        loop {
+            let rest = &input[pos..];
+            match self.state {
+                State::Tunnel => return input.len(),
+                State::Resync => {
+                    match find_start_line(rest, self.is_request) {
+                        Some(i) => {
+                            if i > 0 {
+                                out(HttpEvent::Anomaly("http.resync_skipped", format!("{i} bytes skipped to the next start line")));
+                            }
+                            pos += i;
+                            self.state = State::Head;
+                        }
+                        None => {
+                            // Keep a short tail in case a start line is split.
+                            let keep = rest.len().min(8);
+                            return input.len() - keep;
+                        }
+                    }
+                }
+                State::Head => {
+                    if rest.is_empty() {
+                        return pos;
+                    }
+                    // Tolerate stray CRLFs between messages (RFC 9112 §2.2).
+                    if rest[0] == b'\r' || rest[0] == b'\n' {
+                        pos += 1;
+                        continue;
+                    }
+                    match self.parse_head(rest, out) {
+                        HeadResult::Partial => return pos,
+                        HeadResult::Bad => {
+                            self.state = State::Resync;
+                            pos += 1;
+                        }
+                        HeadResult::Done(n) => pos += n,
+                    }
+                }
+                State::Length(rem) => {
+                    if rest.is_empty() {
+                        return pos;
+                    }
+                    let n = (rem.min(rest.len() as u64)) as usize;
+                    out(HttpEvent::Body(&rest[..n]));
+                    pos += n;
+                    if rem == n as u64 {
+                        self.end_message(true, out);
+                    } else {
+                        self.state = State::Length(rem - n as u64);
+                    }
+                }
+                State::UntilClose => {
+                    if !rest.is_empty() {
+                        out(HttpEvent::Body(rest));
+                    }
+                    return input.len();
+                }
+                State::Chunked(Chunk::Data(rem)) => {
+                    if rest.is_empty() {
+                        return pos;
+                    }
+                    let n = (rem.min(rest.len() as u64)) as usize;
+                    out(HttpEvent::Body(&rest[..n]));
+                    pos += n;
+                    self.state = State::Chunked(if rem == n as u64 { Chunk::DataEnd } else { Chunk::Data(rem - n as u64) });
+                }
+                State::Chunked(Chunk::DataEnd) => {
+                    // CRLF after chunk data.
+                    if rest.len() < 2 {
+                        if rest.first() == Some(&b'\n') {
+                            pos += 1;
+                            self.state = State::Chunked(Chunk::Size);
+                            continue;
+                        }
+                        return pos;
+                    }
+                    if &rest[..2] == b"\r\n" {
+                        pos += 2;
+                    } else if rest[0] == b'\n' {
+                        pos += 1;
+                    } else {
+                        out(HttpEvent::Anomaly("http.bad_chunk_end", "chunk data not followed by CRLF".into()));
+                    }
+                    self.state = State::Chunked(Chunk::Size);
+                }
+                State::Chunked(Chunk::Size) => {
+                    let Some(nl) = memchr::memchr(b'\n', rest) else { return pos };
+                    let line = trim_cr(&rest[..nl]);
+                    pos += nl + 1;
+                    match parse_chunk_size(line) {
+                        Some(0) => self.state = State::Chunked(Chunk::Trailer),
+                        Some(n) => self.state = State::Chunked(Chunk::Data(n)),
+                        None => {
+                            out(HttpEvent::Anomaly("http.bad_chunk_size", format!("chunk-size line {:?}", String::from_utf8_lossy(&line[..line.len().min(32)]))));
+                            self.enter_resync(out);
+                        }
+                    }
+                }
+                State::Chunked(Chunk::Trailer) => {
+                    let Some(nl) = memchr::memchr(b'\n', rest) else { return pos };
+                    let line = trim_cr(&rest[..nl]);
+                    pos += nl + 1;
+                    if line.is_empty() {
+                        self.end_message(true, out);
+                    }
+                }
+            }
+        }
+    }
+
+    fn parse_head(&mut self, rest: &[u8], out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule) -> HeadResult {
+        let mut storage = vec![httparse::EMPTY_HEADER; self.limits.max_headers];
+        let mut head = Head::default();
+        let n = if self.is_request {
+            let mut req = httparse::Request::new(&mut storage);
+            match req.parse(rest) {
+                Ok(httparse::Status::Complete(n)) => {
+                    head.method = req.method.unwrap_or("").to_string();
+                    head.target = req.path.unwrap_or("").to_string();
+                    head.version = req.version.unwrap_or(1);
+                    head.headers = req.headers.iter().map(|h| (h.name.to_string(), String::from_utf8_lossy(h.value).into_owned())).collect();
+                    n
+                }
+                Ok(httparse::Status::Partial) => return HeadResult::Partial,
+                Err(e) => return self.bad_head(e, out),
+            }
+        } else {
+            let mut resp = httparse::Response::new(&mut storage);
+            match resp.parse(rest) {
+                Ok(httparse::Status::Complete(n)) => {
+                    head.status = resp.code.unwrap_or(0);
+                    head.reason = resp.reason.unwrap_or("").to_string();
+                    head.version = resp.version.unwrap_or(1);
+                    head.headers = resp.headers.iter().map(|h| (h.name.to_string(), String::from_utf8_lossy(h.value).into_owned())).collect();
+                    n
+                }
+                Ok(httparse::Status::Partial) => return HeadResult::Partial,
+                Err(e) => return self.bad_head(e, out),
+            }
+        };
+        let te_chunked = head.header("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+        let cl = head.header("content-length").map(|v| v.trim().parse::<u64>());
+        let is_request = self.is_request;
+        let status = head.status;
+        self.in_message = true;
+        let rule = out(HttpEvent::Head(head));
+        self.state = if is_request {
+            // RFC 9112 §6.3: a request without framing headers has no body.
+            if te_chunked {
+                State::Chunked(Chunk::Size)
+            } else {
+                match cl {
+                    Some(Ok(0)) | None => State::Head,
+                    Some(Ok(n)) => State::Length(n),
+                    Some(Err(_)) => {
+                        out(HttpEvent::Anomaly("http.bad_content_length", "unparsable Content-Length".into()));
+                        State::Head
+                    }
+                }
+            }
+        } else if rule == BodyRule::Tunnel {
+            State::Tunnel
+        } else if rule == BodyRule::None || (100..200).contains(&status) || status == 204 || status == 304 {
+            State::Head
+        } else if te_chunked {
+            State::Chunked(Chunk::Size)
+        } else {
+            match cl {
+                Some(Ok(0)) => State::Head,
+                Some(Ok(n)) => State::Length(n),
+                Some(Err(_)) => {
+                    out(HttpEvent::Anomaly("http.bad_content_length", "unparsable Content-Length".into()));
+                    State::UntilClose
+                }
+                None => State::UntilClose,
+            }
+        };
+        if self.state == State::Head {
+            self.end_message(true, out);
+        }
+        if self.state == State::Tunnel {
+            self.in_message = false;
+        }
+        HeadResult::Done(n)
+    }
+
+    fn bad_head(&mut self, e: httparse::Error, out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule) -> HeadResult {
+        let code = if e == httparse::Error::TooManyHeaders { "http.too_many_headers" } else { "http.bad_head" };
+        out(HttpEvent::Anomaly(code, format!("{e}")));
+        HeadResult::Bad
+    }
+}
+
+enum HeadResult {
+    Partial,
+    Bad,
+    Done(usize),
+}
+
+fn trim_cr(l: &[u8]) -> &[u8] {
+    l.strip_suffix(b"\r").unwrap_or(l)
+}
+
+/// RFC 9112 §7.1: chunk-size in hex, optionally followed by `;ext`.
+fn parse_chunk_size(line: &[u8]) -> Option<u64> {
+    let end = line.iter().position(|&b| b == b';' || b == b' ' || b == b'\t').unwrap_or(line.len());
+    let hex = &line[..end];
+    if hex.is_empty() || hex.len() > 15 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &b in hex {
+        let d = (b as char).to_digit(16)? as u64;
+        v = v * 16 + d;
+    }
+    Some(v)
+}
+
+fn find_start_line(b: &[u8], is_request: bool) -> Option<usize> {
+    let mut i = 0;
+    while i < b.len() {
+        let at_line_start = i == 0 || b[i - 1] == b'\n';
+        if at_line_start {
+            let r = &b[i..];
+            if (is_request && looks_like_request(r)) || (!is_request && looks_like_response(r)) {
+                return Some(i);
+            }
+        }
+        match memchr::memchr(b'\n', &b[i..]) {
+            Some(n) => i += n + 1,
+            None => return None,
+        }
+    }
+    None
+}
+
+/// Convert an anomaly event into a row.
+pub fn anomaly_row(code: &'static str, detail: String, frame: u64, flow_id: String) -> Anomaly {
+    Anomaly::new(code, Some(frame), Some(flow_id), detail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq)]
+    enum Ev {
+        Head(u16, String),
+        Body(Vec<u8>),
+        End(bool),
+    }
+
+    fn run(is_request: bool, input: &[u8], splits: &[usize]) -> Vec<Ev> {
+        let mut p = DirParser::new(is_request, HttpLimits::default());
+        let mut evs: Vec<Ev> = Vec::new();
+        let mut out = |e: HttpEvent<'_>| {
+            match e {
+                HttpEvent::Head(h) => evs.push(Ev::Head(h.status, h.method.clone())),
+                HttpEvent::Body(b) => match evs.last_mut() {
+                    Some(Ev::Body(v)) => v.extend_from_slice(b),
+                    _ => evs.push(Ev::Body(b.to_vec())),
+                },
+                HttpEvent::End { complete } => evs.push(Ev::End(complete)),
+                _ => {}
+            }
+            BodyRule::ByHeaders
+        };
+        let mut last = 0;
+        for &s in splits.iter().chain(std::iter::once(&input.len())) {
+            p.push(&input[last..s], &mut out);
+            last = s;
+        }
+        p.end(&mut out);
+        evs
+    }
+
+    const RESP: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n5;x=1\r\nhello\r\n6\r\n world\r\n0\r\nX-T: 1\r\n\r\nHTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcHTTP/1.1 200 OK\r\n\r\ntail";
+
+    #[test]
+    fn responses_every_split() {
+        let whole = run(false, RESP, &[]);
+        assert_eq!(
+            whole,
+            vec![
+                Ev::Head(200, String::new()),
+                Ev::Body(b"hello world".to_vec()),
+                Ev::End(true),
+                Ev::Head(202, String::new()),
+                Ev::End(true),
+                Ev::Head(200, String::new()),
+                Ev::Body(b"abc".to_vec()),
+                Ev::End(true),
+                Ev::Head(200, String::new()),
+                Ev::Body(b"tail".to_vec()),
+                Ev::End(true),
+            ]
+        );
+        for i in 0..=RESP.len() {
+            assert_eq!(run(false, RESP, &[i]), whole, "split at {i}");
+        }
+        let bytewise: Vec<usize> = (1..RESP.len()).collect();
+        assert_eq!(run(false, RESP, &bytewise), whole);
+    }
+
+    #[test]
+    fn requests_keepalive() {
+        let req = b"POST /mcp HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}GET /mcp HTTP/1.1\r\nAccept: text/event-stream\r\n\r\n";
+        let whole = run(true, req, &[]);
+        assert_eq!(whole, vec![Ev::Head(0, "POST".into()), Ev::Body(b"{}".to_vec()), Ev::End(true), Ev::Head(0, "GET".into()), Ev::End(true)]);
+        for i in 0..=req.len() {
+            assert_eq!(run(true, req, &[i]), whole, "split at {i}");
+        }
+    }
+
+    #[test]
+    fn garbage_resyncs() {
+        let input = b"garbage\r\nHTTP/1.1 204 No Content\r\n\r\n";
+        assert_eq!(run(false, input, &[]), vec![Ev::Head(204, String::new()), Ev::End(true)]);
+    }
+
+    #[test]
+    fn chunk_size_parse() {
+        assert_eq!(parse_chunk_size(b"1a;foo=bar"), Some(26));
+        assert_eq!(parse_chunk_size(b"zz"), None);
+        assert_eq!(parse_chunk_size(b"ffffffffffffffffff"), None);
+    }
+}

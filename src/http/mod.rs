@@ -1,0 +1,456 @@
+//! HTTP/1.x exchanges over reassembled TCP streams (RFC 9112).
+//!
+//! [`HttpLayer`] is the [`StreamSink`] of the flow table: for each
+//! connection it decides which direction carries requests (the SYN sender,
+//! else the side whose first bytes are a request line), runs a
+//! [`framing::DirParser`] per direction, pairs responses with requests in
+//! order (keep-alive, pipelining; interim 1xx responses do not consume a
+//! request), feeds `text/event-stream` bodies to the SSE parser as they
+//! arrive, and parses JSON bodies and SSE `data` as JSON-RPC.
+
+pub mod framing;
+
+use std::collections::HashMap;
+
+use crate::anomaly::{Anomalies, Anomaly};
+use crate::jsonrpc::{self, Message};
+use crate::sse::{SseEvent, SseLimits, SseParser};
+use crate::tcp::{Chunk, Dir, Flow, StreamEvent, StreamSink};
+pub use framing::{BodyRule, DirParser, Head, HttpEvent, HttpLimits};
+
+/// Largest non-SSE body kept for JSON parsing, in bytes (anomaly `http.body_too_large`).
+pub const MAX_JSON_BODY: usize = 16 << 20;
+
+/// An SSE event with the JSON-RPC messages of its `data`.
+#[derive(Debug, Clone)]
+pub struct EventRec {
+    /// The event as parsed.
+    pub sse: SseEvent,
+    /// Messages in `data` (empty for priming events and non-JSON data).
+    pub messages: Vec<Message>,
+    /// Why `data` was not JSON, when it was not.
+    pub parse_error: Option<String>,
+}
+
+/// One request/response exchange (Zeek http.log row).
+#[derive(Debug, Clone, Default)]
+pub struct Exchange {
+    /// Index of the flow.
+    pub flow_index: usize,
+    /// 1-based position of the exchange on its connection (Zeek `trans_depth`).
+    pub trans_depth: u32,
+    /// The request head, when captured.
+    pub request: Option<Head>,
+    /// Time of the request's first byte (µs since the Unix epoch).
+    pub ts_request: Option<i64>,
+    /// Frame of the request's first byte.
+    pub frame_request: Option<u64>,
+    /// Request body bytes on the wire (after de-chunking).
+    pub req_body_len: u64,
+    /// Request body (bounded by [`MAX_JSON_BODY`]).
+    pub req_body: Vec<u8>,
+    /// Whether bytes of the request were missing from the capture.
+    pub req_gap: bool,
+    /// Messages in the request body.
+    pub req_messages: Vec<Message>,
+    /// Interim (1xx) status codes received before the final response.
+    pub interim: Vec<u16>,
+    /// The final response head, when captured.
+    pub response: Option<Head>,
+    /// Time of the response's first byte.
+    pub ts_response: Option<i64>,
+    /// Frame of the response's first byte.
+    pub frame_response: Option<u64>,
+    /// Time the response ended (last byte, or connection close).
+    pub ts_end: Option<i64>,
+    /// Frame of the response's last byte.
+    pub frame_last: Option<u64>,
+    /// Response body bytes after de-chunking.
+    pub resp_body_len: u64,
+    /// Response body when not SSE (bounded).
+    pub resp_body: Vec<u8>,
+    /// Whether bytes of the response were missing from the capture.
+    pub resp_gap: bool,
+    /// Whether the response ended as its framing said (false: cut by close, reset or gap).
+    pub resp_complete: bool,
+    /// Whether the response is `text/event-stream`.
+    pub is_sse: bool,
+    /// SSE events in order.
+    pub events: Vec<EventRec>,
+    /// Messages in a JSON response body.
+    pub resp_messages: Vec<Message>,
+    /// SSE comment lines.
+    pub sse_comments: u64,
+}
+
+impl Exchange {
+    /// A request header, case-insensitively.
+    pub fn req_header(&self, name: &str) -> Option<&str> {
+        self.request.as_ref().and_then(|h| h.header(name))
+    }
+    /// A response header, case-insensitively.
+    pub fn resp_header(&self, name: &str) -> Option<&str> {
+        self.response.as_ref().and_then(|h| h.header(name))
+    }
+    /// Request method, or "" when the request was not captured.
+    pub fn method(&self) -> &str {
+        self.request.as_ref().map(|h| h.method.as_str()).unwrap_or("")
+    }
+    /// Final status, or 0.
+    pub fn status(&self) -> u16 {
+        self.response.as_ref().map(|h| h.status).unwrap_or(0)
+    }
+    /// The earliest time of the exchange.
+    pub fn ts(&self) -> i64 {
+        self.ts_request.or(self.ts_response).unwrap_or(0)
+    }
+    /// The earliest frame of the exchange.
+    pub fn frame(&self) -> u64 {
+        self.frame_request.or(self.frame_response).unwrap_or(0)
+    }
+}
+
+/// Options of the HTTP stage.
+#[derive(Debug, Clone, Default)]
+pub struct HttpOptions {
+    /// Framing limits.
+    pub limits: HttpLimits,
+    /// SSE limits.
+    pub sse: SseLimits,
+    /// JSON pointers to application sequence fields.
+    pub app_seq: Vec<String>,
+}
+
+#[derive(Debug)]
+struct Conn {
+    parsers: [Option<DirParser>; 2],
+    /// Bytes held while the role of a direction is unknown.
+    probe: [Vec<u8>; 2],
+    not_http: bool,
+    client_dir: Option<Dir>,
+    exchanges: Vec<Exchange>,
+    emitted: usize,
+    req_idx: Option<usize>,
+    next_resp: usize,
+    resp_idx: Option<usize>,
+    resp_interim: bool,
+    sse: Option<SseParser>,
+    depth: u32,
+}
+
+/// The HTTP stage: a [`StreamSink`] that turns connections into [`Exchange`]s.
+#[derive(Debug, Default)]
+pub struct HttpLayer {
+    conns: HashMap<usize, Conn>,
+    /// Finished exchanges, in completion order.
+    pub exchanges: Vec<Exchange>,
+    /// Client direction per flow, as decided by SYN or by the HTTP roles.
+    pub client_dir: HashMap<usize, Dir>,
+    /// Anomalies raised.
+    pub anomalies: Anomalies,
+    /// Options.
+    pub options: HttpOptions,
+}
+
+impl HttpLayer {
+    /// A layer with the given options.
+    pub fn new(options: HttpOptions) -> Self {
+        HttpLayer { options, ..Default::default() }
+    }
+}
+
+const PROBE_BYTES: usize = 8;
+
+impl StreamSink for HttpLayer {
+    fn event(&mut self, flow: &Flow, ev: StreamEvent<'_>, ts: i64, frame: u64) {
+        let fi = flow.index;
+        match ev {
+            StreamEvent::Open => {
+                let client_dir = if flow.client_by_syn { Some(0) } else { None };
+                self.conns.insert(
+                    fi,
+                    Conn {
+                        parsers: [None, None],
+                        probe: [Vec::new(), Vec::new()],
+                        not_http: false,
+                        client_dir,
+                        exchanges: Vec::new(),
+                        emitted: 0,
+                        req_idx: None,
+                        next_resp: 0,
+                        resp_idx: None,
+                        resp_interim: false,
+                        sse: None,
+                        depth: 0,
+                    },
+                );
+                if let Some(d) = client_dir {
+                    self.client_dir.insert(fi, d);
+                    let c = self.conns.get_mut(&fi).expect("just inserted");
+                    c.parsers[d] = Some(DirParser::new(true, self.options.limits));
+                    c.parsers[1 - d] = Some(DirParser::new(false, self.options.limits));
+                }
+            }
+            StreamEvent::Chunk(d, chunk) => {
+                let Some(conn) = self.conns.get_mut(&fi) else { return };
+                if conn.not_http {
+                    return;
+                }
+                match chunk {
+                    Chunk::Data { bytes, .. } => {
+                        if conn.parsers[d].is_none() {
+                            conn.probe[d].extend_from_slice(bytes);
+                            let p = &conn.probe[d];
+                            let role = if framing::looks_like_request(p) {
+                                Some(true)
+                            } else if framing::looks_like_response(p) {
+                                Some(false)
+                            } else if p.len() >= PROBE_BYTES {
+                                None
+                            } else {
+                                return;
+                            };
+                            match role {
+                                Some(is_req) => {
+                                    let client = if is_req { d } else { 1 - d };
+                                    conn.client_dir = Some(client);
+                                    self.client_dir.insert(fi, client);
+                                    conn.parsers[d] = Some(DirParser::new(is_req, self.options.limits));
+                                    if conn.parsers[1 - d].is_none() {
+                                        conn.parsers[1 - d] = Some(DirParser::new(!is_req, self.options.limits));
+                                    }
+                                    let held = std::mem::take(&mut conn.probe[d]);
+                                    self.push(fi, d, &held, ts, frame);
+                                    let other = std::mem::take(&mut self.conns.get_mut(&fi).expect("conn").probe[1 - d]);
+                                    if !other.is_empty() {
+                                        self.push(fi, 1 - d, &other, ts, frame);
+                                    }
+                                }
+                                None => {
+                                    conn.not_http = true;
+                                    conn.probe = [Vec::new(), Vec::new()];
+                                    self.anomalies.add(Anomaly::new("http.not_http", Some(frame), Some(flow.flow_id()), "connection does not start with an HTTP/1.x message".into()));
+                                }
+                            }
+                        } else {
+                            self.push(fi, d, bytes, ts, frame);
+                        }
+                    }
+                    Chunk::Gap { len, .. } => {
+                        if conn.parsers[d].is_none() {
+                            conn.probe[d].clear();
+                            return;
+                        }
+                        self.with_parser(fi, d, ts, frame, |p, out| p.gap(len, out));
+                    }
+                }
+            }
+            StreamEvent::End(d) => {
+                if self.conns.get(&fi).is_some_and(|c| c.parsers[d].is_some()) {
+                    self.with_parser(fi, d, ts, frame, |p, out| p.end(out));
+                }
+            }
+            StreamEvent::Close => {
+                if let Some(mut conn) = self.conns.remove(&fi) {
+                    // Requests never answered stay as exchanges without a response.
+                    for e in conn.exchanges.drain(conn.emitted..) {
+                        self.exchanges.push(e);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl HttpLayer {
+    fn push(&mut self, fi: usize, d: Dir, bytes: &[u8], ts: i64, frame: u64) {
+        self.with_parser(fi, d, ts, frame, |p, out| p.push(bytes, out));
+    }
+
+    fn with_parser(&mut self, fi: usize, d: Dir, ts: i64, frame: u64, f: impl FnOnce(&mut DirParser, &mut dyn FnMut(HttpEvent<'_>) -> BodyRule)) {
+        let Some(conn) = self.conns.get_mut(&fi) else { return };
+        let Some(mut parser) = conn.parsers[d].take() else { return };
+        let is_request = parser.is_request;
+        let opts = &self.options;
+        let anomalies = &mut self.anomalies;
+        let flow_id = format!("F{fi}");
+        let mut done: Vec<Exchange> = Vec::new();
+        {
+            let mut out = |ev: HttpEvent<'_>| -> BodyRule { on_event(conn, fi, is_request, ev, ts, frame, opts, anomalies, &flow_id, &mut done) };
+            f(&mut parser, &mut out);
+        }
+        conn.parsers[d] = Some(parser);
+        self.exchanges.extend(done);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn on_event(conn: &mut Conn, fi: usize, is_request: bool, ev: HttpEvent<'_>, ts: i64, frame: u64, opts: &HttpOptions, anomalies: &mut Anomalies, flow_id: &str, done: &mut Vec<Exchange>) -> BodyRule {
+    match ev {
+        HttpEvent::Anomaly(code, detail) => {
+            anomalies.add(Anomaly::new(code, Some(frame), Some(flow_id.to_string()), detail));
+            BodyRule::ByHeaders
+        }
+        HttpEvent::Head(head) if is_request => {
+            conn.depth += 1;
+            conn.exchanges.push(Exchange { flow_index: fi, trans_depth: conn.depth, request: Some(head), ts_request: Some(ts), frame_request: Some(frame), ..Default::default() });
+            conn.req_idx = Some(conn.exchanges.len() - 1);
+            BodyRule::ByHeaders
+        }
+        HttpEvent::Head(head) => {
+            let status = head.status;
+            if (100..200).contains(&status) && status != 101 {
+                conn.resp_interim = true;
+                if let Some(e) = conn.exchanges.get_mut(conn.next_resp) {
+                    e.interim.push(status);
+                }
+                return BodyRule::None;
+            }
+            conn.resp_interim = false;
+            let idx = if conn.next_resp < conn.exchanges.len() {
+                conn.next_resp
+            } else {
+                // A response without a captured request (one-sided capture, mid-stream start).
+                conn.depth += 1;
+                conn.exchanges.push(Exchange { flow_index: fi, trans_depth: conn.depth, ..Default::default() });
+                conn.exchanges.len() - 1
+            };
+            conn.next_resp = idx + 1;
+            conn.resp_idx = Some(idx);
+            let e = &mut conn.exchanges[idx];
+            let method = e.method().to_string();
+            let ct = head.header("content-type").unwrap_or("").to_ascii_lowercase();
+            e.is_sse = ct.starts_with("text/event-stream");
+            if let Some(enc) = head.header("content-encoding") {
+                if !enc.eq_ignore_ascii_case("identity") {
+                    anomalies.add(Anomaly::new("http.content_encoding_unsupported", Some(frame), Some(flow_id.to_string()), format!("Content-Encoding {enc} not decoded")));
+                }
+            }
+            e.response = Some(head);
+            e.ts_response = Some(ts);
+            e.frame_response = Some(frame);
+            e.ts_end = Some(ts);
+            e.frame_last = Some(frame);
+            conn.sse = if e.is_sse { Some(SseParser::new(opts.sse)) } else { None };
+            if method == "HEAD" {
+                BodyRule::None
+            } else if status == 101 || (method == "CONNECT" && (200..300).contains(&status)) {
+                BodyRule::Tunnel
+            } else {
+                BodyRule::ByHeaders
+            }
+        }
+        HttpEvent::Body(bytes) => {
+            if is_request {
+                if let Some(e) = conn.req_idx.and_then(|i| conn.exchanges.get_mut(i)) {
+                    e.req_body_len += bytes.len() as u64;
+                    append_bounded(&mut e.req_body, bytes, anomalies, frame, flow_id);
+                }
+            } else if let Some(i) = conn.resp_idx {
+                let e = &mut conn.exchanges[i];
+                e.resp_body_len += bytes.len() as u64;
+                e.ts_end = Some(ts);
+                e.frame_last = Some(frame);
+                if let Some(sse) = conn.sse.as_mut() {
+                    let app = &opts.app_seq;
+                    let events = &mut e.events;
+                    sse.push(bytes, ts, frame, &mut |ev| events.push(event_rec(ev, app)), &mut |mut a| {
+                        a.frame = a.frame.or(Some(frame));
+                        a.flow_id = Some(flow_id.to_string());
+                        anomalies.add(a)
+                    });
+                } else {
+                    append_bounded(&mut e.resp_body, bytes, anomalies, frame, flow_id);
+                }
+            }
+            BodyRule::ByHeaders
+        }
+        HttpEvent::BodyGap(len) => {
+            if is_request {
+                if let Some(e) = conn.req_idx.and_then(|i| conn.exchanges.get_mut(i)) {
+                    e.req_gap = true;
+                }
+            } else if let Some(i) = conn.resp_idx {
+                let e = &mut conn.exchanges[i];
+                e.resp_gap = true;
+                if let Some(sse) = conn.sse.as_mut() {
+                    sse.gap(len, frame, &mut |mut a| {
+                        a.flow_id = Some(flow_id.to_string());
+                        anomalies.add(a)
+                    });
+                }
+            }
+            BodyRule::ByHeaders
+        }
+        HttpEvent::End { complete } => {
+            if is_request {
+                if let Some(e) = conn.req_idx.take().and_then(|i| conn.exchanges.get_mut(i)) {
+                    if !complete {
+                        e.req_gap = true;
+                    }
+                    finish_json(&e.req_body, e.req_gap, &opts.app_seq, &mut e.req_messages, anomalies, frame, flow_id, "http.request_not_json");
+                }
+            } else if conn.resp_interim {
+                conn.resp_interim = false;
+            } else if let Some(i) = conn.resp_idx.take() {
+                let e = &mut conn.exchanges[i];
+                e.resp_complete = complete;
+                e.ts_end = Some(ts);
+                e.frame_last = Some(frame);
+                if let Some(mut sse) = conn.sse.take() {
+                    let app = &opts.app_seq;
+                    let events = &mut e.events;
+                    sse.finish(ts, frame, &mut |ev| events.push(event_rec(ev, app)), &mut |a| anomalies.add(a));
+                    e.sse_comments = sse.comments;
+                } else {
+                    let ct = e.resp_header("content-type").unwrap_or("").to_ascii_lowercase();
+                    if ct.contains("json") {
+                        finish_json(&e.resp_body, e.resp_gap || !complete, &opts.app_seq, &mut e.resp_messages, anomalies, frame, flow_id, "http.response_not_json");
+                    }
+                }
+                // Emit the finished prefix of the connection's exchanges.
+                while conn.emitted < conn.exchanges.len() && conn.emitted < conn.next_resp && conn.resp_idx != Some(conn.emitted) && conn.req_idx != Some(conn.emitted) {
+                    done.push(std::mem::take(&mut conn.exchanges[conn.emitted]));
+                    conn.emitted += 1;
+                }
+            }
+            BodyRule::ByHeaders
+        }
+    }
+}
+
+fn append_bounded(buf: &mut Vec<u8>, bytes: &[u8], anomalies: &mut Anomalies, frame: u64, flow_id: &str) {
+    if buf.len() + bytes.len() > MAX_JSON_BODY {
+        if buf.len() < MAX_JSON_BODY {
+            anomalies.add(Anomaly::new("http.body_too_large", Some(frame), Some(flow_id.to_string()), format!("body over {MAX_JSON_BODY} bytes not kept for JSON parsing")));
+            buf.extend_from_slice(&bytes[..MAX_JSON_BODY - buf.len()]);
+        }
+        return;
+    }
+    buf.extend_from_slice(bytes);
+}
+
+#[allow(clippy::too_many_arguments)]
+fn finish_json(body: &[u8], incomplete: bool, app_seq: &[String], out: &mut Vec<Message>, anomalies: &mut Anomalies, frame: u64, flow_id: &str, code: &'static str) {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return;
+    }
+    if incomplete {
+        anomalies.add(Anomaly::new("http.json_incomplete", Some(frame), Some(flow_id.to_string()), "JSON body lost bytes in the capture; not parsed".into()));
+        return;
+    }
+    match jsonrpc::parse(body, app_seq) {
+        Ok(ms) => *out = ms,
+        Err(e) => anomalies.add(Anomaly::new(code, Some(frame), Some(flow_id.to_string()), e)),
+    }
+}
+
+fn event_rec(ev: SseEvent, app_seq: &[String]) -> EventRec {
+    if ev.data.trim().is_empty() || ev.truncated {
+        return EventRec { sse: ev, messages: Vec::new(), parse_error: None };
+    }
+    match jsonrpc::parse(ev.data.as_bytes(), app_seq) {
+        Ok(messages) => EventRec { sse: ev, messages, parse_error: None },
+        Err(e) => EventRec { sse: ev, messages: Vec::new(), parse_error: Some(e) },
+    }
+}

@@ -1,0 +1,126 @@
+//! JSON-RPC 2.0 message classification (JSON-RPC 2.0 specification §4–§6),
+//! with the MCP fields the detectors need: `notifications/progress`
+//! (`params.progressToken`, `params.progress`, MCP spec "Progress" utility)
+//! and configurable application sequence fields (JSON pointers, RFC 6901).
+
+use serde_json::Value;
+
+/// The kind of one JSON-RPC message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Has `method` and `id`.
+    Request,
+    /// Has `method`, no `id`.
+    Notification,
+    /// Has `result`.
+    Response,
+    /// Has `error`.
+    Error,
+    /// Valid JSON that is not a JSON-RPC message.
+    Invalid,
+}
+
+impl Kind {
+    /// Lower-case name for tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Request => "request",
+            Kind::Notification => "notification",
+            Kind::Response => "response",
+            Kind::Error => "error",
+            Kind::Invalid => "invalid",
+        }
+    }
+}
+
+/// One classified message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    /// Request, notification, response, error or invalid.
+    pub kind: Kind,
+    /// `method`, for requests and notifications.
+    pub method: Option<String>,
+    /// `id` as compact JSON text (`2`, `"abc"`), so that `2` and `"2"` stay different.
+    pub id: Option<String>,
+    /// `params.progressToken` of `notifications/progress`, as compact JSON text.
+    pub progress_token: Option<String>,
+    /// `params.progress` of `notifications/progress` (may be fractional).
+    pub progress: Option<f64>,
+    /// `params.total` of `notifications/progress`.
+    pub progress_total: Option<f64>,
+    /// `params._meta.progressToken` of a request, as compact JSON text.
+    pub request_progress_token: Option<String>,
+    /// `params.protocolVersion` of `initialize` requests and results.
+    pub protocol_version: Option<String>,
+    /// Values of the configured application sequence pointers: (pointer index, value).
+    pub app_seq: Vec<(usize, f64)>,
+    /// The message as compact JSON (for payload comparison).
+    pub body: String,
+}
+
+/// Parse a body or SSE `data` into messages; a JSON array (batch, MCP 2025-03-26) is split.
+/// `app_seq` are JSON pointers to application sequence numbers.
+/// Returns `Err` with the serde_json message when the text is not JSON.
+pub fn parse(text: &[u8], app_seq: &[String]) -> Result<Vec<Message>, String> {
+    let v: Value = serde_json::from_slice(text).map_err(|e| e.to_string())?;
+    Ok(match v {
+        Value::Array(items) => items.iter().map(|m| classify(m, app_seq)).collect(),
+        other => vec![classify(&other, app_seq)],
+    })
+}
+
+fn compact(v: &Value) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+/// Classify one JSON value.
+pub fn classify(v: &Value, app_seq: &[String]) -> Message {
+    let obj = v.as_object();
+    let get = |k: &str| obj.and_then(|o| o.get(k));
+    let method = get("method").and_then(|m| m.as_str()).map(str::to_string);
+    let id = get("id").filter(|i| !i.is_null() || get("error").is_some()).map(compact);
+    let kind = match (&method, &id) {
+        _ if obj.is_none() => Kind::Invalid,
+        (Some(_), Some(_)) => Kind::Request,
+        (Some(_), None) => Kind::Notification,
+        (None, _) if get("result").is_some() => Kind::Response,
+        (None, _) if get("error").is_some() => Kind::Error,
+        _ => Kind::Invalid,
+    };
+    let params = get("params");
+    let (mut progress_token, mut progress, mut progress_total) = (None, None, None);
+    if method.as_deref() == Some("notifications/progress") {
+        progress_token = params.and_then(|p| p.get("progressToken")).map(compact);
+        progress = params.and_then(|p| p.get("progress")).and_then(Value::as_f64);
+        progress_total = params.and_then(|p| p.get("total")).and_then(Value::as_f64);
+    }
+    let request_progress_token = if kind == Kind::Request { params.and_then(|p| p.pointer("/_meta/progressToken")).map(compact) } else { None };
+    let protocol_version = params.and_then(|p| p.get("protocolVersion")).or_else(|| get("result").and_then(|r| r.get("protocolVersion"))).and_then(Value::as_str).map(str::to_string);
+    let app_seq = app_seq.iter().enumerate().filter_map(|(i, p)| v.pointer(p).and_then(Value::as_f64).map(|x| (i, x))).collect();
+    Message { kind, method, id, progress_token, progress, progress_total, request_progress_token, protocol_version, app_seq, body: compact(v) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_and_progress() {
+        let ms = parse(br#"[{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"progressToken":2}}},
+            {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":2,"progress":1.5,"total":20}},
+            {"jsonrpc":"2.0","id":"a","result":{}},{"jsonrpc":"2.0","id":null,"error":{"code":-1}}, 7]"#, &[]).unwrap();
+        assert_eq!(ms.iter().map(|m| m.kind).collect::<Vec<_>>(), vec![Kind::Request, Kind::Notification, Kind::Response, Kind::Error, Kind::Invalid]);
+        assert_eq!(ms[0].request_progress_token.as_deref(), Some("2"));
+        assert_eq!(ms[1].progress, Some(1.5));
+        assert_eq!(ms[1].progress_total, Some(20.0));
+        assert_eq!(ms[2].id.as_deref(), Some("\"a\""));
+        assert_eq!(ms[3].id.as_deref(), Some("null"));
+        assert!(parse(b"{not json", &[]).is_err());
+    }
+
+    #[test]
+    fn app_seq_pointer() {
+        let ms = parse(br#"{"jsonrpc":"2.0","method":"x","params":{"app_seq":17}}"#, &["/params/app_seq".to_string()]).unwrap();
+        assert_eq!(ms[0].app_seq, vec![(0, 17.0)]);
+    }
+}

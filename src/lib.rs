@@ -1,0 +1,144 @@
+//! # mcpcap
+//!
+//! Reads packet captures of MCP Streamable HTTP traffic and reports, per
+//! session, whether SSE resumption kept the session's event log intact.
+//!
+//! The pipeline, one module per stage, each a sans-IO state machine fed by
+//! `push`-style calls and emitting into a sink:
+//!
+//! 1. [`capture`] — pcap/pcapng files → [`capture::Frame`]s (constant memory).
+//! 2. [`decode`] — link/IP/TCP headers → [`decode::Segment`]s.
+//! 3. [`tcp`] — flow table and per-direction reassembly → in-order bytes and gaps.
+//! 4. [`http`] — HTTP/1.x framing and request/response pairing → [`http::Exchange`]s;
+//!    `text/event-stream` bodies go through [`sse`], JSON through [`jsonrpc`].
+//! 5. [`mcp`] — sessions, logical streams and resumptions from the exchanges.
+//! 6. [`detect`] — verdicts and findings per resumption and session.
+//! 7. [`report`] — rows → polars tables → terminal, CSV, Parquet, NDJSON.
+//!
+//! Nothing in the library opens files, reads clocks or prints; [`Analyzer`]
+//! ties stages 2–4 together, [`analyze_exchanges`] stages 5–6.
+
+pub mod anomaly;
+pub mod capture;
+pub mod decode;
+pub mod detect;
+pub mod http;
+pub mod jsonrpc;
+pub mod mcp;
+pub mod report;
+pub mod sse;
+pub mod tcp;
+
+use anomaly::{Anomalies, Anomaly};
+use capture::Frame;
+use decode::Decoded;
+use http::{HttpLayer, HttpOptions};
+use tcp::{FlowTable, ReassemblyLimits};
+
+/// Options of a run.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Keep only TCP connections with one of these ports on either side (empty: all).
+    pub ports: Vec<u16>,
+    /// JSON pointers to application sequence fields (in addition to progress).
+    pub app_seq: Vec<String>,
+    /// Reassembly limits.
+    pub reassembly: ReassemblyLimits,
+}
+
+/// Frame-level counters of a run.
+#[derive(Debug, Clone, Default)]
+pub struct Counters {
+    /// Frames seen.
+    pub frames: u64,
+    /// TCP segments decoded.
+    pub tcp_segments: u64,
+    /// Frames that were not TCP.
+    pub not_tcp: u64,
+    /// TCP segments left out by `--port`.
+    pub filtered: u64,
+    /// First and last capture time (µs since the Unix epoch).
+    pub ts_first: Option<i64>,
+    /// Last capture time.
+    pub ts_last: Option<i64>,
+}
+
+/// Stages 2–4: frames in, exchanges and flows out.
+#[derive(Debug)]
+pub struct Analyzer {
+    /// The flow table.
+    pub flows: FlowTable,
+    /// The HTTP layer with its exchanges.
+    pub http: HttpLayer,
+    /// Frame-level anomalies (decode, capture).
+    pub anomalies: Anomalies,
+    /// Counters.
+    pub counters: Counters,
+    options: Options,
+}
+
+impl Analyzer {
+    /// A new analyzer.
+    pub fn new(options: Options) -> Self {
+        let mut app_seq = options.app_seq.clone();
+        if !app_seq.iter().any(|p| p == "/params/app_seq") {
+            app_seq.push("/params/app_seq".to_string());
+        }
+        Analyzer {
+            flows: FlowTable::new(options.reassembly),
+            http: HttpLayer::new(HttpOptions { app_seq, ..Default::default() }),
+            anomalies: Anomalies::default(),
+            counters: Counters::default(),
+            options,
+        }
+    }
+
+    /// The application sequence pointers in use (index = `Message::app_seq` index).
+    pub fn app_seq_pointers(&self) -> &[String] {
+        &self.http.options.app_seq
+    }
+
+    /// Process one frame.
+    pub fn frame(&mut self, f: &Frame<'_>) {
+        self.counters.frames += 1;
+        self.counters.ts_first = Some(self.counters.ts_first.map_or(f.ts, |t| t.min(f.ts)));
+        self.counters.ts_last = Some(self.counters.ts_last.map_or(f.ts, |t| t.max(f.ts)));
+        match decode::decode(f.linktype, f.data, f.orig_len) {
+            Decoded::Tcp(seg) => {
+                if !self.options.ports.is_empty() && !self.options.ports.contains(&seg.sport) && !self.options.ports.contains(&seg.dport) {
+                    self.counters.filtered += 1;
+                    return;
+                }
+                self.counters.tcp_segments += 1;
+                self.flows.segment(&seg, f.ts, f.number, &mut self.http);
+            }
+            Decoded::NotTcp => self.counters.not_tcp += 1,
+            Decoded::Fragment => {
+                self.counters.not_tcp += 1;
+                self.anomalies.add(Anomaly::new("ip.fragment", Some(f.number), None, "IP fragment (not reassembled)".into()));
+            }
+            Decoded::UnsupportedLink(lt) => {
+                self.counters.not_tcp += 1;
+                self.anomalies.add(Anomaly::new("capture.unsupported_linktype", Some(f.number), None, format!("link type {lt}")));
+            }
+            Decoded::Malformed(code, detail) => {
+                self.counters.not_tcp += 1;
+                self.anomalies.add(Anomaly::new(code, Some(f.number), None, detail));
+            }
+        }
+    }
+
+    /// End of capture: close every connection and return the exchanges in time order.
+    pub fn finish(&mut self) -> Vec<http::Exchange> {
+        self.flows.finish(&mut self.http);
+        let mut ex = std::mem::take(&mut self.http.exchanges);
+        ex.sort_by_key(|e| (e.ts(), e.flow_index, e.trans_depth));
+        ex
+    }
+}
+
+/// Stages 5–6: build the session model and run the detectors.
+pub fn analyze_exchanges(exchanges: &[http::Exchange], app_seq: &[String]) -> detect::Analysis {
+    let model = mcp::Model::build(exchanges);
+    detect::run(&model, exchanges, app_seq)
+}

@@ -1,0 +1,150 @@
+//! Event-id formats of the MCP SDKs (see the project's wire reference §5 and §8.2).
+//!
+//! MCP (2025-03-26 … 2025-11-25, "Resumability and Redelivery") makes event
+//! ids opaque per-stream cursors. Ordering is defined only where a known
+//! format defines it, and only between ids with the same stream prefix.
+
+/// A recognised event-id format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum IdFormat {
+    /// Plain decimal integer (`"17"`): ordered; dense or sparse is decided per stream.
+    Integer,
+    /// TS SDK example store `<stream>_<epoch-ms>_<rand>`: ordered by time, not dense.
+    TsStore,
+    /// Go SDK `<stream>_<n>`: dense per stream from 0.
+    Go,
+    /// Rust rmcp `<n>` / `<n>/<request>`: dense per stream.
+    Rmcp,
+    /// C# SDK `<b64>:<b64>:<n>`: dense per stream from 1.
+    CSharp,
+    /// Redis-stream style `<ms>-<seq>`: ordered, not dense.
+    Redis,
+    /// Java SDK `<uuid>_<uuid>`: unordered.
+    JavaUuidPair,
+    /// A UUID (Python SDK example store): unordered.
+    Uuid,
+    /// Anything else: unordered.
+    Opaque,
+}
+
+impl IdFormat {
+    /// Name used in the `id_format` column.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IdFormat::Integer => "integer",
+            IdFormat::TsStore => "ts_store",
+            IdFormat::Go => "go",
+            IdFormat::Rmcp => "rmcp",
+            IdFormat::CSharp => "csharp",
+            IdFormat::Redis => "redis",
+            IdFormat::JavaUuidPair => "java_uuid_pair",
+            IdFormat::Uuid => "uuid",
+            IdFormat::Opaque => "opaque",
+        }
+    }
+    /// Whether ids of this format, with the same prefix, are ordered.
+    pub fn ordered(self) -> bool {
+        matches!(self, IdFormat::Integer | IdFormat::TsStore | IdFormat::Go | IdFormat::Rmcp | IdFormat::CSharp | IdFormat::Redis)
+    }
+    /// Whether consecutive events of one stream step by exactly one (by the format's definition).
+    pub fn dense_by_format(self) -> bool {
+        matches!(self, IdFormat::Go | IdFormat::Rmcp | IdFormat::CSharp)
+    }
+}
+
+/// An event id split by its format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedId {
+    /// The format.
+    pub format: IdFormat,
+    /// The stream part (empty when the format has none).
+    pub prefix: String,
+    /// The ordinal or time part, for ordered formats.
+    pub seq: Option<u128>,
+}
+
+fn is_uuid(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 36 && b.iter().enumerate().all(|(i, &c)| if matches!(i, 8 | 13 | 18 | 23) { c == b'-' } else { c.is_ascii_hexdigit() })
+}
+
+fn digits(s: &str) -> Option<u128> {
+    if s.is_empty() || s.len() > 30 || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// Classify one event id (reference §8.2, tried in a fixed order).
+pub fn parse(id: &str) -> ParsedId {
+    let opaque = |f| ParsedId { format: f, prefix: String::new(), seq: None };
+    if let Some(n) = digits(id) {
+        return ParsedId { format: IdFormat::Integer, prefix: String::new(), seq: Some(n) };
+    }
+    // rmcp `<n>/<request>`
+    if let Some((a, b)) = id.split_once('/') {
+        if let (Some(n), Some(_)) = (digits(a), digits(b)) {
+            return ParsedId { format: IdFormat::Rmcp, prefix: b.to_string(), seq: Some(n) };
+        }
+    }
+    // TS store: split from the right — the stream part may contain `_`.
+    let mut parts = id.rsplitn(3, '_');
+    if let (Some(rand), Some(ms), Some(stream)) = (parts.next(), parts.next(), parts.next()) {
+        if ms.len() == 13 && !rand.is_empty() && rand.len() <= 8 && rand.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()) {
+            if let Some(t) = digits(ms) {
+                return ParsedId { format: IdFormat::TsStore, prefix: stream.to_string(), seq: Some(t) };
+            }
+        }
+    }
+    // Go `<base32-26>_<n>` or `_<n>`.
+    if let Some((stream, n)) = id.rsplit_once('_') {
+        if (stream.is_empty() || (stream.len() == 26 && stream.bytes().all(|c| c.is_ascii_uppercase() || (b'2'..=b'7').contains(&c)))) && digits(n).is_some() {
+            return ParsedId { format: IdFormat::Go, prefix: stream.to_string(), seq: digits(n) };
+        }
+        if is_uuid(stream) && is_uuid(n) {
+            return opaque(IdFormat::JavaUuidPair);
+        }
+    }
+    // C# `<b64>:<b64>:<n>`
+    let colon: Vec<&str> = id.split(':').collect();
+    if colon.len() == 3 && !colon[0].is_empty() && !colon[1].is_empty() && digits(colon[2]).is_some() {
+        let b64 = |s: &str| s.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=' | b'-' | b'_'));
+        if b64(colon[0]) && b64(colon[1]) {
+            return ParsedId { format: IdFormat::CSharp, prefix: format!("{}:{}", colon[0], colon[1]), seq: digits(colon[2]) };
+        }
+    }
+    if let Some((ms, seq)) = id.split_once('-') {
+        if ms.len() == 13 {
+            if let (Some(a), Some(b)) = (digits(ms), digits(seq)) {
+                return ParsedId { format: IdFormat::Redis, prefix: String::new(), seq: Some(a.saturating_mul(1 << 40).saturating_add(b)) };
+            }
+        }
+    }
+    if is_uuid(id) {
+        return opaque(IdFormat::Uuid);
+    }
+    opaque(IdFormat::Opaque)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(parse("17").format, IdFormat::Integer);
+        let ts = parse("2bde5bd8-f580-476b-b797-5d400a1bb94b_1795991032169_dxngcp78");
+        assert_eq!((ts.format, ts.prefix.as_str(), ts.seq), (IdFormat::TsStore, "2bde5bd8-f580-476b-b797-5d400a1bb94b", Some(1795991032169)));
+        let get = parse("_GET_stream_1795991032169_p0q1r2s3");
+        assert_eq!((get.format, get.prefix.as_str()), (IdFormat::TsStore, "_GET_stream"));
+        assert_eq!(parse("KX3ABCDEFGHIJKLMNOPQRSTUV7_4").format, IdFormat::Go);
+        assert_eq!(parse("_3").format, IdFormat::Go);
+        let r = parse("5/2");
+        assert_eq!((r.format, r.seq), (IdFormat::Rmcp, Some(5)));
+        assert_eq!(parse("c2Vzcw:c3RyZWFt:3").format, IdFormat::CSharp);
+        assert_eq!(parse("1718000000000-0").format, IdFormat::Redis);
+        assert_eq!(parse("7c9e6679-7425-40de-944b-e07fc1f90ae7").format, IdFormat::Uuid);
+        assert_eq!(parse("7c9e6679-7425-40de-944b-e07fc1f90ae7_7c9e6679-7425-40de-944b-e07fc1f90ae8").format, IdFormat::JavaUuidPair);
+        assert_eq!(parse("hello").format, IdFormat::Opaque);
+    }
+}

@@ -1,0 +1,197 @@
+//! Sessions, logical streams and resumptions (MCP Streamable HTTP,
+//! revisions 2025-03-26 … 2025-11-25, "Session Management" and
+//! "Resumability and Redelivery").
+//!
+//! A session is every exchange carrying one `Mcp-Session-Id` (any header
+//! case) plus the `initialize` exchange whose response assigned it;
+//! exchanges with none form the session "none". Each SSE response body is
+//! one physical connection of a *logical stream*: a POST's response stream or
+//! a standalone GET stream. A GET with `Last-Event-ID: L` is a resumption and
+//! continues the logical stream on which `L` was last delivered before it.
+
+pub mod ids;
+
+use std::collections::HashMap;
+
+use crate::http::Exchange;
+pub use ids::{IdFormat, ParsedId};
+
+/// Kind of a logical stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamKind {
+    /// The SSE response of a POST.
+    Post,
+    /// A standalone GET stream.
+    Get,
+    /// Opened by a resumption whose `Last-Event-ID` matched no captured stream.
+    Unknown,
+}
+
+impl StreamKind {
+    /// Name for tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StreamKind::Post => "post",
+            StreamKind::Get => "get",
+            StreamKind::Unknown => "unknown",
+        }
+    }
+}
+
+/// One MCP session.
+#[derive(Debug, Clone)]
+pub struct Session {
+    /// `Mcp-Session-Id`, or `None` for exchanges without one.
+    pub id: Option<String>,
+    /// Indices of its exchanges, in time order.
+    pub exchanges: Vec<usize>,
+    /// Negotiated protocol version (from `initialize` or `MCP-Protocol-Version`).
+    pub protocol_version: Option<String>,
+}
+
+impl Session {
+    /// The id as shown in tables: the header value, or `none`.
+    pub fn label(&self) -> String {
+        self.id.clone().unwrap_or_else(|| "none".to_string())
+    }
+}
+
+/// One logical stream: one or more physical SSE connections.
+#[derive(Debug, Clone)]
+pub struct LogicalStream {
+    /// Index of the session.
+    pub session: usize,
+    /// Exchange that opened it.
+    pub origin: usize,
+    /// POST, GET or unknown.
+    pub kind: StreamKind,
+    /// Exchanges whose SSE bodies are its connections, in time order (origin first).
+    pub connections: Vec<usize>,
+}
+
+/// A GET carrying `Last-Event-ID`.
+#[derive(Debug, Clone)]
+pub struct Resumption {
+    /// Index of the session.
+    pub session: usize,
+    /// The GET exchange.
+    pub exchange: usize,
+    /// The `Last-Event-ID` value.
+    pub last_event_id: String,
+    /// The logical stream it continues, when `L` was delivered on a captured stream of the session.
+    pub stream: Option<usize>,
+    /// Where `L` was delivered: (exchange, event index).
+    pub cursor: Option<(usize, usize)>,
+}
+
+/// The session model of a capture.
+#[derive(Debug, Clone, Default)]
+pub struct Model {
+    /// Sessions, in order of first exchange.
+    pub sessions: Vec<Session>,
+    /// Logical streams, in order of opening.
+    pub streams: Vec<LogicalStream>,
+    /// Resumptions, in time order.
+    pub resumptions: Vec<Resumption>,
+    /// Session index of each exchange.
+    pub exchange_session: Vec<usize>,
+    /// Logical stream of each exchange with an SSE body.
+    pub exchange_stream: Vec<Option<usize>>,
+}
+
+/// The `Mcp-Session-Id` of an exchange: the request's, else the one its response assigned.
+pub fn session_id_of(e: &Exchange) -> Option<&str> {
+    e.req_header("mcp-session-id").or_else(|| e.resp_header("mcp-session-id")).filter(|s| !s.is_empty())
+}
+
+impl Model {
+    /// Build the model from exchanges sorted by time.
+    pub fn build(exchanges: &[Exchange]) -> Model {
+        let mut m = Model { exchange_session: vec![0; exchanges.len()], exchange_stream: vec![None; exchanges.len()], ..Default::default() };
+        let mut by_id: HashMap<Option<String>, usize> = HashMap::new();
+        // Per session: event id → deliveries (stream, exchange, event index, ts).
+        let mut delivered: Vec<HashMap<String, Vec<(usize, usize, usize, i64)>>> = Vec::new();
+        for (xi, e) in exchanges.iter().enumerate() {
+            let sid = session_id_of(e).map(str::to_string);
+            let si = *by_id.entry(sid.clone()).or_insert_with(|| {
+                m.sessions.push(Session { id: sid.clone(), exchanges: Vec::new(), protocol_version: None });
+                delivered.push(HashMap::new());
+                m.sessions.len() - 1
+            });
+            m.exchange_session[xi] = si;
+            let s = &mut m.sessions[si];
+            s.exchanges.push(xi);
+            if s.protocol_version.is_none() {
+                s.protocol_version = e
+                    .resp_messages
+                    .iter()
+                    .chain(e.events.iter().flat_map(|ev| ev.messages.iter()))
+                    .find_map(|msg| msg.protocol_version.clone())
+                    .or_else(|| e.req_header("mcp-protocol-version").map(str::to_string));
+            }
+            let sse_ok = e.is_sse && (200..300).contains(&e.status());
+            let leid = e.req_header("last-event-id").map(str::to_string);
+            let stream = match (e.method(), leid) {
+                ("GET", Some(l)) => {
+                    // Link to the stream that delivered L most recently before this request.
+                    let found = delivered[si].get(&l).and_then(|v| v.iter().filter(|d| d.3 <= e.ts()).max_by_key(|d| d.3).or(v.last())).copied();
+                    let (stream, cursor) = match found {
+                        Some((st, dx, ei, _)) => (Some(st), Some((dx, ei))),
+                        None => (None, None),
+                    };
+                    m.resumptions.push(Resumption { session: si, exchange: xi, last_event_id: l, stream, cursor });
+                    if sse_ok {
+                        match stream {
+                            Some(st) => {
+                                m.streams[st].connections.push(xi);
+                                Some(st)
+                            }
+                            None => Some(m.new_stream(si, xi, StreamKind::Unknown)),
+                        }
+                    } else {
+                        None
+                    }
+                }
+                ("POST", _) if sse_ok => Some(m.new_stream(si, xi, StreamKind::Post)),
+                ("GET", None) if sse_ok => Some(m.new_stream(si, xi, StreamKind::Get)),
+                ("", _) if sse_ok => Some(m.new_stream(si, xi, StreamKind::Unknown)),
+                _ => None,
+            };
+            m.exchange_stream[xi] = stream;
+            if let Some(st) = stream {
+                for (ei, ev) in e.events.iter().enumerate() {
+                    if ev.sse.has_own_id && !ev.sse.truncated {
+                        if let Some(id) = &ev.sse.id {
+                            delivered[si].entry(id.clone()).or_default().push((st, xi, ei, ev.sse.ts));
+                        }
+                    }
+                }
+            }
+        }
+        m
+    }
+
+    fn new_stream(&mut self, session: usize, origin: usize, kind: StreamKind) -> usize {
+        self.streams.push(LogicalStream { session, origin, kind, connections: vec![origin] });
+        self.streams.len() - 1
+    }
+
+    /// The id format of a stream: the one shared by every id it carried, `None` when it carried none,
+    /// `Opaque` when formats or prefixes are mixed.
+    pub fn stream_id_format(&self, st: usize, exchanges: &[Exchange]) -> Option<IdFormat> {
+        let mut fmt: Option<IdFormat> = None;
+        for &xi in &self.streams[st].connections {
+            for ev in &exchanges[xi].events {
+                if let (true, Some(id)) = (ev.sse.has_own_id, &ev.sse.id) {
+                    let f = ids::parse(id).format;
+                    match fmt {
+                        None => fmt = Some(f),
+                        Some(g) if g != f => return Some(IdFormat::Opaque),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        fmt
+    }
+}

@@ -1,0 +1,161 @@
+//! Rows → tables → terminal, CSV, Parquet and NDJSON.
+//!
+//! Stages collect plain rows; this module turns them into [`Table`]s (named,
+//! typed columns with snake_case names, Zeek style) and builds polars
+//! DataFrames only at the end, once per table. Every format gets the same
+//! columns. Times are microseconds since the Unix epoch in the rows and
+//! UTC datetimes (microsecond precision) in the tables.
+
+pub mod tables;
+
+use std::io::Write;
+use std::path::Path;
+
+use polars::prelude::*;
+
+/// Values of one column.
+#[derive(Debug, Clone)]
+pub enum Values {
+    /// Text.
+    Str(Vec<Option<String>>),
+    /// Signed integers.
+    I64(Vec<Option<i64>>),
+    /// Unsigned integers.
+    U64(Vec<Option<u64>>),
+    /// Floats.
+    F64(Vec<Option<f64>>),
+    /// Booleans.
+    Bool(Vec<Option<bool>>),
+    /// Times, microseconds since the Unix epoch.
+    Ts(Vec<Option<i64>>),
+}
+
+/// A named table of typed columns, all of the same length.
+#[derive(Debug, Clone)]
+pub struct Table {
+    /// File stem and title: `findings`, `sessions`, …
+    pub name: &'static str,
+    /// Columns in order.
+    pub columns: Vec<(&'static str, Values)>,
+}
+
+impl Table {
+    /// Number of rows.
+    pub fn height(&self) -> usize {
+        self.columns.first().map(|(_, v)| match v {
+            Values::Str(x) => x.len(),
+            Values::I64(x) | Values::Ts(x) => x.len(),
+            Values::U64(x) => x.len(),
+            Values::F64(x) => x.len(),
+            Values::Bool(x) => x.len(),
+        }).unwrap_or(0)
+    }
+
+    /// Build the polars DataFrame.
+    pub fn to_dataframe(&self) -> PolarsResult<DataFrame> {
+        let mut cols: Vec<Column> = Vec::with_capacity(self.columns.len());
+        for (name, v) in &self.columns {
+            let name: PlSmallStr = (*name).into();
+            let s = match v {
+                Values::Str(x) => Series::new(name, x),
+                Values::I64(x) => Series::new(name, x),
+                Values::U64(x) => Series::new(name, x),
+                Values::F64(x) => Series::new(name, x),
+                Values::Bool(x) => Series::new(name, x),
+                Values::Ts(x) => Series::new(name, x).cast(&DataType::Datetime(TimeUnit::Microseconds, Some(TimeZone::UTC)))?,
+            };
+            cols.push(s.into());
+        }
+        DataFrame::new_infer_height(cols)
+    }
+
+    /// Write one JSON object per row, keys in column order.
+    pub fn write_ndjson(&self, w: &mut impl Write) -> std::io::Result<()> {
+        for i in 0..self.height() {
+            let mut obj = serde_json::Map::new();
+            for (name, v) in &self.columns {
+                let val = match v {
+                    Values::Str(x) => x[i].clone().map(serde_json::Value::String),
+                    Values::I64(x) => x[i].map(Into::into),
+                    Values::U64(x) => x[i].map(Into::into),
+                    Values::F64(x) => x[i].and_then(serde_json::Number::from_f64).map(serde_json::Value::Number),
+                    Values::Bool(x) => x[i].map(Into::into),
+                    Values::Ts(x) => x[i].map(|t| serde_json::Value::String(format_ts(t))),
+                };
+                obj.insert((*name).to_string(), val.unwrap_or(serde_json::Value::Null));
+            }
+            serde_json::to_writer(&mut *w, &obj)?;
+            w.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+}
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Terminal tables.
+    Table,
+    /// One CSV file per table.
+    Csv,
+    /// One Parquet file per table.
+    Parquet,
+    /// Findings as NDJSON on stdout.
+    Ndjson,
+}
+
+/// Write `tables` as CSV or Parquet files `<dir>/<name>.<ext>`.
+pub fn write_files(tables: &[Table], dir: &Path, format: Format) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for t in tables {
+        let mut df = t.to_dataframe().map_err(|e| format!("table {}: {e}", t.name))?;
+        let ext = if format == Format::Csv { "csv" } else { "parquet" };
+        let path = dir.join(format!("{}.{ext}", t.name));
+        let file = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let r = if format == Format::Csv {
+            CsvWriter::new(file).include_header(true).finish(&mut df).map(|_| ())
+        } else {
+            ParquetWriter::new(file).finish(&mut df).map(|_| ())
+        };
+        r.map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Render a table for the terminal.
+pub fn render(t: &Table) -> Result<String, String> {
+    let df = t.to_dataframe().map_err(|e| format!("table {}: {e}", t.name))?;
+    Ok(format!("{} ({} rows)\n{}\n", t.name, t.height(), df))
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.ffffffZ` for microseconds since the Unix epoch (proleptic Gregorian, UTC).
+pub fn format_ts(us: i64) -> String {
+    let secs = us.div_euclid(1_000_000);
+    let frac = us.rem_euclid(1_000_000);
+    let days = secs.div_euclid(86_400);
+    let sod = secs.rem_euclid(86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", y, m, d, sod / 3600, (sod % 3600) / 60, sod % 60, frac)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ts_format() {
+        assert_eq!(format_ts(0), "1970-01-01T00:00:00.000000Z");
+        assert_eq!(format_ts(1_795_991_032_169_000), "2026-11-29T22:23:52.169000Z");
+        assert_eq!(format_ts(-1), "1969-12-31T23:59:59.999999Z");
+    }
+}

@@ -1,0 +1,389 @@
+//! Server-sent events: the `text/event-stream` interpretation of the WHATWG
+//! HTML Living Standard, §9.2 "Server-sent events" (event stream
+//! interpretation).
+//!
+//! A sans-IO, streaming parser: body bytes are pushed as they arrive (split
+//! anywhere, also between a CR and its LF); events are emitted at the blank
+//! line that ends them. Unlike a browser, every event block is reported —
+//! also those with empty `data` (MCP 2025-11-25 priming events: a cursor, not
+//! a message) — and each event says whether it carried its own `id:` line,
+//! since the last-event-id buffer persists across events.
+
+use crate::anomaly::Anomaly;
+
+/// Limits of the SSE stage.
+#[derive(Debug, Clone, Copy)]
+pub struct SseLimits {
+    /// Longest line, in bytes (anomaly `sse.line_too_long`; the event is skipped).
+    pub max_line: usize,
+    /// Largest event `data`, in bytes (anomaly `sse.event_too_large`; the event is skipped).
+    pub max_event: usize,
+}
+
+impl Default for SseLimits {
+    fn default() -> Self {
+        SseLimits { max_line: 1 << 20, max_event: 16 << 20 }
+    }
+}
+
+/// One dispatched event block.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SseEvent {
+    /// Offset of the event's first byte in the (de-chunked) body, in bytes.
+    pub offset: u64,
+    /// Frame that carried its first byte.
+    pub frame_first: u64,
+    /// Frame that carried the blank line ending it.
+    pub frame_last: u64,
+    /// Time of `frame_last`, microseconds since the Unix epoch.
+    pub ts: i64,
+    /// Whether the block had its own `id:` line.
+    pub has_own_id: bool,
+    /// The last-event-id buffer after this block (WHATWG: it persists across events).
+    pub id: Option<String>,
+    /// The `event:` type, if any.
+    pub event_type: Option<String>,
+    /// The `data` buffer, lines joined with LF, final LF removed.
+    pub data: String,
+    /// Whether any `data:` line was present.
+    pub has_data: bool,
+    /// The `retry:` value in milliseconds, if a valid one was present.
+    pub retry: Option<u64>,
+    /// Set for an event cut by the end of the stream (not dispatched by a browser).
+    pub truncated: bool,
+}
+
+impl SseEvent {
+    /// MCP 2025-11-25 priming event: an id with empty data — a cursor, not a message.
+    pub fn is_priming(&self) -> bool {
+        self.has_own_id && self.data.trim().is_empty()
+    }
+}
+
+/// Streaming event-stream parser for one body.
+#[derive(Debug)]
+pub struct SseParser {
+    limits: SseLimits,
+    line: Vec<u8>,
+    line_too_long: bool,
+    pending_cr: bool,
+    at_start: bool,
+    offset: u64,
+    /// After a gap: ignore lines until the next blank line.
+    skipping: bool,
+    cur: SseEvent,
+    cur_started: bool,
+    data: Vec<u8>,
+    too_large: bool,
+    last_event_id: Option<String>,
+    /// Comment lines seen.
+    pub comments: u64,
+}
+
+impl SseParser {
+    /// A parser at the start of a body.
+    pub fn new(limits: SseLimits) -> Self {
+        SseParser {
+            limits,
+            line: Vec::new(),
+            line_too_long: false,
+            pending_cr: false,
+            at_start: true,
+            offset: 0,
+            skipping: false,
+            cur: SseEvent::default(),
+            cur_started: false,
+            data: Vec::new(),
+            too_large: false,
+            last_event_id: None,
+            comments: 0,
+        }
+    }
+
+    /// Push body bytes that arrived in `frame` at `ts`.
+    pub fn push(&mut self, mut bytes: &[u8], ts: i64, frame: u64, out: &mut impl FnMut(SseEvent), anomalies: &mut impl FnMut(Anomaly)) {
+        if self.at_start {
+            // A leading U+FEFF BOM is skipped; it may be split across pushes.
+            const BOM: &[u8] = b"\xEF\xBB\xBF";
+            let have = self.line.len();
+            let take = (BOM.len() - have).min(bytes.len());
+            if BOM[have..have + take] == bytes[..take] {
+                if have + take == BOM.len() {
+                    self.line.clear();
+                    self.offset += BOM.len() as u64;
+                    bytes = &bytes[take..];
+                    self.at_start = false;
+                } else {
+                    self.line.extend_from_slice(&bytes[..take]);
+                    return;
+                }
+            } else {
+                self.at_start = false;
+                let partial = std::mem::take(&mut self.line);
+                if !partial.is_empty() {
+                    self.feed(&partial, ts, frame, out, anomalies);
+                }
+            }
+        }
+        self.feed(bytes, ts, frame, out, anomalies);
+    }
+
+    fn feed(&mut self, bytes: &[u8], ts: i64, frame: u64, out: &mut impl FnMut(SseEvent), anomalies: &mut impl FnMut(Anomaly)) {
+        let mut i = 0;
+        if self.pending_cr && !bytes.is_empty() {
+            self.pending_cr = false;
+            if bytes[0] == b'\n' {
+                i = 1;
+                self.offset += 1;
+            }
+        }
+        while i < bytes.len() {
+            let rest = &bytes[i..];
+            match memchr::memchr2(b'\r', b'\n', rest) {
+                Some(n) => {
+                    let line_start_offset = self.offset - self.line.len() as u64;
+                    if self.line.is_empty() {
+                        self.line_done(&rest[..n], line_start_offset, ts, frame, out, anomalies);
+                    } else {
+                        self.append_line(&rest[..n], anomalies);
+                        let line = std::mem::take(&mut self.line);
+                        self.line_done(&line, line_start_offset, ts, frame, out, anomalies);
+                        self.line = line;
+                        self.line.clear();
+                    }
+                    self.line_too_long = false;
+                    let mut used = n + 1;
+                    if rest[n] == b'\r' {
+                        if n + 1 < rest.len() {
+                            if rest[n + 1] == b'\n' {
+                                used += 1;
+                            }
+                        } else {
+                            self.pending_cr = true;
+                        }
+                    }
+                    self.offset += used as u64;
+                    i += used;
+                }
+                None => {
+                    self.append_line(rest, anomalies);
+                    self.offset += rest.len() as u64;
+                    i = bytes.len();
+                }
+            }
+        }
+    }
+
+    fn append_line(&mut self, part: &[u8], anomalies: &mut impl FnMut(Anomaly)) {
+        if self.line_too_long {
+            return;
+        }
+        if self.line.len() + part.len() > self.limits.max_line {
+            anomalies(Anomaly::new("sse.line_too_long", None, None, format!("line longer than {} bytes; event skipped", self.limits.max_line)));
+            self.line_too_long = true;
+            self.line.clear();
+            self.skipping = true;
+            self.reset_event();
+            return;
+        }
+        self.line.extend_from_slice(part);
+    }
+
+    fn reset_event(&mut self) {
+        self.cur = SseEvent::default();
+        self.cur_started = false;
+        self.data.clear();
+        self.too_large = false;
+    }
+
+    fn line_done(&mut self, line: &[u8], line_offset: u64, ts: i64, frame: u64, out: &mut impl FnMut(SseEvent), anomalies: &mut impl FnMut(Anomaly)) {
+        if self.line_too_long {
+            return;
+        }
+        if line.is_empty() {
+            if self.skipping {
+                self.skipping = false;
+                self.reset_event();
+                return;
+            }
+            if self.cur_started {
+                self.dispatch(ts, frame, false, out);
+            }
+            return;
+        }
+        if self.skipping {
+            return;
+        }
+        if line[0] == b':' {
+            self.comments += 1;
+            return;
+        }
+        let (name, value) = match memchr::memchr(b':', line) {
+            Some(c) => {
+                let v = &line[c + 1..];
+                (&line[..c], v.strip_prefix(b" ").unwrap_or(v))
+            }
+            None => (line, &b""[..]),
+        };
+        if !self.cur_started {
+            self.cur_started = true;
+            self.cur.offset = line_offset;
+            self.cur.frame_first = frame;
+        }
+        match name {
+            b"data" => {
+                self.cur.has_data = true;
+                if self.data.len() + value.len() + 1 > self.limits.max_event {
+                    if !self.too_large {
+                        anomalies(Anomaly::new("sse.event_too_large", Some(frame), None, format!("event data over {} bytes; event skipped", self.limits.max_event)));
+                    }
+                    self.too_large = true;
+                    return;
+                }
+                self.data.extend_from_slice(value);
+                self.data.push(b'\n');
+            }
+            b"event" => self.cur.event_type = Some(String::from_utf8_lossy(value).into_owned()),
+            b"id" => {
+                if memchr::memchr(0, value).is_none() {
+                    self.cur.has_own_id = true;
+                    let v = String::from_utf8_lossy(value).into_owned();
+                    self.last_event_id = Some(v);
+                } else {
+                    anomalies(Anomaly::new("sse.id_with_nul", Some(frame), None, "id field containing NUL ignored".into()));
+                }
+            }
+            b"retry" => {
+                if !value.is_empty() && value.iter().all(|b| b.is_ascii_digit()) {
+                    self.cur.retry = std::str::from_utf8(value).ok().and_then(|s| s.parse().ok());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn dispatch(&mut self, ts: i64, frame: u64, truncated: bool, out: &mut impl FnMut(SseEvent)) {
+        if self.too_large {
+            self.reset_event();
+            return;
+        }
+        let mut ev = std::mem::take(&mut self.cur);
+        if self.data.last() == Some(&b'\n') {
+            self.data.pop();
+        }
+        ev.data = String::from_utf8_lossy(&self.data).into_owned();
+        ev.id = self.last_event_id.clone();
+        ev.frame_last = frame;
+        ev.ts = ts;
+        ev.truncated = truncated;
+        self.reset_event();
+        out(ev);
+    }
+
+    /// `len` bytes of the body are missing: drop the event in progress and resume after the next blank line.
+    pub fn gap(&mut self, len: u64, frame: u64, anomalies: &mut impl FnMut(Anomaly)) {
+        anomalies(Anomaly::new("sse.gap", Some(frame), None, format!("{len} bytes missing inside an event stream; resuming at the next blank line")));
+        self.offset += len;
+        self.line.clear();
+        self.pending_cr = false;
+        self.at_start = false;
+        self.reset_event();
+        self.skipping = true;
+    }
+
+    /// End of the body: an event in progress is reported as truncated.
+    pub fn finish(&mut self, ts: i64, frame: u64, out: &mut impl FnMut(SseEvent), anomalies: &mut impl FnMut(Anomaly)) {
+        if self.at_start && !self.line.is_empty() {
+            self.at_start = false;
+            let partial = std::mem::take(&mut self.line);
+            self.feed(&partial, ts, frame, out, anomalies);
+        }
+        if !self.line.is_empty() && !self.line_too_long && !self.skipping {
+            let line = std::mem::take(&mut self.line);
+            let off = self.offset - line.len() as u64;
+            self.line_done(&line, off, ts, frame, out, anomalies);
+        }
+        self.line.clear();
+        if self.cur_started && !self.skipping {
+            self.dispatch(ts, frame, true, out);
+        }
+        self.reset_event();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(input: &[u8], splits: &[usize]) -> Vec<SseEvent> {
+        let mut p = SseParser::new(SseLimits::default());
+        let mut evs = Vec::new();
+        let mut last = 0;
+        for (k, &s) in splits.iter().chain(std::iter::once(&input.len())).enumerate() {
+            p.push(&input[last..s], 0, k as u64, &mut |e| evs.push(e), &mut |_| {});
+            last = s;
+        }
+        p.finish(0, 0, &mut |e| evs.push(e), &mut |_| {});
+        // Frame numbers depend on the split; compare the rest.
+        for e in &mut evs {
+            e.frame_first = 0;
+            e.frame_last = 0;
+        }
+        evs
+    }
+
+    // Python SDK (sse-starlette) style: CRLF, priming event, comment.
+    const PY: &[u8] = b"\xEF\xBB\xBFid: a\r\ndata: \r\nretry: 3000\r\n\r\n: ping - 2026\r\n\r\nid: b\r\nevent: message\r\ndata: {\"x\":1}\r\n\r\ndata: line1\rdata: line2\r\r";
+    // TS SDK style: LF, `event` first.
+    const TS: &[u8] = b"event: message\nid: s_1_x\ndata: {\"jsonrpc\":\"2.0\"}\n\nid: s_2\ndata: cut";
+
+    #[test]
+    fn python_crlf() {
+        let evs = run(PY, &[]);
+        assert_eq!(evs.len(), 3);
+        assert!(evs[0].is_priming());
+        assert_eq!(evs[0].retry, Some(3000));
+        assert_eq!(evs[0].offset, 3);
+        assert_eq!(evs[1].id.as_deref(), Some("b"));
+        assert_eq!(evs[1].data, "{\"x\":1}");
+        assert!(!evs[2].has_own_id);
+        assert_eq!(evs[2].id.as_deref(), Some("b"), "last-event-id persists");
+        assert_eq!(evs[2].data, "line1\nline2");
+    }
+
+    #[test]
+    fn ts_lf_and_truncation() {
+        let evs = run(TS, &[]);
+        assert_eq!(evs.len(), 2);
+        assert_eq!(evs[0].event_type.as_deref(), Some("message"));
+        assert!(!evs[0].truncated);
+        assert!(evs[1].truncated);
+        assert_eq!(evs[1].data, "cut");
+    }
+
+    #[test]
+    fn every_split_same_output() {
+        for input in [PY, TS] {
+            let whole = run(input, &[]);
+            for i in 0..=input.len() {
+                assert_eq!(run(input, &[i]), whole, "split at {i}");
+                for j in i..=input.len() {
+                    assert_eq!(run(input, &[i, j]), whole, "split at {i},{j}");
+                }
+            }
+            let bytewise: Vec<usize> = (1..input.len()).collect();
+            assert_eq!(run(input, &bytewise), whole);
+        }
+    }
+
+    #[test]
+    fn gap_resyncs_at_blank_line() {
+        let mut p = SseParser::new(SseLimits::default());
+        let mut evs = Vec::new();
+        p.push(b"id: 1\ndata: a", 0, 1, &mut |e| evs.push(e), &mut |_| {});
+        p.gap(10, 2, &mut |_| {});
+        p.push(b"rest of it\n\nid: 3\ndata: c\n\n", 0, 3, &mut |e| evs.push(e), &mut |_| {});
+        assert_eq!(evs.len(), 1);
+        assert_eq!(evs[0].id.as_deref(), Some("3"));
+    }
+}

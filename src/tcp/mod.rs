@@ -1,0 +1,303 @@
+//! Flow table and per-direction reassembly (RFC 9293).
+//!
+//! Connections are keyed by their 5-tuple. The client (`orig`) is the SYN
+//! sender; with no SYN captured it is the sender of the first packet until
+//! the HTTP layer says otherwise (see [`crate::http`]). A SYN on a 5-tuple
+//! whose connection ended (FIN both ways or RST) starts a new connection.
+//! Everything above this module receives [`StreamEvent`]s, never headers.
+
+pub mod reassembly;
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use crate::decode::Segment;
+pub use reassembly::{Chunk, DirStats, Reassembler, ReassemblyLimits};
+
+/// Index of a direction: 0 = from `Flow::ends[0]` to `ends[1]`, 1 = the reverse.
+pub type Dir = usize;
+
+/// One TCP connection.
+#[derive(Debug)]
+pub struct Flow {
+    /// Stable index of the flow in capture order, shown as `F<index>`.
+    pub index: usize,
+    /// The two endpoints; `ends[0]` is the client when known.
+    pub ends: [(IpAddr, u16); 2],
+    /// Whether a SYN (without ACK) fixed the client.
+    pub client_by_syn: bool,
+    /// Per-direction reassembly.
+    pub dirs: [Reassembler; 2],
+    /// Packets per direction.
+    pub packets: [u64; 2],
+    /// Payload bytes on the wire per direction (including retransmissions).
+    pub wire_bytes: [u64; 2],
+    /// First and last packet time, microseconds since the Unix epoch.
+    pub ts_first: i64,
+    /// Last packet time.
+    pub ts_last: i64,
+    /// First and last frame numbers.
+    pub frame_first: u64,
+    /// Last frame number.
+    pub frame_last: u64,
+    /// SYN, FIN and RST seen per direction.
+    pub syn: [bool; 2],
+    /// FIN seen per direction.
+    pub fin: [bool; 2],
+    /// RST seen per direction.
+    pub rst: [bool; 2],
+    /// Zeek-style history letters, recorded per direction in arrival order.
+    pub history: Vec<(Dir, char)>,
+    /// Whether the connection ended (FIN both ways delivered, or RST).
+    pub closed: bool,
+}
+
+impl Flow {
+    /// Zeek `uid`-like id: `F<index>`.
+    pub fn flow_id(&self) -> String {
+        format!("F{}", self.index)
+    }
+
+    fn note(&mut self, dir: Dir, c: char) {
+        if !self.history.iter().any(|&(d, h)| d == dir && h == c) {
+            self.history.push((dir, c));
+        }
+    }
+
+    /// Zeek conn.log `history`: upper case for the client, lower case for the server.
+    /// `client` is the direction index of the client.
+    pub fn history_string(&self, client: Dir) -> String {
+        self.history.iter().map(|&(d, c)| if d == client { c.to_ascii_uppercase() } else { c.to_ascii_lowercase() }).collect()
+    }
+}
+
+/// Something that happened on a flow's byte streams.
+#[derive(Debug)]
+pub enum StreamEvent<'a> {
+    /// A new connection.
+    Open,
+    /// Reassembled bytes or a gap in direction `dir`.
+    Chunk(Dir, Chunk<'a>),
+    /// Direction `dir` ended (FIN delivered or RST).
+    End(Dir),
+    /// The connection ended (both directions, RST, or end of capture).
+    Close,
+}
+
+/// Receives stream events, with the flow they belong to and the time and frame that caused them.
+pub trait StreamSink {
+    /// One event. `ts` is microseconds since the Unix epoch; `frame` the frame that completed it.
+    fn event(&mut self, flow: &Flow, ev: StreamEvent<'_>, ts: i64, frame: u64);
+}
+
+type Key = ((IpAddr, u16), (IpAddr, u16));
+
+fn key_of(a: (IpAddr, u16), b: (IpAddr, u16)) -> Key {
+    if a <= b {
+        (a, b)
+    } else {
+        (b, a)
+    }
+}
+
+/// All connections of a run.
+#[derive(Debug, Default)]
+pub struct FlowTable {
+    /// Every flow, in order of first packet.
+    pub flows: Vec<Flow>,
+    active: HashMap<Key, usize>,
+    /// Reassembly limits.
+    pub limits: ReassemblyLimits,
+}
+
+impl FlowTable {
+    /// A table with the given limits.
+    pub fn new(limits: ReassemblyLimits) -> Self {
+        FlowTable { limits, ..Default::default() }
+    }
+
+    /// Process one segment captured at `ts` in frame `frame`.
+    pub fn segment(&mut self, seg: &Segment<'_>, ts: i64, frame: u64, sink: &mut impl StreamSink) {
+        let src = (seg.src, seg.sport);
+        let dst = (seg.dst, seg.dport);
+        let key = key_of(src, dst);
+        let pure_syn = seg.syn && !seg.ack;
+        let mut idx = self.active.get(&key).copied();
+        if let Some(i) = idx {
+            let f = &self.flows[i];
+            let d = if f.ends[0] == src { 0 } else { 1 };
+            let new_isn = f.dirs[d].base().is_some_and(|b| b != seg.seq.wrapping_add(1));
+            let reused = pure_syn && (f.closed || (new_isn && f.dirs[d].next_offset() > 0));
+            if reused {
+                self.close(i, ts, frame, sink);
+                idx = None;
+            } else if f.closed {
+                // Trailing ACKs and retransmissions after the close: counted, nothing delivered.
+                let f = &mut self.flows[i];
+                f.packets[d] += 1;
+                f.ts_last = ts;
+                f.frame_last = frame;
+                return;
+            }
+        }
+        let i = match idx {
+            Some(i) => i,
+            None => {
+                let index = self.flows.len();
+                // A SYN-ACK first means the sender is the server.
+                let ends = if seg.syn && seg.ack { [dst, src] } else { [src, dst] };
+                self.flows.push(Flow {
+                    index,
+                    ends,
+                    client_by_syn: seg.syn,
+                    dirs: Default::default(),
+                    packets: [0; 2],
+                    wire_bytes: [0; 2],
+                    ts_first: ts,
+                    ts_last: ts,
+                    frame_first: frame,
+                    frame_last: frame,
+                    syn: [false; 2],
+                    fin: [false; 2],
+                    rst: [false; 2],
+                    history: Vec::new(),
+                    closed: false,
+                });
+                self.active.insert(key, index);
+                sink.event(&self.flows[index], StreamEvent::Open, ts, frame);
+                index
+            }
+        };
+        let limits = self.limits;
+        let flow = &mut self.flows[i];
+        let d: Dir = if flow.ends[0] == src { 0 } else { 1 };
+        flow.packets[d] += 1;
+        flow.wire_bytes[d] += seg.wire_len as u64;
+        flow.ts_last = ts;
+        flow.frame_last = frame;
+        if seg.syn {
+            flow.syn[d] = true;
+            flow.note(d, if seg.ack { 'h' } else { 's' });
+            flow.dirs[d].syn(seg.seq);
+        }
+        if seg.rst {
+            flow.rst[d] = true;
+            flow.note(d, 'r');
+        }
+        if seg.fin {
+            flow.fin[d] = true;
+            flow.note(d, 'f');
+        }
+        if seg.wire_len > 0 {
+            flow.note(d, 'd');
+        }
+        // Split borrows: deliver chunks through a buffer of events referencing the flow immutably.
+        let mut pending: Vec<(Dir, OwnedChunk)> = Vec::new();
+        let mut direct: Option<(Dir, u64, &[u8])> = None;
+        {
+            let flow = &mut self.flows[i];
+            if seg.ack {
+                let peer = 1 - d;
+                let mut out = |c: Chunk<'_>| pending.push((peer, OwnedChunk::from(c)));
+                flow.dirs[peer].peer_ack(seg.ack_no, &mut out);
+            }
+            if !seg.syn || !seg.payload.is_empty() {
+                let seq = if seg.syn { seg.seq.wrapping_add(1) } else { seg.seq };
+                let payload = seg.payload;
+                let mut first_direct = true;
+                let mut out = |c: Chunk<'_>| {
+                    // The common case — in-order bytes straight from the frame — is not copied.
+                    if let Chunk::Data { offset, bytes } = &c {
+                        if first_direct && bytes.as_ptr() >= payload.as_ptr() && (bytes.as_ptr() as usize) < payload.as_ptr() as usize + payload.len().max(1) {
+                            first_direct = false;
+                            let start = bytes.as_ptr() as usize - payload.as_ptr() as usize;
+                            direct = Some((d, *offset, &payload[start..start + bytes.len()]));
+                            return;
+                        }
+                    }
+                    pending.push((d, OwnedChunk::from(c)));
+                };
+                flow.dirs[d].segment(seq, payload, seg.wire_len, seg.fin, &limits, &mut out);
+            }
+        }
+        let flow = &self.flows[i];
+        // Ack-triggered gaps of the peer direction come first, then this segment's data in order.
+        let (peer_events, own_events): (Vec<_>, Vec<_>) = pending.into_iter().partition(|(dd, _)| *dd != d);
+        for (dd, c) in peer_events {
+            sink.event(flow, StreamEvent::Chunk(dd, c.as_chunk()), ts, frame);
+        }
+        if let Some((dd, offset, bytes)) = direct {
+            sink.event(flow, StreamEvent::Chunk(dd, Chunk::Data { offset, bytes }), ts, frame);
+        }
+        for (dd, c) in own_events {
+            sink.event(flow, StreamEvent::Chunk(dd, c.as_chunk()), ts, frame);
+        }
+        let flow = &mut self.flows[i];
+        if seg.rst {
+            self.close(i, ts, frame, sink);
+        } else if flow.dirs[d].finished() && flow.fin[d] {
+            let both = flow.dirs[0].finished() && flow.dirs[1].finished();
+            sink.event(&self.flows[i], StreamEvent::End(d), ts, frame);
+            if both {
+                self.close(i, ts, frame, sink);
+            }
+        }
+    }
+
+    /// End a connection: flush both directions, emit the End and Close events.
+    fn close(&mut self, i: usize, ts: i64, frame: u64, sink: &mut impl StreamSink) {
+        let flow = &mut self.flows[i];
+        if flow.closed {
+            return;
+        }
+        let mut pending: Vec<(Dir, OwnedChunk)> = Vec::new();
+        for d in 0..2 {
+            let mut out = |c: Chunk<'_>| pending.push((d, OwnedChunk::from(c)));
+            flow.dirs[d].flush(&mut out);
+        }
+        flow.closed = true;
+        let flow = &self.flows[i];
+        for (d, c) in pending {
+            sink.event(flow, StreamEvent::Chunk(d, c.as_chunk()), ts, frame);
+        }
+        sink.event(flow, StreamEvent::End(0), ts, frame);
+        sink.event(flow, StreamEvent::End(1), ts, frame);
+        sink.event(flow, StreamEvent::Close, ts, frame);
+        // The closed flow stays in the table for trailing ACKs until a new SYN reuses the 5-tuple.
+    }
+
+    /// End of capture: close every open connection, in flow order, at its own last packet time.
+    pub fn finish(&mut self, sink: &mut impl StreamSink) {
+        let mut open: Vec<usize> = self.active.values().copied().collect();
+        open.sort_unstable();
+        for i in open {
+            let (ts, frame) = (self.flows[i].ts_last, self.flows[i].frame_last);
+            self.close(i, ts, frame, sink);
+        }
+    }
+}
+
+/// A chunk whose bytes were copied (out-of-order data delivered later, or gaps).
+#[derive(Debug)]
+enum OwnedChunk {
+    Data(u64, Vec<u8>),
+    Gap(u64, u64),
+}
+
+impl From<Chunk<'_>> for OwnedChunk {
+    fn from(c: Chunk<'_>) -> Self {
+        match c {
+            Chunk::Data { offset, bytes } => OwnedChunk::Data(offset, bytes.to_vec()),
+            Chunk::Gap { offset, len } => OwnedChunk::Gap(offset, len),
+        }
+    }
+}
+
+impl OwnedChunk {
+    fn as_chunk(&self) -> Chunk<'_> {
+        match self {
+            OwnedChunk::Data(o, b) => Chunk::Data { offset: *o, bytes: b },
+            OwnedChunk::Gap(o, l) => Chunk::Gap { offset: *o, len: *l },
+        }
+    }
+}

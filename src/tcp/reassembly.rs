@@ -1,0 +1,377 @@
+//! One direction of a TCP connection: segments in, in-order bytes and gaps out.
+//!
+//! Sequence space bookkeeping follows RFC 9293 §3.4 (comparisons modulo
+//! 2^32): every sequence number is mapped to a 64-bit stream offset relative
+//! to the ISN+1 (or to the first sequence number seen on a mid-stream start),
+//! taking the representative nearest to the next expected offset, so that
+//! wrap-around is invisible above this module.
+//!
+//! Each segment falls in one of four cases (as in retina's reassembly):
+//! next expected (deliver), future (buffer, bounded by
+//! [`ReassemblyLimits::max_ooo_bytes`]), overlapping with new data (trim the
+//! old part, deliver the rest), old (retransmission, delivered once).
+//! Holes become explicit [`Chunk::Gap`]s when the peer acknowledges past
+//! them, when the out-of-order buffer is full, or at FIN/RST/end of capture.
+
+use std::collections::BTreeMap;
+
+/// Limits of one direction's reassembly buffer.
+#[derive(Debug, Clone, Copy)]
+pub struct ReassemblyLimits {
+    /// Bytes of out-of-order data held per direction before the first hole is declared a gap
+    /// (anomaly `tcp.ooo_buffer_full`).
+    pub max_ooo_bytes: usize,
+}
+
+impl Default for ReassemblyLimits {
+    fn default() -> Self {
+        ReassemblyLimits { max_ooo_bytes: 4 << 20 }
+    }
+}
+
+/// What reassembly hands to the layer above, in stream order.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Chunk<'a> {
+    /// In-order bytes at `offset` (bytes from the start of the direction's stream).
+    Data {
+        /// Stream offset of the first byte.
+        offset: u64,
+        /// The bytes.
+        bytes: &'a [u8],
+    },
+    /// `len` bytes at `offset` that never appeared in the capture.
+    Gap {
+        /// Stream offset of the first missing byte.
+        offset: u64,
+        /// Number of missing bytes.
+        len: u64,
+    },
+}
+
+/// Per-direction counters for the flows table.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DirStats {
+    /// Bytes delivered in order.
+    pub delivered: u64,
+    /// Bytes reported as gaps (Zeek's `missed_bytes`).
+    pub missed: u64,
+    /// Segments wholly or partly retransmitted.
+    pub retransmitted: u64,
+    /// Segments that arrived ahead of a hole.
+    pub out_of_order: u64,
+    /// Overlaps whose bytes differ from what was already delivered (first wins; not checked yet for delivered data).
+    pub ooo_overflows: u64,
+}
+
+/// Reassembly state of one direction.
+#[derive(Debug, Default)]
+pub struct Reassembler {
+    /// Sequence number of stream offset 0, once known.
+    base: Option<u32>,
+    /// Next expected stream offset: everything before it was delivered or reported as a gap.
+    next: u64,
+    /// Out-of-order segments by stream offset.
+    pending: BTreeMap<u64, Vec<u8>>,
+    pending_bytes: usize,
+    /// Highest offset the peer acknowledged.
+    acked: u64,
+    /// Stream offset of the FIN, when seen.
+    fin: Option<u64>,
+    /// Counters.
+    pub stats: DirStats,
+}
+
+impl Reassembler {
+    /// Whether this direction has fixed its sequence base.
+    pub fn started(&self) -> bool {
+        self.base.is_some()
+    }
+
+    /// Sequence number of stream offset 0, once known.
+    pub fn base(&self) -> Option<u32> {
+        self.base
+    }
+
+    /// Next expected stream offset.
+    pub fn next_offset(&self) -> u64 {
+        self.next
+    }
+
+    /// Whether a FIN was seen and every byte before it delivered.
+    pub fn finished(&self) -> bool {
+        self.fin.is_some_and(|f| self.next >= f)
+    }
+
+    /// A SYN with sequence number `isn` (RFC 9293 §3.4: the first data byte is ISN+1).
+    /// Returns false when this direction already carried data from another base (a reused port).
+    pub fn syn(&mut self, isn: u32) -> bool {
+        match self.base {
+            None => {
+                self.base = Some(isn.wrapping_add(1));
+                true
+            }
+            Some(b) => b == isn.wrapping_add(1) || self.next == 0,
+        }
+    }
+
+    fn offset_of(&self, seq: u32) -> u64 {
+        let base = self.base.unwrap_or(seq);
+        let next_seq = base.wrapping_add(self.next as u32);
+        let delta = seq.wrapping_sub(next_seq) as i32 as i64;
+        (self.next as i64 + delta).max(0) as u64
+    }
+
+    /// Offer one segment: `payload` as captured, `wire_len` its length on the wire
+    /// (longer when the snaplen cut it), `fin` its FIN flag. In-order output goes to `out`.
+    pub fn segment<'a>(&mut self, seq: u32, payload: &'a [u8], wire_len: u32, fin: bool, limits: &ReassemblyLimits, out: &mut impl FnMut(Chunk<'_>)) {
+        if self.base.is_none() {
+            if payload.is_empty() && !fin {
+                return;
+            }
+            self.base = Some(seq);
+        }
+        let off = self.offset_of(seq);
+        let wire_len = wire_len.max(payload.len() as u32) as u64;
+        let end = off + wire_len;
+        if fin && self.fin.is_none() {
+            self.fin = Some(end);
+        }
+        if wire_len == 0 {
+            return;
+        }
+        if end <= self.next {
+            self.stats.retransmitted += 1;
+            return;
+        }
+        if off <= self.next {
+            if off < self.next {
+                self.stats.retransmitted += 1;
+            }
+            let skip = (self.next - off) as usize;
+            self.deliver_cut(off, payload, wire_len, skip, out);
+            self.drain(out);
+        } else {
+            self.stats.out_of_order += 1;
+            self.store(off, payload, wire_len);
+            if self.pending_bytes > limits.max_ooo_bytes {
+                self.stats.ooo_overflows += 1;
+                self.flush_first_hole(out);
+            }
+        }
+    }
+
+    /// Deliver `payload` (at `off`, `wire_len` long on the wire) from byte `skip` on.
+    fn deliver_cut(&mut self, off: u64, payload: &[u8], wire_len: u64, skip: usize, out: &mut impl FnMut(Chunk<'_>)) {
+        if skip < payload.len() {
+            let bytes = &payload[skip..];
+            out(Chunk::Data { offset: self.next, bytes });
+            self.stats.delivered += bytes.len() as u64;
+            self.next += bytes.len() as u64;
+        }
+        let end = off + wire_len;
+        if end > self.next {
+            // Bytes the snaplen cut off: a gap.
+            let len = end - self.next;
+            out(Chunk::Gap { offset: self.next, len });
+            self.stats.missed += len;
+            self.next = end;
+        }
+    }
+
+    fn store(&mut self, off: u64, payload: &[u8], wire_len: u64) {
+        // Keep the longest segment at one offset; overlaps are trimmed on delivery.
+        let mut data = payload.to_vec();
+        if (wire_len as usize) > data.len() {
+            // Snaplen-cut future segment: remember only what we hold; the rest becomes a gap later.
+        }
+        match self.pending.get_mut(&off) {
+            Some(existing) if existing.len() >= data.len() => {
+                self.stats.retransmitted += 1;
+            }
+            Some(existing) => {
+                self.pending_bytes += data.len() - existing.len();
+                std::mem::swap(existing, &mut data);
+            }
+            None => {
+                self.pending_bytes += data.len();
+                self.pending.insert(off, data);
+            }
+        }
+    }
+
+    /// Deliver buffered segments that now touch `next`.
+    fn drain(&mut self, out: &mut impl FnMut(Chunk<'_>)) {
+        while let Some((&off, _)) = self.pending.first_key_value() {
+            if off > self.next {
+                break;
+            }
+            let Some((off, data)) = self.pending.pop_first() else { break };
+            self.pending_bytes -= data.len();
+            let end = off + data.len() as u64;
+            if end <= self.next {
+                self.stats.retransmitted += 1;
+                continue;
+            }
+            let skip = (self.next - off) as usize;
+            let bytes = &data[skip..];
+            out(Chunk::Data { offset: self.next, bytes });
+            self.stats.delivered += bytes.len() as u64;
+            self.next = end;
+        }
+    }
+
+    /// Declare the hole before the first buffered segment a gap, then deliver what follows.
+    fn flush_first_hole(&mut self, out: &mut impl FnMut(Chunk<'_>)) {
+        if let Some((&off, _)) = self.pending.first_key_value() {
+            if off > self.next {
+                let len = off - self.next;
+                out(Chunk::Gap { offset: self.next, len });
+                self.stats.missed += len;
+                self.next = off;
+            }
+            self.drain(out);
+        }
+    }
+
+    /// The peer acknowledged up to sequence number `ack_no`: a hole below it that is followed
+    /// by buffered data will never be filled by the capture.
+    pub fn peer_ack(&mut self, ack_no: u32, out: &mut impl FnMut(Chunk<'_>)) {
+        if self.base.is_none() {
+            return;
+        }
+        let a = self.offset_of(ack_no);
+        // An ACK of the FIN covers one sequence number beyond the data.
+        let a = match self.fin {
+            Some(f) if a > f => f,
+            _ => a,
+        };
+        if a > self.acked {
+            self.acked = a;
+        }
+        while let Some((&off, _)) = self.pending.first_key_value() {
+            if off > self.next && off <= self.acked {
+                self.flush_first_hole(out);
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// End of this direction (FIN/RST delivered, or end of capture): every hole becomes a gap,
+    /// including acknowledged bytes that never appeared.
+    pub fn flush(&mut self, out: &mut impl FnMut(Chunk<'_>)) {
+        while !self.pending.is_empty() {
+            self.flush_first_hole(out);
+        }
+        let target = self.acked.max(self.fin.unwrap_or(0));
+        if target > self.next {
+            let len = target - self.next;
+            out(Chunk::Gap { offset: self.next, len });
+            self.stats.missed += len;
+            self.next = target;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Collect output as (bytes, gaps) with gap bytes shown as `None`.
+    fn run(segs: &[(u32, Vec<u8>)], isn: Option<u32>, limits: ReassemblyLimits) -> Vec<Option<u8>> {
+        let mut r = Reassembler::default();
+        let mut outv: Vec<Option<u8>> = Vec::new();
+        let mut next_off = 0u64;
+        let mut out = |c: Chunk<'_>| match c {
+            Chunk::Data { offset, bytes } => {
+                assert_eq!(offset, next_off);
+                next_off += bytes.len() as u64;
+                outv.extend(bytes.iter().map(|b| Some(*b)));
+            }
+            Chunk::Gap { offset, len } => {
+                assert_eq!(offset, next_off);
+                next_off += len;
+                outv.extend(std::iter::repeat(None).take(len as usize));
+            }
+        };
+        if let Some(i) = isn {
+            r.syn(i);
+        }
+        for (seq, p) in segs {
+            r.segment(*seq, p, p.len() as u32, false, &limits, &mut out);
+        }
+        r.flush(&mut out);
+        outv
+    }
+
+    #[test]
+    fn in_order_retransmit_and_wrap() {
+        let isn = u32::MAX - 3; // data starts at MAX-2 and wraps after 3 bytes
+        let s = isn.wrapping_add(1);
+        let segs = vec![(s, b"abc".to_vec()), (s.wrapping_add(3), b"def".to_vec()), (s, b"abc".to_vec()), (s.wrapping_add(6), b"g".to_vec())];
+        let got = run(&segs, Some(isn), ReassemblyLimits::default());
+        assert_eq!(got, b"abcdefg".iter().map(|b| Some(*b)).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn hole_at_end_is_gap() {
+        let segs = vec![(1, b"ab".to_vec()), (5, b"ef".to_vec())];
+        let got = run(&segs, Some(0), ReassemblyLimits::default());
+        assert_eq!(got, vec![Some(b'a'), Some(b'b'), None, None, Some(b'e'), Some(b'f')]);
+    }
+
+    #[test]
+    fn overflow_declares_gap() {
+        let segs = vec![(1, b"ab".to_vec()), (10, b"xyz".to_vec()), (20, b"q".to_vec())];
+        let got = run(&segs, Some(0), ReassemblyLimits { max_ooo_bytes: 2 });
+        // First hole (offset 2..9) flushed when 3 bytes were buffered.
+        assert_eq!(got.len(), 20);
+        assert_eq!(got[9], Some(b'x'));
+        assert_eq!(got[19], Some(b'q'));
+    }
+
+    proptest! {
+        /// Model: cut a byte string into segments, shuffle, duplicate, overlap; with no loss the
+        /// output is exactly the input; with drops, every present byte is right and the length is kept.
+        #[test]
+        fn reassembly_matches_model(data in proptest::collection::vec(any::<u8>(), 1..400),
+                                    cuts in proptest::collection::vec(0usize..400, 0..20),
+                                    order in proptest::collection::vec(any::<u16>(), 0..40),
+                                    dups in proptest::collection::vec(any::<u16>(), 0..10),
+                                    drop in proptest::option::of(any::<u16>()),
+                                    isn in any::<u32>()) {
+            let mut points: Vec<usize> = cuts.into_iter().map(|c| c % data.len()).collect();
+            points.push(0);
+            points.push(data.len());
+            points.sort();
+            points.dedup();
+            let mut segs: Vec<(u32, Vec<u8>)> = points.windows(2).map(|w| (isn.wrapping_add(1).wrapping_add(w[0] as u32), data[w[0]..w[1]].to_vec())).collect();
+            // overlapping retransmission spanning two segments
+            if segs.len() >= 2 {
+                let a = points[0]; let b = points[2.min(points.len()-1)];
+                segs.push((isn.wrapping_add(1).wrapping_add(a as u32), data[a..b].to_vec()));
+            }
+            for d in &dups { let i = *d as usize % segs.len(); let s = segs[i].clone(); segs.push(s); }
+            let mut dropped_range = None;
+            if let Some(d) = drop {
+                let i = d as usize % segs.len();
+                let (seq, p) = segs[i].clone();
+                // drop every copy of that exact segment
+                let before = segs.len();
+                segs.retain(|s| s.0 != seq || s.1 != p);
+                if segs.len() < before { dropped_range = Some(()); }
+            }
+            for (i, o) in order.iter().enumerate() { let n = segs.len(); if n > 1 { segs.swap(i % n, *o as usize % n); } }
+            let got = run(&segs, Some(isn), ReassemblyLimits::default());
+            if dropped_range.is_none() {
+                prop_assert_eq!(got, data.iter().map(|b| Some(*b)).collect::<Vec<_>>());
+            } else {
+                prop_assert!(got.len() <= data.len());
+                for (i, b) in got.iter().enumerate() {
+                    if let Some(b) = b { prop_assert_eq!(*b, data[i]); }
+                }
+            }
+        }
+    }
+}
