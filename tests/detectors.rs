@@ -1,0 +1,364 @@
+//! Detector scenarios end to end: each test builds a small pcap packet by
+//! packet (see `common`), runs the real `mcpcap analyze --format ndjson`
+//! on it and asserts the exact multiset of (kind, severity) findings plus
+//! their key fields. One capture triggers each detector; the healthy and
+//! correctly resumed ones (also with 1-byte, reordered and retransmitted
+//! segments) must give no error.
+//!
+//! Every scenario is one session `s1`: `initialize` (the response assigns
+//! `Mcp-Session-Id: s1`) and `notifications/initialized` on a first
+//! connection, then `tools/call` id 2 (progressToken "t2") whose POST
+//! response is an SSE stream, then, when the stream is cut, a resumption
+//! GET with `Last-Event-ID` on a new connection.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use common::*;
+use serde_json::{json, Value};
+
+const SID: &str = "s1";
+
+// ---------------------------------------------------------------------------
+// Running the binary
+
+/// A capture written to a temporary file, removed on drop.
+struct TempPcap(PathBuf);
+
+impl TempPcap {
+    fn new(cap: &Capture) -> TempPcap {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let name = format!("mcpcap-detectors-{}-{}.pcap", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
+        let path = std::env::temp_dir().join(name);
+        std::fs::write(&path, cap.pcap()).expect("write temp pcap");
+        TempPcap(path)
+    }
+}
+
+impl Drop for TempPcap {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Run `mcpcap <args…> FILE`; returns (exit status, stdout rows as JSON).
+fn run(cap: &Capture, args: &[&str]) -> (i32, Vec<Value>) {
+    let file = TempPcap::new(cap);
+    let out = Command::new(env!("CARGO_BIN_EXE_mcpcap")).args(args).arg(&file.0).output().expect("run mcpcap");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.is_empty(), "unexpected stderr: {stderr}");
+    let rows = String::from_utf8(out.stdout).expect("utf-8 stdout").lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect();
+    (out.status.code().expect("exit code"), rows)
+}
+
+/// The findings of a capture (`analyze --fail-on never`, which must exit 0).
+fn findings(cap: &Capture) -> Vec<Value> {
+    let (code, rows) = run(cap, &["analyze", "--format", "ndjson", "--fail-on", "never"]);
+    assert_eq!(code, 0, "--fail-on never must exit 0");
+    rows
+}
+
+/// Exit status of `analyze --fail-on <level>`.
+fn exit_status(cap: &Capture, fail_on: &str) -> i32 {
+    run(cap, &["analyze", "--format", "ndjson", "--fail-on", fail_on]).0
+}
+
+/// The SSE events table (`events --format ndjson`).
+fn events(cap: &Capture) -> Vec<Value> {
+    run(cap, &["events", "--format", "ndjson"]).1
+}
+
+/// Sorted (kind, severity) pairs.
+fn kinds(fs: &[Value]) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = fs.iter().map(|f| (f["kind"].as_str().unwrap().to_string(), f["severity"].as_str().unwrap().to_string())).collect();
+    v.sort();
+    v
+}
+
+/// Assert exactly this multiset of (kind, severity) findings.
+fn assert_kinds(fs: &[Value], expected: &[(&str, &str)]) {
+    let mut want: Vec<(String, String)> = expected.iter().map(|(k, s)| (k.to_string(), s.to_string())).collect();
+    want.sort();
+    assert_eq!(kinds(fs), want, "findings:\n{}", pretty(fs));
+}
+
+/// The only finding of a kind.
+fn one<'a>(fs: &'a [Value], kind: &str) -> &'a Value {
+    let v: Vec<&Value> = fs.iter().filter(|f| f["kind"] == kind).collect();
+    assert_eq!(v.len(), 1, "one {kind} expected:\n{}", pretty(fs));
+    v[0]
+}
+
+/// Assert the key fields of a finding (`None`: the column is null).
+fn assert_keys(f: &Value, last_event_id: Option<&str>, event_id: Option<&str>, request_id: Option<&str>) {
+    let s = |k: &str| f[k].as_str().map(str::to_string);
+    assert_eq!(s("session_id").as_deref(), Some(SID), "{f}");
+    assert_eq!(s("last_event_id").as_deref(), last_event_id, "last_event_id of {f}");
+    assert_eq!(s("event_id").as_deref(), event_id, "event_id of {f}");
+    assert_eq!(s("request_id").as_deref(), request_id, "request_id of {f}");
+}
+
+fn pretty(fs: &[Value]) -> String {
+    fs.iter().map(|f| format!("  {} {} leid={} eid={} rid={}: {}", f["kind"], f["severity"], f["last_event_id"], f["event_id"], f["request_id"], f["detail"])).collect::<Vec<_>>().join("\n")
+}
+
+// ---------------------------------------------------------------------------
+// Scenario building blocks
+
+/// How the server ends the tools/call POST stream.
+#[derive(Clone, Copy)]
+enum End {
+    /// Last chunk, then an orderly close by the client.
+    Complete,
+    /// FIN from the server without the last chunk.
+    CutFin,
+    /// RST from the server without the last chunk.
+    CutRst,
+}
+
+fn token() -> Value {
+    json!("t2")
+}
+
+/// Event `id` carrying progress `n` of `total` for the tools/call.
+fn prog(id: impl ToString, n: u64, total: u64) -> Ev {
+    Ev::id(id, progress(&token(), n, total))
+}
+
+/// Event `id` carrying the tools/call result.
+fn res(id: impl ToString) -> Ev {
+    Ev::id(id, result(2))
+}
+
+/// Events `ids[i]` with progress `from + i` of `total`.
+fn progs(ids: std::ops::RangeInclusive<u64>, from: u64, total: u64) -> Vec<Ev> {
+    ids.enumerate().map(|(i, id)| prog(id, from + i as u64, total)).collect()
+}
+
+/// `initialize` → `Mcp-Session-Id: s1`, then `notifications/initialized` → 202, on one connection.
+fn handshake(cap: &mut Capture) {
+    let mut c = cap.connect();
+    c.client(cap, &post(None, &initialize(1)));
+    c.server(cap, &json_response(Some(SID), &initialize_result(1)));
+    c.client(cap, &post(Some(SID), &initialized()));
+    c.server(cap, &accepted());
+    c.close(cap);
+}
+
+/// `tools/call` id 2 answered by an SSE stream of `events`; returns the client port.
+fn tools_call_stream(cap: &mut Capture, events: &[Ev], end: End) -> u16 {
+    let mut c = cap.connect();
+    let port = c.port;
+    c.client(cap, &post(Some(SID), &tools_call(2, &token())));
+    c.server(cap, &sse_response(None, events, matches!(end, End::Complete)));
+    match end {
+        End::Complete => c.close(cap),
+        End::CutFin => c.server_close(cap),
+        End::CutRst => c.server_reset(cap),
+    }
+    port
+}
+
+/// A GET with `Last-Event-ID` on a new connection, answered by `response`; the client closes.
+fn resume(cap: &mut Capture, last_event_id: &str, response: &[u8]) {
+    let mut c = cap.connect();
+    c.client(cap, &get(Some(SID), Some(last_event_id)));
+    c.server(cap, response);
+    c.close(cap);
+}
+
+/// The healthy session: progress 1..5 on ids 1..5, the result on id 6.
+fn healthy(cap: &mut Capture) -> u16 {
+    handshake(cap);
+    let mut evs = progs(1..=5, 1, 5);
+    evs.push(res(6));
+    tools_call_stream(cap, &evs, End::Complete)
+}
+
+/// The POST stream is cut after ids 1..3 (progress 1..3 of `total`); the client
+/// resumes with `Last-Event-ID: 3` and gets `resumed` on a complete SSE response.
+fn cut_and_resume(total: u64, cut: End, resumed: &[Ev]) -> Capture {
+    let mut cap = Capture::new();
+    handshake(&mut cap);
+    tools_call_stream(&mut cap, &progs(1..=3, 1, total), cut);
+    resume(&mut cap, "3", &sse_response(None, resumed, true));
+    cap
+}
+
+// ---------------------------------------------------------------------------
+// Healthy captures: no findings
+
+#[test]
+fn healthy_has_no_findings() {
+    let mut cap = Capture::new();
+    healthy(&mut cap);
+    let fs = findings(&cap);
+    assert_kinds(&fs, &[]);
+    // Not vacuous: the six events of the stream were decoded.
+    let evs = events(&cap);
+    let ids: Vec<&str> = evs.iter().filter_map(|e| e["event_id"].as_str()).collect();
+    assert_eq!(ids, ["1", "2", "3", "4", "5", "6"], "{evs:?}");
+    assert_eq!(exit_status(&cap, "error"), 0);
+    assert_eq!(exit_status(&cap, "info"), 0);
+}
+
+#[test]
+fn healthy_with_one_byte_segments() {
+    let mut cap = Capture::with_segment_size(1);
+    healthy(&mut cap);
+    assert_kinds(&findings(&cap), &[]);
+    let evs = events(&cap);
+    let ids: Vec<&str> = evs.iter().filter_map(|e| e["event_id"].as_str()).collect();
+    assert_eq!(ids, ["1", "2", "3", "4", "5", "6"]);
+    assert!(evs.iter().all(|e| e["truncated"] == false && e["parse_error"].is_null()), "{evs:?}");
+}
+
+#[test]
+fn healthy_with_reordered_and_retransmitted_segments() {
+    let mut cap = Capture::with_segment_size(40);
+    let port = healthy(&mut cap);
+    let data = cap.server_data_frames(port);
+    assert!(data.len() > 10, "the stream spans many segments");
+    // Two adjacent server segments arrive swapped…
+    cap.swap(data[4], data[5]);
+    // …and an already delivered one is sent again a few frames later.
+    cap.retransmit(data[2], data[7]);
+    assert_kinds(&findings(&cap), &[]);
+    let evs = events(&cap);
+    let ids: Vec<&str> = evs.iter().filter_map(|e| e["event_id"].as_str()).collect();
+    assert_eq!(ids, ["1", "2", "3", "4", "5", "6"]);
+    assert!(evs.iter().all(|e| e["truncated"] == false && e["parse_error"].is_null()), "{evs:?}");
+    // Not vacuous: the flow table saw the reordering and the retransmission.
+    let (_, flows) = run(&cap, &["flows", "--format", "ndjson"]);
+    let f = flows.iter().find(|f| f["orig_p"] == port).expect("tools/call flow");
+    assert_eq!((&f["retransmitted"], &f["out_of_order"]), (&json!(1), &json!(1)), "{f}");
+}
+
+// ---------------------------------------------------------------------------
+// Resumptions
+
+#[test]
+fn resume_ok() {
+    let mut resumed = progs(4..=5, 4, 5);
+    resumed.push(res(6));
+    let cap = cut_and_resume(5, End::CutFin, &resumed);
+    let fs = findings(&cap);
+    assert_kinds(&fs, &[("resume_ok", "info")]);
+    assert_keys(one(&fs, "resume_ok"), Some("3"), Some("4"), None);
+    assert_eq!(exit_status(&cap, "error"), 0);
+    assert_eq!(exit_status(&cap, "warning"), 0);
+    assert_eq!(exit_status(&cap, "info"), 1);
+}
+
+#[test]
+fn id_gap() {
+    // Ids jump 3 → 6 while progress continues 3 → 4, so only the transport ids are at fault.
+    let mut resumed = progs(6..=7, 4, 5);
+    resumed.push(res(8));
+    let cap = cut_and_resume(5, End::CutRst, &resumed);
+    let fs = findings(&cap);
+    assert_kinds(&fs, &[("id_gap", "error")]);
+    let f = one(&fs, "id_gap");
+    assert_keys(f, Some("3"), Some("6"), None);
+    assert_eq!(f["expected"], "4");
+    assert_eq!(f["observed"], "6");
+    assert_eq!(exit_status(&cap, "error"), 1);
+}
+
+#[test]
+fn fork_restarts_ids() {
+    // The resumed stream replays ids 1..3 (progress 1..3) and goes on.
+    let mut resumed = progs(1..=5, 1, 5);
+    resumed.push(res(6));
+    let cap = cut_and_resume(5, End::CutFin, &resumed);
+    let fs = findings(&cap);
+    assert_kinds(&fs, &[("duplicate_delivery", "error"), ("id_regression", "error"), ("id_restart", "error")]);
+    assert_keys(one(&fs, "id_regression"), Some("3"), Some("1"), None);
+    assert_keys(one(&fs, "id_restart"), Some("3"), Some("1"), None);
+    assert_keys(one(&fs, "duplicate_delivery"), Some("3"), Some("1"), None);
+    assert_eq!(exit_status(&cap, "error"), 1);
+}
+
+#[test]
+fn app_seq_desync_and_suspect_terminal() {
+    // Ids continue 3 → 4, but progress jumps 3 → 9 of 10 and the result follows at once.
+    let resumed = vec![prog(4, 9, 10), res(5)];
+    let cap = cut_and_resume(10, End::CutFin, &resumed);
+    let fs = findings(&cap);
+    assert_kinds(&fs, &[("app_seq_desync", "error"), ("suspect_terminal", "error")]);
+    let f = one(&fs, "app_seq_desync");
+    assert_keys(f, Some("3"), Some("4"), None);
+    assert_eq!(f["observed"], "9");
+    assert_keys(one(&fs, "suspect_terminal"), Some("3"), Some("5"), Some("2"));
+}
+
+#[test]
+fn missing_event_id() {
+    // Id 4, then a progress event without an id line, then the result on id 5.
+    let resumed = vec![prog(4, 4, 5), Ev::no_id(progress(&token(), 5, 5)), res(5)];
+    let cap = cut_and_resume(5, End::CutFin, &resumed);
+    let fs = findings(&cap);
+    assert_kinds(&fs, &[("missing_event_id", "error")]);
+    assert_keys(one(&fs, "missing_event_id"), Some("3"), None, None);
+}
+
+#[test]
+fn resume_rejected_and_lost_response() {
+    let mut cap = Capture::new();
+    handshake(&mut cap);
+    tools_call_stream(&mut cap, &progs(1..=3, 1, 5), End::CutFin);
+    resume(&mut cap, "3", &conflict());
+    let fs = findings(&cap);
+    assert_kinds(&fs, &[("lost_response", "error"), ("resume_rejected", "info")]);
+    let f = one(&fs, "resume_rejected");
+    assert_keys(f, Some("3"), None, None);
+    assert_eq!(f["observed"], "HTTP 409");
+    assert_keys(one(&fs, "lost_response"), None, None, Some("2"));
+}
+
+#[test]
+fn unknown_last_event_id() {
+    let mut cap = Capture::new();
+    healthy(&mut cap);
+    resume(&mut cap, "999", &sse_response(None, &[], true));
+    let fs = findings(&cap);
+    assert_kinds(&fs, &[("unknown_last_event_id", "warning")]);
+    assert_keys(one(&fs, "unknown_last_event_id"), Some("999"), None, None);
+    assert_eq!(exit_status(&cap, "error"), 0);
+    assert_eq!(exit_status(&cap, "warning"), 1);
+}
+
+#[test]
+fn duplicate_response() {
+    // The POST stream delivers progress 1..5 and the result on id 6, then is cut
+    // before its last chunk; the resumed stream continues at id 7 — with the
+    // result of request 2 again. The ids continue (resume_ok); the response is doubled.
+    let mut cap = Capture::new();
+    handshake(&mut cap);
+    let mut evs = progs(1..=5, 1, 5);
+    evs.push(res(6));
+    tools_call_stream(&mut cap, &evs, End::CutFin);
+    resume(&mut cap, "6", &sse_response(None, &[res(7)], true));
+    let fs = findings(&cap);
+    assert_kinds(&fs, &[("duplicate_delivery", "error"), ("resume_ok", "info")]);
+    assert_keys(one(&fs, "duplicate_delivery"), Some("6"), None, Some("2"));
+    assert_keys(one(&fs, "resume_ok"), Some("6"), Some("7"), None);
+}
+
+#[test]
+fn string_ids_resumed_correctly() {
+    // TS SDK example-store ids `<stream>_<epoch-ms>_<rand>`: ordered by time, not dense.
+    let ids = ["abc_1795991032169_k2j9x0ab", "abc_1795991032171_p0q1r2s3", "abc_1795991032180_x9y8z7w6", "abc_1795991033004_m3n4b5v6", "abc_1795991033950_a1s2d3f4", "abc_1795991034012_q7w8e9r0"];
+    let mut cap = Capture::new();
+    handshake(&mut cap);
+    let first: Vec<Ev> = (0..3).map(|i| prog(ids[i], i as u64 + 1, 5)).collect();
+    tools_call_stream(&mut cap, &first, End::CutFin);
+    let resumed = vec![prog(ids[3], 4, 5), prog(ids[4], 5, 5), res(ids[5])];
+    resume(&mut cap, ids[2], &sse_response(None, &resumed, true));
+    let fs = findings(&cap);
+    assert_kinds(&fs, &[("resume_ok", "info")]);
+    assert_keys(one(&fs, "resume_ok"), Some(ids[2]), Some(ids[3]), None);
+}
