@@ -117,6 +117,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     }
     let mut analyzer = Analyzer::new(Options { ports: args.ports.clone(), app_seq: args.app_seq.clone(), ..Default::default() });
     let mut read_any = false;
+    let mut readable_frames = 0u64;
     let mut capture_anomalies = mcpcap::anomaly::Anomalies::default();
     for path in &args.captures {
         let file = match std::fs::File::open(path) {
@@ -127,11 +128,18 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             }
         };
         let first = analyzer.counters.frames + 1;
+        let unsupported_before = analyzer.anomalies.count("capture.unsupported_linktype");
         let reader = std::io::BufReader::with_capacity(1 << 20, file);
         let res = mcpcap::capture::read_capture(reader, first, &mut capture_anomalies, |f| analyzer.frame(&f));
         match res {
             Ok(summary) => {
                 read_any = true;
+                let unsupported = analyzer.anomalies.count("capture.unsupported_linktype") - unsupported_before;
+                readable_frames += summary.frames - unsupported;
+                if unsupported > 0 {
+                    let which = analyzer.anomalies.rows.iter().rev().find(|a| a.code == "capture.unsupported_linktype").map(|a| a.detail.clone()).unwrap_or_default();
+                    eprintln!("mcpcap: {}: unsupported {} ({} of {} frames skipped)", path.display(), which, unsupported, summary.frames);
+                }
                 if let Some(why) = summary.truncated {
                     eprintln!("mcpcap: {}: {} at byte {}; analysed the {} frames before it", path.display(), why, summary.stopped_at.unwrap_or(0), summary.frames);
                 }
@@ -139,7 +147,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             Err(e) => eprintln!("mcpcap: {}: {}", path.display(), e),
         }
     }
-    if !read_any {
+    if !read_any || (readable_frames == 0 && analyzer.counters.frames > 0) {
         return Ok(EXIT_USAGE);
     }
     let exchanges = analyzer.finish();

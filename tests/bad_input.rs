@@ -1,0 +1,110 @@
+//! Bad input: unreadable, empty, truncated and unsupported captures, and no panic on any prefix or corruption.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn mcpcap(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mcpcap")).args(args).output().unwrap()
+}
+
+fn tmp(name: &str, bytes: &[u8]) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("mcpcap-bad-{}-{name}", std::process::id()));
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp").join(name)).unwrap()
+}
+
+fn stderr_lines(o: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&o.stderr).lines().map(str::to_string).collect()
+}
+
+#[test]
+fn not_a_capture_is_one_line_exit_2() {
+    let p = tmp("text.pcap", b"this is a text file, not a capture\n");
+    let o = mcpcap(&["analyze", "--format", "ndjson", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let lines = stderr_lines(&o);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains(p.to_str().unwrap()) && lines[0].contains("not a pcap or pcapng file"), "{lines:?}");
+}
+
+#[test]
+fn missing_and_empty_files() {
+    let o = mcpcap(&["analyze", "/nonexistent/x.pcap"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr_lines(&o)[0].contains("/nonexistent/x.pcap"));
+    let p = tmp("empty.pcap", b"");
+    let o = mcpcap(&["analyze", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr_lines(&o)[0].contains("empty file"));
+}
+
+#[test]
+fn bad_usage_exit_2() {
+    assert_eq!(mcpcap(&["analyze"]).status.code(), Some(2));
+    assert_eq!(mcpcap(&["analyze", "--format", "xml", "x.pcap"]).status.code(), Some(2));
+    let f = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp/healthy_ts.pcap");
+    let o = mcpcap(&["analyze", "--format", "csv", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "csv without --out");
+}
+
+#[test]
+fn truncated_capture_is_analysed_up_to_the_cut() {
+    let bytes = fixture("resume_409.pcap");
+    let p = tmp("cut.pcap", &bytes[..9_000]);
+    let o = mcpcap(&["analyze", "--format", "ndjson", "--fail-on", "never", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0));
+    let lines = stderr_lines(&o);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("file ends inside a block") && lines[0].contains("analysed the"), "{lines:?}");
+}
+
+#[test]
+fn unsupported_link_type_named() {
+    // pcap header, LINKTYPE 147 (user 0), one 4-byte record.
+    let mut b = Vec::new();
+    b.extend_from_slice(&0xa1b2c3d4u32.to_le_bytes());
+    b.extend_from_slice(&2u16.to_le_bytes());
+    b.extend_from_slice(&4u16.to_le_bytes());
+    b.extend_from_slice(&[0; 8]);
+    b.extend_from_slice(&65535u32.to_le_bytes());
+    b.extend_from_slice(&147u32.to_le_bytes());
+    b.extend_from_slice(&[1, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 1, 2, 3, 4]);
+    let p = tmp("lt147.pcap", &b);
+    let o = mcpcap(&["analyze", "--format", "ndjson", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "nothing could be read");
+    let lines = stderr_lines(&o);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("link type 147"), "{lines:?}");
+}
+
+/// Every prefix and many single-byte corruptions of the fixtures go through the whole
+/// library pipeline without a panic.
+#[test]
+fn no_panic_on_prefixes_and_corruption() {
+    for name in ["fork_restart_client.pcap", "healthy_py.pcap"] {
+        let bytes = fixture(name);
+        let mut cases: Vec<Vec<u8>> = (0..bytes.len()).step_by(53).map(|n| bytes[..n].to_vec()).collect();
+        let mut x: u32 = 12345;
+        for _ in 0..150 {
+            let mut c = bytes.clone();
+            for _ in 0..8 {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                let i = 24 + (x as usize >> 3) % (c.len() - 24);
+                c[i] ^= (x >> 24) as u8 | 1;
+            }
+            cases.push(c);
+        }
+        for c in cases {
+            let mut a = mcpcap::Analyzer::new(mcpcap::Options::default());
+            let mut anomalies = mcpcap::anomaly::Anomalies::default();
+            let _ = mcpcap::capture::read_capture(&c[..], 1, &mut anomalies, |f| a.frame(&f));
+            let ex = a.finish();
+            let analysis = mcpcap::analyze_exchanges(&ex, &[]);
+            let _ = mcpcap::report::tables::findings(&analysis).to_dataframe().unwrap();
+        }
+    }
+}
