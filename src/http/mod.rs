@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use crate::anomaly::{Anomalies, Anomaly};
 use crate::jsonrpc::{self, Message};
 use crate::sse::{SseEvent, SseLimits, SseParser};
-use crate::tcp::{Chunk, Dir, Flow, StreamEvent, StreamSink};
+use crate::tcp::{Chunk, Dir, FlowMeta, StreamEvent, StreamSink};
 pub use framing::{BodyRule, DirParser, Head, HttpEvent, HttpLimits};
 
 /// Largest non-SSE body kept for JSON parsing, in bytes (anomaly `http.body_too_large`).
@@ -162,7 +162,7 @@ impl HttpLayer {
 const PROBE_BYTES: usize = 8;
 
 impl StreamSink for HttpLayer {
-    fn event(&mut self, flow: &Flow, ev: StreamEvent<'_>, ts: i64, frame: u64) {
+    fn event(&mut self, flow: FlowMeta, ev: StreamEvent<'_>, ts: i64, frame: u64) {
         let fi = flow.index;
         match ev {
             StreamEvent::Open => {

@@ -50,12 +50,19 @@ pub struct Flow {
     pub history: Vec<(Dir, char)>,
     /// Whether the connection ended (FIN both ways delivered, or RST).
     pub closed: bool,
+    /// Whether the End event of each direction was emitted.
+    ended: [bool; 2],
 }
 
 impl Flow {
     /// Zeek `uid`-like id: `F<index>`.
     pub fn flow_id(&self) -> String {
         format!("F{}", self.index)
+    }
+
+    /// The part of the flow a stream sink sees.
+    pub fn meta(&self) -> FlowMeta {
+        FlowMeta { index: self.index, client_by_syn: self.client_by_syn }
     }
 
     fn note(&mut self, dir: Dir, c: char) {
@@ -84,10 +91,26 @@ pub enum StreamEvent<'a> {
     Close,
 }
 
+/// What a stream sink learns about the flow an event belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowMeta {
+    /// Index of the flow (`F<index>`).
+    pub index: usize,
+    /// Whether a SYN fixed the client: then direction 0 is the client's.
+    pub client_by_syn: bool,
+}
+
+impl FlowMeta {
+    /// `F<index>`.
+    pub fn flow_id(&self) -> String {
+        format!("F{}", self.index)
+    }
+}
+
 /// Receives stream events, with the flow they belong to and the time and frame that caused them.
 pub trait StreamSink {
     /// One event. `ts` is microseconds since the Unix epoch; `frame` the frame that completed it.
-    fn event(&mut self, flow: &Flow, ev: StreamEvent<'_>, ts: i64, frame: u64);
+    fn event(&mut self, flow: FlowMeta, ev: StreamEvent<'_>, ts: i64, frame: u64);
 }
 
 type Key = ((IpAddr, u16), (IpAddr, u16));
@@ -162,9 +185,10 @@ impl FlowTable {
                     rst: [false; 2],
                     history: Vec::new(),
                     closed: false,
+                    ended: [false; 2],
                 });
                 self.active.insert(key, index);
-                sink.event(&self.flows[index], StreamEvent::Open, ts, frame);
+                sink.event(self.flows[index].meta(), StreamEvent::Open, ts, frame);
                 index
             }
         };
@@ -191,54 +215,24 @@ impl FlowTable {
         if seg.wire_len > 0 {
             flow.note(d, 'd');
         }
-        // Split borrows: deliver chunks through a buffer of events referencing the flow immutably.
-        let mut pending: Vec<(Dir, OwnedChunk)> = Vec::new();
-        let mut direct: Option<(Dir, u64, &[u8])> = None;
-        {
-            let flow = &mut self.flows[i];
-            if seg.ack {
-                let peer = 1 - d;
-                let mut out = |c: Chunk<'_>| pending.push((peer, OwnedChunk::from(c)));
-                flow.dirs[peer].peer_ack(seg.ack_no, &mut out);
-            }
-            if !seg.syn || !seg.payload.is_empty() {
-                let seq = if seg.syn { seg.seq.wrapping_add(1) } else { seg.seq };
-                let payload = seg.payload;
-                let mut first_direct = true;
-                let mut out = |c: Chunk<'_>| {
-                    // The common case — in-order bytes straight from the frame — is not copied.
-                    if let Chunk::Data { offset, bytes } = &c {
-                        if first_direct && bytes.as_ptr() >= payload.as_ptr() && (bytes.as_ptr() as usize) < payload.as_ptr() as usize + payload.len().max(1) {
-                            first_direct = false;
-                            let start = bytes.as_ptr() as usize - payload.as_ptr() as usize;
-                            direct = Some((d, *offset, &payload[start..start + bytes.len()]));
-                            return;
-                        }
-                    }
-                    pending.push((d, OwnedChunk::from(c)));
-                };
-                flow.dirs[d].segment(seq, payload, seg.wire_len, seg.fin, &limits, &mut out);
-            }
+        let meta = flow.meta();
+        // Ack-triggered gaps of the peer direction first, then this segment's data, in stream order;
+        // in-order payload goes to the sink straight from the frame, uncopied.
+        if seg.ack {
+            let peer = 1 - d;
+            flow.dirs[peer].peer_ack(seg.ack_no, &mut |c| sink.event(meta, StreamEvent::Chunk(peer, c), ts, frame));
         }
-        let flow = &self.flows[i];
-        // Ack-triggered gaps of the peer direction come first, then this segment's data in order.
-        let (peer_events, own_events): (Vec<_>, Vec<_>) = pending.into_iter().partition(|(dd, _)| *dd != d);
-        for (dd, c) in peer_events {
-            sink.event(flow, StreamEvent::Chunk(dd, c.as_chunk()), ts, frame);
-        }
-        if let Some((dd, offset, bytes)) = direct {
-            sink.event(flow, StreamEvent::Chunk(dd, Chunk::Data { offset, bytes }), ts, frame);
-        }
-        for (dd, c) in own_events {
-            sink.event(flow, StreamEvent::Chunk(dd, c.as_chunk()), ts, frame);
+        if !seg.syn || !seg.payload.is_empty() {
+            let seq = if seg.syn { seg.seq.wrapping_add(1) } else { seg.seq };
+            flow.dirs[d].segment(seq, seg.payload, seg.wire_len, seg.fin, &limits, &mut |c| sink.event(meta, StreamEvent::Chunk(d, c), ts, frame));
         }
         let flow = &mut self.flows[i];
         if seg.rst {
             self.close(i, ts, frame, sink);
-        } else if flow.dirs[d].finished() && flow.fin[d] {
-            let both = flow.dirs[0].finished() && flow.dirs[1].finished();
-            sink.event(&self.flows[i], StreamEvent::End(d), ts, frame);
-            if both {
+        } else if flow.dirs[d].finished() && !flow.ended[d] {
+            flow.ended[d] = true;
+            sink.event(flow.meta(), StreamEvent::End(d), ts, frame);
+            if flow.dirs[1 - d].finished() {
                 self.close(i, ts, frame, sink);
             }
         }
@@ -250,19 +244,18 @@ impl FlowTable {
         if flow.closed {
             return;
         }
-        let mut pending: Vec<(Dir, OwnedChunk)> = Vec::new();
+        let meta = flow.meta();
         for d in 0..2 {
-            let mut out = |c: Chunk<'_>| pending.push((d, OwnedChunk::from(c)));
-            flow.dirs[d].flush(&mut out);
+            flow.dirs[d].flush(&mut |c| sink.event(meta, StreamEvent::Chunk(d, c), ts, frame));
         }
         flow.closed = true;
-        let flow = &self.flows[i];
-        for (d, c) in pending {
-            sink.event(flow, StreamEvent::Chunk(d, c.as_chunk()), ts, frame);
+        for d in 0..2 {
+            if !flow.ended[d] {
+                flow.ended[d] = true;
+                sink.event(meta, StreamEvent::End(d), ts, frame);
+            }
         }
-        sink.event(flow, StreamEvent::End(0), ts, frame);
-        sink.event(flow, StreamEvent::End(1), ts, frame);
-        sink.event(flow, StreamEvent::Close, ts, frame);
+        sink.event(meta, StreamEvent::Close, ts, frame);
         // The closed flow stays in the table for trailing ACKs until a new SYN reuses the 5-tuple.
     }
 
@@ -273,31 +266,6 @@ impl FlowTable {
         for i in open {
             let (ts, frame) = (self.flows[i].ts_last, self.flows[i].frame_last);
             self.close(i, ts, frame, sink);
-        }
-    }
-}
-
-/// A chunk whose bytes were copied (out-of-order data delivered later, or gaps).
-#[derive(Debug)]
-enum OwnedChunk {
-    Data(u64, Vec<u8>),
-    Gap(u64, u64),
-}
-
-impl From<Chunk<'_>> for OwnedChunk {
-    fn from(c: Chunk<'_>) -> Self {
-        match c {
-            Chunk::Data { offset, bytes } => OwnedChunk::Data(offset, bytes.to_vec()),
-            Chunk::Gap { offset, len } => OwnedChunk::Gap(offset, len),
-        }
-    }
-}
-
-impl OwnedChunk {
-    fn as_chunk(&self) -> Chunk<'_> {
-        match self {
-            OwnedChunk::Data(o, b) => Chunk::Data { offset: *o, bytes: b },
-            OwnedChunk::Gap(o, l) => Chunk::Gap { offset: *o, len: *l },
         }
     }
 }
