@@ -105,7 +105,6 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
     let ids_before: HashSet<&str> = before.iter().filter(|(_, _, ev)| ev.sse.has_own_id).filter_map(|(_, _, ev)| ev.sse.id.as_deref()).collect();
     let ids_upto: HashSet<&str> = upto.iter().filter(|(_, _, ev)| ev.sse.has_own_id).filter_map(|(_, _, ev)| ev.sse.id.as_deref()).collect();
     let is_msg = |ev: &EventRec| !ev.messages.is_empty() || (!ev.sse.data.trim().is_empty());
-    let first_msg = after.iter().copied().find(|ev| is_msg(ev));
     let first = after.iter().copied().find(|ev| ev.sse.has_own_id && !ev.sse.is_priming());
     let first_id = first.and_then(|ev| ev.sse.id.clone());
     let mut forked = false;
@@ -125,7 +124,6 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
     }
 
     let pl = ids::parse(&r.last_event_id);
-    let stream_fmt = model.stream_id_format(st, exchanges);
     let mut continuity_claimed = false;
     if let (Some(fev), Some(fid)) = (first, first_id.as_deref()) {
         let pf = ids::parse(fid);
@@ -180,10 +178,11 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
                 fs > ls || (strict_time && fs == ls && !ids_before.contains(fid))
             }
         } else {
-            !ids_before.contains(fid) && !(pf.format == pl.format && pf.format.ordered() && pf.prefix != pl.prefix)
+            // Opaque ids: a never-seen id is how a replay looks — unless it belongs to another stream of an ordered format.
+            let other_stream = pf.format == pl.format && pf.format.ordered() && pf.prefix != pl.prefix;
+            !ids_before.contains(fid) && !other_stream
         };
     }
-    let _ = stream_fmt;
 
     // duplicate_delivery on the stream: ids or progress payloads the client already had.
     let progress_before: HashSet<(String, u64)> = before.iter().flat_map(|(_, _, ev)| ev.messages.iter()).filter_map(|m| Some((m.progress_token.clone()?, m.progress?.to_bits()))).collect();
@@ -295,14 +294,11 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
             }
         }
     }
-    let _ = first_msg;
 
     let verdict = if forked {
         Verdict::Forked
     } else if gap {
         Verdict::Gap
-    } else if first.is_none() && first_msg.is_none() {
-        Verdict::Resumed
     } else {
         Verdict::Resumed
     };

@@ -99,6 +99,9 @@ pub struct Model {
     pub exchange_stream: Vec<Option<usize>>,
 }
 
+/// Where an event id was delivered: (logical stream, exchange, event index, ts).
+type Delivery = (usize, usize, usize, i64);
+
 /// The `Mcp-Session-Id` of an exchange: the request's, else the one its response assigned.
 pub fn session_id_of(e: &Exchange) -> Option<&str> {
     e.req_header("mcp-session-id").or_else(|| e.resp_header("mcp-session-id")).filter(|s| !s.is_empty())
@@ -109,8 +112,8 @@ impl Model {
     pub fn build(exchanges: &[Exchange]) -> Model {
         let mut m = Model { exchange_session: vec![0; exchanges.len()], exchange_stream: vec![None; exchanges.len()], ..Default::default() };
         let mut by_id: HashMap<Option<String>, usize> = HashMap::new();
-        // Per session: event id → deliveries (stream, exchange, event index, ts).
-        let mut delivered: Vec<HashMap<String, Vec<(usize, usize, usize, i64)>>> = Vec::new();
+        // Per session: event id → deliveries.
+        let mut delivered: Vec<HashMap<String, Vec<Delivery>>> = Vec::new();
         for (xi, e) in exchanges.iter().enumerate() {
             let sid = session_id_of(e).map(str::to_string);
             let si = *by_id.entry(sid.clone()).or_insert_with(|| {

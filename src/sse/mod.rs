@@ -253,10 +253,8 @@ impl SseParser {
                     anomalies(Anomaly::new("sse.id_with_nul", Some(frame), None, "id field containing NUL ignored".into()));
                 }
             }
-            b"retry" => {
-                if !value.is_empty() && value.iter().all(|b| b.is_ascii_digit()) {
-                    self.cur.retry = std::str::from_utf8(value).ok().and_then(|s| s.parse().ok());
-                }
+            b"retry" if !value.is_empty() && value.iter().all(|b| b.is_ascii_digit()) => {
+                self.cur.retry = std::str::from_utf8(value).ok().and_then(|s| s.parse().ok());
             }
             _ => {}
         }

@@ -123,7 +123,7 @@ impl Reassembler {
 
     /// Offer one segment: `payload` as captured, `wire_len` its length on the wire
     /// (longer when the snaplen cut it), `fin` its FIN flag. In-order output goes to `out`.
-    pub fn segment<'a>(&mut self, seq: u32, payload: &'a [u8], wire_len: u32, fin: bool, limits: &ReassemblyLimits, out: &mut impl FnMut(Chunk<'_>)) {
+    pub fn segment(&mut self, seq: u32, payload: &[u8], wire_len: u32, fin: bool, limits: &ReassemblyLimits, out: &mut impl FnMut(Chunk<'_>)) {
         if self.base.is_none() {
             if payload.is_empty() && !fin {
                 return;
@@ -152,7 +152,7 @@ impl Reassembler {
             self.drain(out);
         } else {
             self.stats.out_of_order += 1;
-            self.store(off, payload, wire_len);
+            self.store(off, payload);
             if self.pending_bytes > limits.max_ooo_bytes {
                 self.stats.ooo_overflows += 1;
                 self.flush_first_hole(out);
@@ -178,12 +178,10 @@ impl Reassembler {
         }
     }
 
-    fn store(&mut self, off: u64, payload: &[u8], wire_len: u64) {
-        // Keep the longest segment at one offset; overlaps are trimmed on delivery.
+    fn store(&mut self, off: u64, payload: &[u8]) {
+        // Keep the longest segment at one offset; overlaps are trimmed on delivery. Of a
+        // snaplen-cut segment only the captured bytes are kept; the rest becomes a gap later.
         let mut data = payload.to_vec();
-        if (wire_len as usize) > data.len() {
-            // Snaplen-cut future segment: remember only what we hold; the rest becomes a gap later.
-        }
         match self.pending.get_mut(&off) {
             Some(existing) if existing.len() >= data.len() => {
                 self.stats.retransmitted += 1;
@@ -292,7 +290,7 @@ mod tests {
             Chunk::Gap { offset, len } => {
                 assert_eq!(offset, next_off);
                 next_off += len;
-                outv.extend(std::iter::repeat(None).take(len as usize));
+                outv.extend(std::iter::repeat_n(None, len as usize));
             }
         };
         if let Some(i) = isn {
