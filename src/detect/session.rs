@@ -65,6 +65,10 @@ pub(super) fn duplicate_responses(model: &Model, exchanges: &[Exchange], out: &m
         let requests: HashSet<&str> = s.exchanges.iter().flat_map(|&xi| exchanges[xi].req_messages.iter()).filter(|m| m.kind == Kind::Request).filter_map(|m| m.id.as_deref()).collect();
         let mut seen: HashMap<&str, (i64, u64, usize)> = HashMap::new();
         for &xi in &s.exchanges {
+            // Without a session, independent clients reuse request ids: compare within one exchange only.
+            if s.id.is_none() {
+                seen.clear();
+            }
             for (id, ts, frame) in responses_in(&exchanges[xi]) {
                 if !requests.contains(id) {
                     continue;

@@ -3,8 +3,9 @@
 //! "Resumability and Redelivery").
 //!
 //! A session is every exchange carrying one `Mcp-Session-Id` (any header
-//! case) plus the `initialize` exchange whose response assigned it;
-//! exchanges with none form the session "none". Each SSE response body is
+//! case) plus the `initialize` exchange whose response assigned it; for the
+//! legacy HTTP+SSE transport (2024-11-05) the `sessionId` query parameter;
+//! exchanges with neither (stateless servers) form the session "none". Each SSE response body is
 //! one physical connection of a *logical stream*: a POST's response stream or
 //! a standalone GET stream. A GET with `Last-Event-ID: L` is a resumption and
 //! continues the logical stream on which `L` was last delivered before it.
@@ -107,6 +108,25 @@ pub fn session_id_of(e: &Exchange) -> Option<&str> {
     e.req_header("mcp-session-id").or_else(|| e.resp_header("mcp-session-id")).filter(|s| !s.is_empty())
 }
 
+/// The `sessionId` query parameter of a URL or path (legacy HTTP+SSE transport, MCP 2024-11-05).
+fn query_session_id(target: &str) -> Option<&str> {
+    let q = target.split_once('?')?.1;
+    q.split('&').find_map(|kv| kv.strip_prefix("sessionId=")).map(|v| v.split('#').next().unwrap_or(v)).filter(|v| !v.is_empty())
+}
+
+/// The session key of an exchange: `Mcp-Session-Id`; else, for the legacy HTTP+SSE transport
+/// (2024-11-05), the `sessionId` query parameter of the POST target or of the GET stream's
+/// `endpoint` event; else none.
+pub fn session_key_of(e: &Exchange) -> Option<String> {
+    if let Some(s) = session_id_of(e) {
+        return Some(s.to_string());
+    }
+    if let Some(s) = e.request.as_ref().and_then(|h| query_session_id(&h.target)) {
+        return Some(s.to_string());
+    }
+    e.events.iter().filter(|ev| ev.sse.event_type.as_deref() == Some("endpoint")).find_map(|ev| query_session_id(ev.sse.data.trim())).map(str::to_string)
+}
+
 impl Model {
     /// Build the model from exchanges sorted by time.
     pub fn build(exchanges: &[Exchange]) -> Model {
@@ -115,7 +135,7 @@ impl Model {
         // Per session: event id → deliveries.
         let mut delivered: Vec<HashMap<String, Vec<Delivery>>> = Vec::new();
         for (xi, e) in exchanges.iter().enumerate() {
-            let sid = session_id_of(e).map(str::to_string);
+            let sid = session_key_of(e);
             let si = *by_id.entry(sid.clone()).or_insert_with(|| {
                 m.sessions.push(Session { id: sid.clone(), exchanges: Vec::new(), protocol_version: None });
                 delivered.push(HashMap::new());
