@@ -36,7 +36,7 @@ fn csv_parquet_ndjson_agree() {
     let findings = ParquetReader::new(std::fs::File::open(pq_dir.join("findings.parquet")).unwrap()).finish().unwrap();
     let kind = findings.column("kind").unwrap().str().unwrap().clone();
     let kinds: Vec<String> = (0..kind.len()).map(|i| kind.get(i).unwrap().to_string()).collect();
-    assert_eq!(kinds, ["id_regression", "id_restart", "duplicate_delivery"]);
+    assert_eq!(kinds, ["duplicate_delivery", "id_regression", "id_restart"]);
     // NDJSON: the findings table, same keys in the same order.
     let (code, ndjson) = run(&["--format", "ndjson", "--fail-on", "never"], None);
     assert_eq!(code, 0);
@@ -45,7 +45,7 @@ fn csv_parquet_ndjson_agree() {
     let keys: Vec<&str> = rows[0].keys().map(String::as_str).collect();
     let cols: Vec<&str> = findings.get_column_names().iter().map(|c| c.as_str()).collect();
     assert_eq!(keys, cols);
-    assert_eq!(rows[0]["event_id"], "1");
-    assert_eq!(rows[0]["last_event_id"], "9");
+    assert_eq!(rows[1]["event_id"], "1");
+    assert_eq!(rows[1]["last_event_id"], "9");
     let _ = std::fs::remove_dir_all(&base);
 }

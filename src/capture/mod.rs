@@ -224,6 +224,88 @@ mod tests {
         assert_eq!(ts_to_micros(u64::MAX, 1, i64::MAX), i64::MAX);
     }
 
+    fn legacy(magic: u32, big_endian: bool, linktype: u32, records: &[(u32, u32, &[u8])]) -> Vec<u8> {
+        let w32 = |v: u32| if big_endian { v.to_be_bytes() } else { v.to_le_bytes() };
+        let w16 = |v: u16| if big_endian { v.to_be_bytes() } else { v.to_le_bytes() };
+        let mut b = Vec::new();
+        b.extend_from_slice(&w32(magic));
+        b.extend_from_slice(&w16(2));
+        b.extend_from_slice(&w16(4));
+        b.extend_from_slice(&[0; 8]);
+        b.extend_from_slice(&w32(65535));
+        b.extend_from_slice(&w32(linktype));
+        for (sec, sub, data) in records {
+            for v in [*sec, *sub, data.len() as u32, data.len() as u32] {
+                b.extend_from_slice(&w32(v));
+            }
+            b.extend_from_slice(data);
+        }
+        b
+    }
+
+    fn frames(bytes: &[u8]) -> Vec<(u64, i64, i32, Vec<u8>)> {
+        let mut a = Anomalies::default();
+        let mut out = Vec::new();
+        read_capture(bytes, 1, &mut a, |f| out.push((f.number, f.ts, f.linktype, f.data.to_vec()))).unwrap();
+        out
+    }
+
+    #[test]
+    fn pcap_micro_nano_both_byte_orders() {
+        let recs: [(u32, u32, &[u8]); 2] = [(10, 500, b"ab"), (11, 7, b"c")];
+        for be in [false, true] {
+            let micro = frames(&legacy(0xa1b2c3d4, be, 1, &recs));
+            assert_eq!(micro, vec![(1, 10_000_500, 1, b"ab".to_vec()), (2, 11_000_007, 1, b"c".to_vec())]);
+            let nano = frames(&legacy(0xa1b23c4d, be, 113, &recs));
+            assert_eq!(nano, vec![(1, 10_000_000, 113, b"ab".to_vec()), (2, 11_000_000, 113, b"c".to_vec())]);
+        }
+    }
+
+    /// pcapng with two interfaces: Ethernet with the default microsecond resolution, and raw IP
+    /// with `if_tsresol` 9 (nanoseconds), per draft-ietf-opsawg-pcapng §4.2 and §4.3.
+    #[test]
+    fn pcapng_two_interfaces() {
+        fn block(kind: u32, body: &[u8]) -> Vec<u8> {
+            let len = 12 + body.len() as u32;
+            let mut b = kind.to_le_bytes().to_vec();
+            b.extend_from_slice(&len.to_le_bytes());
+            b.extend_from_slice(body);
+            b.extend_from_slice(&len.to_le_bytes());
+            b
+        }
+        let mut shb = 0x1A2B3C4Du32.to_le_bytes().to_vec();
+        shb.extend_from_slice(&[1, 0, 0, 0]);
+        shb.extend_from_slice(&u64::MAX.to_le_bytes());
+        let idb = |linktype: u16, tsresol: Option<u8>| {
+            let mut b = linktype.to_le_bytes().to_vec();
+            b.extend_from_slice(&[0, 0]);
+            b.extend_from_slice(&65535u32.to_le_bytes());
+            if let Some(r) = tsresol {
+                b.extend_from_slice(&[9, 0, 1, 0, r, 0, 0, 0, 0, 0, 0, 0]);
+            }
+            b
+        };
+        let epb = |iface: u32, ts: u64, data: &[u8]| {
+            let mut b = iface.to_le_bytes().to_vec();
+            b.extend_from_slice(&((ts >> 32) as u32).to_le_bytes());
+            b.extend_from_slice(&(ts as u32).to_le_bytes());
+            b.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            b.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            b.extend_from_slice(data);
+            while b.len() % 4 != 0 {
+                b.push(0);
+            }
+            b
+        };
+        let mut file = block(0x0A0D0D0A, &shb);
+        file.extend(block(1, &idb(1, None)));
+        file.extend(block(1, &idb(101, Some(9))));
+        file.extend(block(6, &epb(0, 5_000_001, b"eth")));
+        file.extend(block(6, &epb(1, 6_000_000_123, b"ip")));
+        file.extend(block(0x0BAD, &[1, 2, 3, 4])); // unknown block: skipped
+        assert_eq!(frames(&file), vec![(1, 5_000_001, 1, b"eth".to_vec()), (2, 6_000_000, 101, b"ip".to_vec())]);
+    }
+
     #[test]
     fn not_a_capture() {
         let mut a = Anomalies::default();

@@ -187,6 +187,22 @@ mod tests {
     }
 
     #[test]
+    fn vlan_sll_and_ipv6() {
+        let b = PacketBuilder::ethernet2([1; 6], [2; 6]).single_vlan(etherparse::VlanId::try_new(7).unwrap()).ipv6([1; 16], [2; 16], 64).tcp(5, 6, 9, 100);
+        let mut f = Vec::new();
+        b.write(&mut f, b"x").unwrap();
+        match decode(1, &f, f.len() as u32) {
+            Decoded::Tcp(s) => assert_eq!((s.sport, s.dport, s.payload), (5, 6, &b"x"[..])),
+            other => panic!("{other:?}"),
+        }
+        let ip = &tcp_frame()[14..];
+        let mut sll = vec![0; 14];
+        sll.extend_from_slice(&[0x08, 0x00]);
+        sll.extend_from_slice(ip);
+        assert!(matches!(decode(113, &sll, sll.len() as u32), Decoded::Tcp(_)));
+    }
+
+    #[test]
     fn every_truncation_is_safe() {
         let f = tcp_frame();
         for n in 0..f.len() {

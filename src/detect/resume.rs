@@ -130,7 +130,9 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
         let comparable = pf.format == pl.format && pf.format.ordered() && pf.prefix == pl.prefix && pf.seq.is_some() && pl.seq.is_some();
         let (fs, ls) = (pf.seq.unwrap_or(0), pl.seq.unwrap_or(0));
         let strict_time = pf.format == IdFormat::TsStore;
-        let regression = ids_upto.contains(fid) || (comparable && (fs < ls || (fs == ls && !strict_time)));
+        // Ordered formats compare with L itself; opaque ids can only be matched against what the
+        // client already had up to L. (Ids re-sent after L by a replay are duplicates, not a regression.)
+        let regression = if comparable { fs < ls || (fs == ls && !strict_time) } else { ids_upto.contains(fid) };
         // Lowest ordinal the stream had with this prefix: a restart goes back to (or below) it.
         let lowest = before.iter().filter(|(_, _, ev)| ev.sse.has_own_id).filter_map(|(_, _, ev)| ev.sse.id.as_deref()).map(ids::parse).filter(|p| p.format == pf.format && p.prefix == pf.prefix).filter_map(|p| p.seq).min();
         let ordinal = matches!(pf.format, IdFormat::Integer | IdFormat::Go | IdFormat::Rmcp | IdFormat::CSharp);
@@ -186,12 +188,16 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
 
     // duplicate_delivery on the stream: ids or progress payloads the client already had.
     let progress_before: HashSet<(String, u64)> = before.iter().flat_map(|(_, _, ev)| ev.messages.iter()).filter_map(|m| Some((m.progress_token.clone()?, m.progress?.to_bits()))).collect();
-    let dup_ids: Vec<&EventRec> = after.iter().copied().filter(|ev| ev.sse.has_own_id && ev.sse.id.as_deref().is_some_and(|i| ids_before.contains(i))).collect();
+    // An id is delivered twice when the same id comes with the same data; an id reused for other
+    // data is a restarted sequence (id_restart/id_regression), not a duplicate.
+    let before_by_id: HashSet<(&str, &str)> = before.iter().filter(|(_, _, ev)| ev.sse.has_own_id).filter_map(|(_, _, ev)| Some((ev.sse.id.as_deref()?, ev.sse.data.as_str()))).collect();
+    let dup_ids: Vec<&EventRec> = after.iter().copied().filter(|ev| ev.sse.has_own_id && ev.sse.id.as_deref().is_some_and(|i| before_by_id.contains(&(i, ev.sse.data.as_str())))).collect();
     let dup_payload: Vec<&EventRec> = after.iter().copied().filter(|ev| ev.messages.iter().any(|m| matches!((&m.progress_token, m.progress), (Some(t), Some(p)) if progress_before.contains(&(t.clone(), p.to_bits()))))).collect();
-    if !dup_ids.is_empty() || !dup_payload.is_empty() {
+    let duplicated = !dup_ids.is_empty() || !dup_payload.is_empty();
+    if duplicated {
         let at = dup_ids.first().or(dup_payload.first()).copied();
         let mut f = ctx.finding("duplicate_delivery", Severity::Error, at, format!(
-            "After resuming from Last-Event-ID {} the client received again {} event id(s) and {} progress notification(s) it already had on this stream, starting in frame {}.",
+            "After resuming from Last-Event-ID {} the client received again {} event(s) with the same id and data and {} progress notification(s) it already had on this stream, starting in frame {}.",
             r.last_event_id, dup_ids.len(), dup_payload.len(), at.map(|ev| ev.sse.frame_first).unwrap_or(0)));
         f.observed = Some(format!("{} ids, {} progress payloads repeated", dup_ids.len(), dup_payload.len()));
         out.push(f);
@@ -241,7 +247,8 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
             });
             let Some((ev, next)) = found else { continue };
             let jumped = next > last + step * (1.0 + 1e-9);
-            let backwards = next <= last;
+            // A value the client already had is a replayed duplicate (duplicate_delivery), not a desync.
+            let backwards = next <= last && !vals.iter().any(|v| v.to_bits() == next.to_bits());
             if jumped || backwards {
                 let mut f = ctx.finding("app_seq_desync", Severity::Error, Some(ev), format!(
                     "Across the resume from Last-Event-ID {} the transport ids continue (next id {}) but {} went from {} (frame {}) to {} (frame {}), {} the stream's usual step of {}: the continuation was synthesized, not replayed.",
@@ -302,7 +309,7 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
     } else {
         Verdict::Resumed
     };
-    if verdict == Verdict::Resumed {
+    if verdict == Verdict::Resumed && !duplicated {
         let at = first.or(after.first().copied());
         let mut f = ctx.finding("resume_ok", Severity::Info, at, format!(
             "The resumption from Last-Event-ID {} (GET in frame {}, flow {}) continued the stream with {} event(s){}.",
