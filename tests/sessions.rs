@@ -90,3 +90,23 @@ fn stateless_unanswered_request_is_lost() {
     assert_eq!(fs[0]["session_id"], "none");
     assert_eq!(fs[0]["request_id"], "7");
 }
+
+/// The same unanswered request, but the capture lost a segment of a response of the session:
+/// the response may have been in it, so the loss is reported as unverifiable, not as an error.
+#[test]
+fn unanswered_request_behind_a_capture_gap_is_unverifiable() {
+    let mut cap = Capture::with_segment_size(40);
+    let mut c = cap.connect();
+    let port = 50000;
+    c.client(&mut cap, &post(None, &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "x"}})));
+    let events: Vec<Ev> = (1..4).map(|i| Ev::id(i, json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"i": i}}))).collect();
+    c.server(&mut cap, &sse_response(None, &events, true));
+    c.close(&mut cap);
+    let data = cap.server_data_frames(port);
+    cap.lose(data[data.len() / 2]);
+    let fs = analyze(&cap);
+    assert_eq!(fs.len(), 1, "{fs:?}");
+    assert_eq!(fs[0]["kind"], "response_unverifiable");
+    assert_eq!(fs[0]["severity"], "info");
+    assert_eq!(fs[0]["request_id"], "7");
+}

@@ -1,4 +1,5 @@
-//! Session-wide checks: `lost_response` and `duplicate_delivery` of JSON-RPC responses.
+//! Session-wide checks: `lost_response` (or `response_unverifiable` when capture gaps could
+//! hide the response) and `duplicate_delivery` of JSON-RPC responses.
 
 use std::collections::{HashMap, HashSet};
 
@@ -29,6 +30,8 @@ fn responses_in(e: &Exchange) -> Vec<(&str, i64, u64)> {
 pub(super) fn lost_responses(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
     for s in &model.sessions {
         let answered: HashSet<&str> = s.exchanges.iter().flat_map(|&xi| responses_in(&exchanges[xi])).map(|(id, _, _)| id).collect();
+        // Bytes missing from the capture on any response of the session could hide the answer.
+        let gap = s.exchanges.iter().map(|&xi| &exchanges[xi]).find(|e| e.resp_gap);
         for &xi in &s.exchanges {
             let e = &exchanges[xi];
             if e.method() != "POST" || e.status() >= 300 {
@@ -40,10 +43,14 @@ pub(super) fn lost_responses(model: &Model, exchanges: &[Exchange], out: &mut Ve
                     continue;
                 }
                 let method = m.method.clone().unwrap_or_default();
+                let (kind, severity, detail) = match gap {
+                    None => ("lost_response", Severity::Error, format!("Request {id} ({method}), sent in frame {} on flow {}, never received a JSON-RPC response on any stream of the session by the end of the capture.", e.frame(), flow_id(e))),
+                    Some(g) => ("response_unverifiable", Severity::Info, format!("Request {id} ({method}), sent in frame {} on flow {}, has no captured response, but the capture lost bytes of the session's responses (flow {}, frames {}–{}), which could hold it.", e.frame(), flow_id(e), flow_id(g), g.frame(), g.frame_last.unwrap_or(0))),
+                };
                 out.push(Finding {
                     session_id: s.label(),
-                    kind: "lost_response",
-                    severity: Severity::Error,
+                    kind,
+                    severity,
                     ts: e.ts(),
                     flow_id: flow_id(e),
                     frame: e.frame(),
@@ -52,7 +59,7 @@ pub(super) fn lost_responses(model: &Model, exchanges: &[Exchange], out: &mut Ve
                     request_id: Some(id.to_string()),
                     expected: Some(format!("a response to request {id} ({method})")),
                     observed: Some("no response on any stream by the end of the capture".into()),
-                    detail: format!("Request {id} ({method}), sent in frame {} on flow {}, never received a JSON-RPC response on any stream of the session by the end of the capture.", e.frame(), flow_id(e)),
+                    detail,
                 });
             }
         }

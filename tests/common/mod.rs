@@ -110,6 +110,11 @@ impl Capture {
         self.frames.insert(at, f);
     }
 
+    /// Drop frame `i`, as a capture that missed it (a gap in its direction).
+    pub fn lose(&mut self, i: usize) {
+        self.frames.remove(i);
+    }
+
     /// Positions of the data-carrying frames sent by the server on connection `client_port`.
     pub fn server_data_frames(&self, client_port: u16) -> Vec<usize> {
         self.frames.iter().enumerate().filter(|(_, f)| f.client_port == client_port && !f.from_client && f.payload_len > 0).map(|(i, _)| i).collect()
