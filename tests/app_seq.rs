@@ -1,0 +1,64 @@
+//! `--app-seq JSON_POINTER`: an application sequence field other than progress. A resumption
+//! whose transport ids continue while `params.seq` jumps is `app_seq_desync` only when the
+//! pointer is given; `/params/app_seq` is always checked.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+use serde_json::{json, Value};
+
+fn note(seq: u64, field: &str) -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", field: seq}})
+}
+
+/// A tools/call stream with ids 1..3 (seq 1..3), cut, resumed from 3 with id 4 carrying seq `jump_to`.
+fn capture(field: &str, jump_to: u64) -> Capture {
+    let mut cap = Capture::new();
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(None, &initialize(0)));
+    let mut init = initialize_result(0);
+    init["result"]["protocolVersion"] = json!("2025-06-18");
+    c.server(&mut cap, &json_response(Some("s1"), &init));
+    c.close(&mut cap);
+    let mut call = cap.connect();
+    call.client(&mut cap, &post(Some("s1"), &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x"}})));
+    let evs: Vec<Ev> = (1..=3).map(|i| Ev::id(i, note(i, field))).collect();
+    call.server(&mut cap, &sse_response(Some("s1"), &evs, false));
+    call.server_reset(&mut cap);
+    let mut r = cap.connect();
+    r.client(&mut cap, &get(Some("s1"), Some("3")));
+    let evs = vec![Ev::id(4, note(jump_to, field)), Ev::id(5, json!({"jsonrpc": "2.0", "id": 2, "result": {}}))];
+    r.server(&mut cap, &sse_response(Some("s1"), &evs, true));
+    r.close(&mut cap);
+    cap
+}
+
+fn kinds(cap: &Capture, extra: &[&str]) -> Vec<String> {
+    let path = std::env::temp_dir().join(format!("mcpcap-appseq-{}-{}.pcap", std::process::id(), extra.len() * 1000 + cap.pcap().len()));
+    std::fs::write(&path, cap.pcap()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mcpcap")).args(["analyze", "--format", "ndjson", "--fail-on", "never"]).args(extra).arg(&path).output().unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["kind"].as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn custom_pointer_only_when_given() {
+    let cap = capture("seq", 9);
+    assert_eq!(kinds(&cap, &[]), ["resume_ok"]);
+    assert_eq!(kinds(&cap, &["--app-seq", "/params/seq"]), ["app_seq_desync"]);
+}
+
+#[test]
+fn default_app_seq_field() {
+    assert_eq!(kinds(&capture("app_seq", 9), &[]), ["app_seq_desync"]);
+    assert_eq!(kinds(&capture("app_seq", 4), &[]), ["resume_ok"]);
+}
+
+#[test]
+fn bad_pointer_is_usage_error() {
+    let out = Command::new(env!("CARGO_BIN_EXE_mcpcap")).args(["analyze", "--app-seq", "params.seq", "x.pcap"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
