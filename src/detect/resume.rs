@@ -104,8 +104,8 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
     }
     let ids_before: HashSet<&str> = before.iter().filter(|(_, _, ev)| ev.sse.has_own_id).filter_map(|(_, _, ev)| ev.sse.id.as_deref()).collect();
     let ids_upto: HashSet<&str> = upto.iter().filter(|(_, _, ev)| ev.sse.has_own_id).filter_map(|(_, _, ev)| ev.sse.id.as_deref()).collect();
-    let is_msg = |ev: &EventRec| !ev.messages.is_empty() || (!ev.sse.data.trim().is_empty());
-    let first = after.iter().copied().find(|ev| ev.sse.has_own_id && !ev.sse.is_priming());
+    let is_msg = |ev: &EventRec| !ev.messages.is_empty() || (!ev.priming && ev.data_len > 0 && ev.parse_error.is_some());
+    let first = after.iter().copied().find(|ev| ev.sse.has_own_id && !ev.priming);
     let first_id = first.and_then(|ev| ev.sse.id.clone());
     let mut forked = false;
     let mut gap = false;
@@ -190,8 +190,8 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
     let progress_before: HashSet<(String, u64)> = before.iter().flat_map(|(_, _, ev)| ev.messages.iter()).filter_map(|m| Some((m.progress_token.clone()?, m.progress?.to_bits()))).collect();
     // An id is delivered twice when the same id comes with the same data; an id reused for other
     // data is a restarted sequence (id_restart/id_regression), not a duplicate.
-    let before_by_id: HashSet<(&str, &str)> = before.iter().filter(|(_, _, ev)| ev.sse.has_own_id).filter_map(|(_, _, ev)| Some((ev.sse.id.as_deref()?, ev.sse.data.as_str()))).collect();
-    let dup_ids: Vec<&EventRec> = after.iter().copied().filter(|ev| ev.sse.has_own_id && ev.sse.id.as_deref().is_some_and(|i| before_by_id.contains(&(i, ev.sse.data.as_str())))).collect();
+    let before_by_id: HashSet<(&str, u64)> = before.iter().filter(|(_, _, ev)| ev.sse.has_own_id).filter_map(|(_, _, ev)| Some((ev.sse.id.as_deref()?, ev.data_hash))).collect();
+    let dup_ids: Vec<&EventRec> = after.iter().copied().filter(|ev| ev.sse.has_own_id && ev.sse.id.as_deref().is_some_and(|i| before_by_id.contains(&(i, ev.data_hash)))).collect();
     let dup_payload: Vec<&EventRec> = after.iter().copied().filter(|ev| ev.messages.iter().any(|m| matches!((&m.progress_token, m.progress), (Some(t), Some(p)) if progress_before.contains(&(t.clone(), p.to_bits()))))).collect();
     let duplicated = !dup_ids.is_empty() || !dup_payload.is_empty();
     if duplicated {

@@ -22,10 +22,19 @@ pub use framing::{BodyRule, DirParser, Head, HttpEvent, HttpLimits};
 pub const MAX_JSON_BODY: usize = 16 << 20;
 
 /// An SSE event with the JSON-RPC messages of its `data`.
+///
+/// To keep memory per event small, `sse.data` is emptied once parsed (except for the legacy
+/// transport's `endpoint` events); its length and a hash stay.
 #[derive(Debug, Clone)]
 pub struct EventRec {
-    /// The event as parsed.
+    /// The event as parsed (`data` emptied, see above).
     pub sse: SseEvent,
+    /// Length of `data`, in bytes.
+    pub data_len: usize,
+    /// 64-bit hash of `data` (SipHash with fixed keys: stable within a run), to compare payloads.
+    pub data_hash: u64,
+    /// MCP 2025-11-25 priming event: an id with empty data (a cursor, not a message).
+    pub priming: bool,
     /// Messages in `data` (empty for priming events and non-JSON data).
     pub messages: Vec<Message>,
     /// Why `data` was not JSON, when it was not.
@@ -47,7 +56,7 @@ pub struct Exchange {
     pub frame_request: Option<u64>,
     /// Request body bytes on the wire (after de-chunking).
     pub req_body_len: u64,
-    /// Request body (bounded by [`MAX_JSON_BODY`]).
+    /// Request body while it arrives (bounded by [`MAX_JSON_BODY`]); emptied once parsed.
     pub req_body: Vec<u8>,
     /// Whether bytes of the request were missing from the capture.
     pub req_gap: bool,
@@ -67,7 +76,7 @@ pub struct Exchange {
     pub frame_last: Option<u64>,
     /// Response body bytes after de-chunking.
     pub resp_body_len: u64,
-    /// Response body when not SSE (bounded).
+    /// Response body when not SSE, while it arrives (bounded); emptied once parsed.
     pub resp_body: Vec<u8>,
     /// Whether bytes of the response were missing from the capture.
     pub resp_gap: bool,
@@ -389,6 +398,7 @@ fn on_event(conn: &mut Conn, fi: usize, is_request: bool, ev: HttpEvent<'_>, ts:
                         e.req_gap = true;
                     }
                     finish_json(&e.req_body, e.req_gap, &opts.app_seq, &mut e.req_messages, anomalies, frame, flow_id, "http.request_not_json");
+                    e.req_body = Vec::new();
                 }
             } else if conn.resp_interim {
                 conn.resp_interim = false;
@@ -407,6 +417,7 @@ fn on_event(conn: &mut Conn, fi: usize, is_request: bool, ev: HttpEvent<'_>, ts:
                     if ct.contains("json") {
                         finish_json(&e.resp_body, e.resp_gap || !complete, &opts.app_seq, &mut e.resp_messages, anomalies, frame, flow_id, "http.response_not_json");
                     }
+                    e.resp_body = Vec::new();
                 }
                 // Emit the finished prefix of the connection's exchanges.
                 while conn.emitted < conn.exchanges.len() && conn.emitted < conn.next_resp && conn.resp_idx != Some(conn.emitted) && conn.req_idx != Some(conn.emitted) {
@@ -445,12 +456,21 @@ fn finish_json(body: &[u8], incomplete: bool, app_seq: &[String], out: &mut Vec<
     }
 }
 
-fn event_rec(ev: SseEvent, app_seq: &[String]) -> EventRec {
-    if ev.data.trim().is_empty() || ev.truncated {
-        return EventRec { sse: ev, messages: Vec::new(), parse_error: None };
+fn event_rec(mut ev: SseEvent, app_seq: &[String]) -> EventRec {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    ev.data.hash(&mut h);
+    let (data_len, data_hash, priming) = (ev.data.len(), h.finish(), ev.is_priming());
+    let (messages, parse_error) = if ev.data.trim().is_empty() || ev.truncated {
+        (Vec::new(), None)
+    } else {
+        match jsonrpc::parse(ev.data.as_bytes(), app_seq) {
+            Ok(m) => (m, None),
+            Err(e) => (Vec::new(), Some(e)),
+        }
+    };
+    if ev.event_type.as_deref() != Some("endpoint") {
+        ev.data = String::new();
     }
-    match jsonrpc::parse(ev.data.as_bytes(), app_seq) {
-        Ok(messages) => EventRec { sse: ev, messages, parse_error: None },
-        Err(e) => EventRec { sse: ev, messages: Vec::new(), parse_error: Some(e) },
-    }
+    EventRec { sse: ev, data_len, data_hash, priming, messages, parse_error }
 }

@@ -54,8 +54,6 @@ pub struct Message {
     pub protocol_version: Option<String>,
     /// Values of the configured application sequence pointers: (pointer index, value).
     pub app_seq: Vec<(usize, f64)>,
-    /// The message as compact JSON (for payload comparison).
-    pub body: String,
 }
 
 /// Parse a body or SSE `data` into messages; a JSON array (batch, MCP 2025-03-26) is split.
@@ -97,7 +95,7 @@ pub fn classify(v: &Value, app_seq: &[String]) -> Message {
     let request_progress_token = if kind == Kind::Request { params.and_then(|p| p.pointer("/_meta/progressToken")).map(compact) } else { None };
     let protocol_version = params.and_then(|p| p.get("protocolVersion")).or_else(|| get("result").and_then(|r| r.get("protocolVersion"))).and_then(Value::as_str).map(str::to_string);
     let app_seq = app_seq.iter().enumerate().filter_map(|(i, p)| v.pointer(p).and_then(Value::as_f64).map(|x| (i, x))).collect();
-    Message { kind, method, id, progress_token, progress, progress_total, request_progress_token, protocol_version, app_seq, body: compact(v) }
+    Message { kind, method, id, progress_token, progress, progress_total, request_progress_token, protocol_version, app_seq }
 }
 
 #[cfg(test)]

@@ -157,7 +157,7 @@ pub fn events(a: &Analysis, ex: &[Exchange]) -> Table {
             let s = &ev.sse;
             let progress = ev.messages.iter().find_map(|m| m.progress);
             let token = ev.messages.iter().find_map(|m| m.progress_token.clone());
-            rows.push((s.ts, session.clone(), stream.clone(), format!("F{}", e.flow_index), e.trans_depth as u64, s.frame_first, s.frame_last, s.offset, s.has_own_id, s.id.clone(), s.event_type.clone(), s.data.len() as u64, s.retry, s.is_priming(), s.truncated,
+            rows.push((s.ts, session.clone(), stream.clone(), format!("F{}", e.flow_index), e.trans_depth as u64, s.frame_first, s.frame_last, s.offset, s.has_own_id, s.id.clone(), s.event_type.clone(), ev.data_len as u64, s.retry, ev.priming, s.truncated,
                 join(ev.messages.iter().map(|m| m.kind.as_str().to_string())), join(ev.messages.iter().filter_map(|m| m.method.clone())), join(ev.messages.iter().filter_map(|m| m.id.clone())), token, progress, ev.parse_error.clone()));
         }
     }
