@@ -62,3 +62,58 @@ fn bad_pointer_is_usage_error() {
     let out = Command::new(env!("CARGO_BIN_EXE_mcpcap")).args(["analyze", "--app-seq", "params.seq", "x.pcap"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Progress 1..3 on the POST stream (ids 1..3), cut; the resumed connection carries ids 4.. with
+/// the given progress values, then the result.
+fn progress_capture(before: &[u64], after: &[u64]) -> Capture {
+    let mut cap = Capture::new();
+    let mut call = cap.connect();
+    call.client(&mut cap, &post(Some("s1"), &tools_call(2, &json!(2))));
+    let p = |v: u64| progress(&json!(2), v, 100);
+    let evs: Vec<Ev> = before.iter().enumerate().map(|(i, &v)| Ev::id(i + 1, p(v))).collect();
+    call.server(&mut cap, &sse_response(Some("s1"), &evs, false));
+    call.server_reset(&mut cap);
+    let mut r = cap.connect();
+    r.client(&mut cap, &get(Some("s1"), Some(&before.len().to_string())));
+    let mut evs: Vec<Ev> = after.iter().enumerate().map(|(i, &v)| Ev::id(before.len() + 1 + i, p(v))).collect();
+    evs.push(Ev::id(before.len() + 1 + after.len(), result(2)));
+    r.server(&mut cap, &sse_response(Some("s1"), &evs, true));
+    r.close(&mut cap);
+    cap
+}
+
+fn findings(cap: &Capture) -> Vec<Value> {
+    let path = std::env::temp_dir().join(format!("mcpcap-appseq-f-{}-{}.pcap", std::process::id(), cap.pcap().len()));
+    std::fs::write(&path, cap.pcap()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mcpcap")).args(["analyze", "--format", "ndjson", "--fail-on", "never"]).arg(&path).output().unwrap();
+    let _ = std::fs::remove_file(&path);
+    String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// The Python SDK's replay→live race: the resumption itself is fine (resume_ok), but one value
+/// goes missing later inside the resumed connection. The finding names the cursor the client
+/// held before the jump (the event with progress 5) and the event after it.
+#[test]
+fn value_lost_inside_the_resumed_connection() {
+    let fs = findings(&progress_capture(&[1, 2, 3], &[4, 5, 7, 8]));
+    let mut kinds: Vec<&str> = fs.iter().map(|f| f["kind"].as_str().unwrap()).collect();
+    kinds.sort();
+    assert_eq!(kinds, ["app_seq_desync", "resume_ok"], "{fs:#?}");
+    let ok = fs.iter().find(|f| f["kind"] == "resume_ok").unwrap();
+    let desync = fs.iter().find(|f| f["kind"] == "app_seq_desync").unwrap();
+    assert_eq!(ok["event_id"], "4");
+    assert_eq!(desync["last_event_id"], "5");
+    assert_eq!(desync["event_id"], "6");
+    assert_eq!(desync["observed"], "7");
+}
+
+/// A counter that already stepped irregularly before the cut is only checked at the boundary.
+#[test]
+fn irregular_progress_is_checked_at_the_boundary_only() {
+    let fs = findings(&progress_capture(&[1, 2, 4], &[5, 7, 11]));
+    let kinds: Vec<&str> = fs.iter().map(|f| f["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["resume_ok"], "{fs:#?}");
+    let fs = findings(&progress_capture(&[1, 2, 4], &[9, 10]));
+    let kinds: Vec<&str> = fs.iter().map(|f| f["kind"].as_str().unwrap()).collect();
+    assert!(kinds.contains(&"app_seq_desync"), "{fs:#?}");
+}

@@ -101,14 +101,16 @@ fn fixtures_manifest() {
 }
 
 /// More captures made with the corpus generator (`../shared/corpus/mcp/gen`, same versions):
-/// a Python SDK resumption, ten concurrent TS sessions with three cuts, a server restart answered
-/// by 404s, a fork followed by a second reconnect to the original replica, and the 2026-07-28
+/// Python and TS SDK resumptions at other cut points, two runs where the Python SDK lost a
+/// progress notification between replay and live tail, ten concurrent TS sessions with three
+/// cuts, a server restart answered by 404s, a fork followed by a second reconnect to the
+/// original replica, loss and reordering between two network namespaces, and the 2026-07-28
 /// (sessionless) protocol.
 #[test]
 fn generated_fixtures_manifest() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp-gen");
     let n = check_dir(&dir);
-    assert!(n >= 14, "only {n} sessions checked");
+    assert!(n >= 20, "only {n} sessions checked");
 }
 
 #[test]

@@ -109,6 +109,8 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
     let first_id = first.and_then(|ev| ev.sse.id.clone());
     let mut forked = false;
     let mut gap = false;
+    let mut id_gapped = false;
+    let mut terminal_suspect = false;
     let mut reasons: Vec<&str> = Vec::new();
 
     // missing_event_id: a message on the resumed connection without its own id line.
@@ -171,6 +173,7 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
             f.observed = Some(fid.to_string());
             out.push(f);
             gap = true;
+            id_gapped = true;
             reasons.push("dense ids skipped");
         }
         continuity_claimed = if comparable {
@@ -203,65 +206,66 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
         out.push(f);
     }
 
-    // app_seq_desync: transport claims continuity, the application's counter does not.
+    // app_seq_desync: transport claims continuity, the application's counter does not —
+    // at the boundary (the first value after L), or inside the resumed connection (a value
+    // skipped where a replay hands over to live events, as the Python SDK's race does).
     let mut desynced_tokens: HashSet<String> = HashSet::new();
-    if continuity_claimed {
-        let mut series: Vec<(String, String, Vec<f64>)> = Vec::new(); // (key, label, values up to L)
-        let mut idx: HashMap<String, usize> = HashMap::new();
+    let mut boundary_desync = false;
+    if continuity_claimed && !forked {
+        let mut series: Vec<(SeqKey, Vec<(f64, &EventRec)>)> = Vec::new();
         for (_, _, ev) in upto {
-            for m in &ev.messages {
-                if let (Some(t), Some(p)) = (&m.progress_token, m.progress) {
-                    let key = format!("progress:{t}");
-                    let i = *idx.entry(key.clone()).or_insert_with(|| {
-                        series.push((key.clone(), format!("progress (progressToken {t})"), Vec::new()));
-                        series.len() - 1
-                    });
-                    series[i].2.push(p);
-                }
-                for &(pi, v) in &m.app_seq {
-                    let key = format!("app:{pi}:{}", m.method.as_deref().unwrap_or(""));
-                    let label = format!("{} of {}", app_seq.get(pi).map(String::as_str).unwrap_or("?"), m.method.as_deref().unwrap_or("message"));
-                    let i = *idx.entry(key.clone()).or_insert_with(|| {
-                        series.push((key.clone(), label, Vec::new()));
-                        series.len() - 1
-                    });
-                    series[i].2.push(v);
+            for (key, v) in seq_values(ev) {
+                match series.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, vals)) => vals.push((v, ev)),
+                    None => series.push((key, vec![(v, ev)])),
                 }
             }
         }
-        for (key, label, vals) in &series {
-            let Some(&last) = vals.last() else { continue };
-            let step = vals.windows(2).map(|w| w[1] - w[0]).fold(f64::NAN, f64::max);
-            let step = if step.is_nan() || step <= 0.0 { last.abs().max(1.0) } else { step };
-            let found = after.iter().copied().find_map(|ev| {
-                ev.messages.iter().find_map(|m| {
-                    if let Some(t) = key.strip_prefix("progress:") {
-                        (m.progress_token.as_deref() == Some(t)).then_some(m.progress).flatten().map(|p| (ev, p))
-                    } else {
-                        let mut it = key.splitn(3, ':').skip(1);
-                        let pi: usize = it.next()?.parse().ok()?;
-                        let method = it.next().unwrap_or("");
-                        (m.method.as_deref().unwrap_or("") == method).then(|| m.app_seq.iter().find(|(i, _)| *i == pi).map(|(_, v)| (ev, *v))).flatten()
-                    }
-                })
-            });
-            let Some((ev, next)) = found else { continue };
-            let jumped = next > last + step * (1.0 + 1e-9);
-            // A value the client already had is a replayed duplicate (duplicate_delivery), not a desync.
-            let backwards = next <= last && !vals.iter().any(|v| v.to_bits() == next.to_bits());
-            if jumped || backwards {
-                let mut f = ctx.finding("app_seq_desync", Severity::Error, Some(ev), format!(
-                    "Across the resume from Last-Event-ID {} the transport ids continue (next id {}) but {} went from {} (frame {}) to {} (frame {}), {} the stream's usual step of {}: the continuation was synthesized, not replayed.",
-                    r.last_event_id, first_id.as_deref().unwrap_or("-"), label, fmt_num(last), last_frame_with(upto, key), fmt_num(next), ev.sse.frame_first,
-                    if backwards { "going backwards against" } else { "skipping ahead of" }, fmt_num(step)));
-                f.expected = Some(format!("{} ≤ {}", label, fmt_num(last + step)));
-                f.observed = Some(fmt_num(next));
-                out.push(f);
-                gap = true;
-                reasons.push("application sequence jumped");
-                if let Some(t) = key.strip_prefix("progress:") {
-                    desynced_tokens.insert(t.to_string());
+        for (key, vals) in &series {
+            let Some(&(last, last_ev)) = vals.last() else { continue };
+            let steps: Vec<f64> = vals.windows(2).map(|w| w[1].0 - w[0].0).collect();
+            let max_step = steps.iter().copied().fold(f64::NAN, f64::max);
+            let step = if max_step.is_nan() || max_step <= 0.0 { last.abs().max(1.0) } else { max_step };
+            // A regular counter (every step the same) is checked inside the resumed connection too.
+            let regular = !steps.is_empty() && steps.iter().all(|s| (s - steps[0]).abs() < 1e-9) && steps[0] > 0.0;
+            let seen = |v: f64| vals.iter().any(|(x, _)| x.to_bits() == v.to_bits());
+            let later: Vec<(f64, &EventRec)> = after.iter().flat_map(|ev| seq_values(ev).filter(|(k, _)| k == key).map(move |(_, v)| (v, *ev))).collect();
+            let label = key.label(app_seq);
+            let mut prev = (last, last_ev, r.last_event_id.clone());
+            for (i, &(next, ev)) in later.iter().enumerate() {
+                if i > 0 && !regular {
+                    break;
                 }
+                let jumped = next > prev.0 + step * (1.0 + 1e-9);
+                // A value the client already had is a replayed duplicate (duplicate_delivery), not a desync.
+                let backwards = next <= prev.0 && !seen(next);
+                if jumped || backwards {
+                    let how = if backwards { "going backwards against" } else { "skipping ahead of" };
+                    let detail = if i == 0 {
+                        format!(
+                            "Across the resume from Last-Event-ID {} the transport ids continue (next id {}) but {} went from {} (frame {}) to {} (frame {}), {} the stream's usual step of {}: the continuation was synthesized, not replayed.",
+                            r.last_event_id, first_id.as_deref().unwrap_or("-"), label, fmt_num(prev.0), prev.1.sse.frame_first, fmt_num(next), ev.sse.frame_first, how, fmt_num(step))
+                    } else {
+                        format!(
+                            "Inside the stream resumed from Last-Event-ID {} {} went from {} (event {}, frame {}) to {} (event {}, frame {}), {} the stream's usual step of {}: events in between were never delivered although the ids carry on.",
+                            r.last_event_id, label, fmt_num(prev.0), prev.2, prev.1.sse.frame_first, fmt_num(next), ev.sse.id.as_deref().unwrap_or("-"), ev.sse.frame_first, how, fmt_num(step))
+                    };
+                    let mut f = ctx.finding("app_seq_desync", Severity::Error, Some(ev), detail);
+                    // The cursor the client held just before the jump.
+                    f.last_event_id = Some(prev.2.clone());
+                    f.expected = Some(format!("{} ≤ {}", label, fmt_num(prev.0 + step)));
+                    f.observed = Some(fmt_num(next));
+                    out.push(f);
+                    gap = true;
+                    boundary_desync |= i == 0;
+                    reasons.push("application sequence jumped");
+                    if let SeqKey::Progress(t) = key {
+                        desynced_tokens.insert(t.clone());
+                    }
+                    break;
+                }
+                let id = if ev.sse.has_own_id { ev.sse.id.clone().unwrap_or_default() } else { prev.2.clone() };
+                prev = (next, ev, id);
             }
         }
     }
@@ -297,6 +301,7 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
                 f.observed = Some(format!("response after {} progress notification(s)", progress_after.len()));
                 out.push(f);
                 gap = true;
+                terminal_suspect = true;
                 reasons.push("terminal result without the progress under way");
             }
         }
@@ -309,7 +314,10 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
     } else {
         Verdict::Resumed
     };
-    if verdict == Verdict::Resumed && !duplicated {
+    // resume_ok speaks of the boundary: the first events after L continue the log. A value
+    // lost later inside the resumed connection is its own app_seq_desync (and makes the verdict gap).
+    let boundary_ok = !forked && !duplicated && !boundary_desync && !terminal_suspect && !id_gapped;
+    if boundary_ok {
         let at = first.or(after.first().copied());
         let mut f = ctx.finding("resume_ok", Severity::Info, at, format!(
             "The resumption from Last-Event-ID {} (GET in frame {}, flow {}) continued the stream with {} event(s){}.",
@@ -319,6 +327,34 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
         reasons.push("ids and application sequence continue");
     }
     result(verdict, first_id, &reasons.join("; "))
+}
+
+/// An application sequence: progress per token, or a `--app-seq` pointer per method.
+#[derive(Debug, Clone, PartialEq)]
+enum SeqKey {
+    Progress(String),
+    App(usize, String),
+}
+
+impl SeqKey {
+    fn label(&self, app_seq: &[String]) -> String {
+        match self {
+            SeqKey::Progress(t) => format!("progress (progressToken {t})"),
+            SeqKey::App(i, m) => format!("{} of {}", app_seq.get(*i).map(String::as_str).unwrap_or("?"), if m.is_empty() { "message" } else { m }),
+        }
+    }
+}
+
+/// Every application sequence value an event carries.
+fn seq_values(ev: &EventRec) -> impl Iterator<Item = (SeqKey, f64)> + '_ {
+    ev.messages.iter().flat_map(|m| {
+        let progress = match (&m.progress_token, m.progress) {
+            (Some(t), Some(p)) => Some((SeqKey::Progress(t.clone()), p)),
+            _ => None,
+        };
+        let method = m.method.clone().unwrap_or_default();
+        progress.into_iter().chain(m.app_seq.iter().map(move |&(i, v)| (SeqKey::App(i, method.clone()), v)))
+    })
 }
 
 /// Whether the stream's request got its response on the events up to the cursor.
@@ -337,10 +373,6 @@ fn stream_dense(upto: &[Ev]) -> bool {
     seqs.len() >= 2 && seqs.windows(2).all(|w| w[1] == w[0] + 1)
 }
 
-fn last_frame_with(upto: &[Ev], key: &str) -> u64 {
-    let t = key.strip_prefix("progress:");
-    upto.iter().rev().find(|(_, _, ev)| ev.messages.iter().any(|m| t.is_none() || m.progress_token.as_deref() == t)).map(|(_, _, ev)| ev.sse.frame_first).unwrap_or(0)
-}
 
 /// Client requests of a session: JSON-RPC id → progress token (the `_meta.progressToken`, else the id).
 fn requests_of_session(model: &Model, exchanges: &[Exchange], session: usize) -> HashMap<String, String> {
