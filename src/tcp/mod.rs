@@ -3,7 +3,8 @@
 //! Connections are keyed by their 5-tuple. The client (`orig`) is the SYN
 //! sender; with no SYN captured it is the sender of the first packet until
 //! the HTTP layer says otherwise (see [`crate::http`]). A SYN on a 5-tuple
-//! whose connection ended (FIN both ways or RST) starts a new connection.
+//! whose connection ended (FIN both ways or RST), or with another ISN, starts
+//! a new connection.
 //! Everything above this module receives [`StreamEvent`]s, never headers.
 
 pub mod reassembly;
@@ -48,7 +49,7 @@ pub struct Flow {
     pub rst: [bool; 2],
     /// Zeek-style history letters, recorded per direction in arrival order.
     pub history: Vec<(Dir, char)>,
-    /// Whether the connection ended (FIN both ways delivered, or RST).
+    /// Whether the connection ended (FIN both ways delivered; after a RST, a new SYN or the end of capture).
     pub closed: bool,
     /// Whether the End event of each direction was emitted.
     ended: [bool; 2],
@@ -150,7 +151,8 @@ impl FlowTable {
             let f = &self.flows[i];
             let d = if f.ends[0] == src { 0 } else { 1 };
             let new_isn = f.dirs[d].base().is_some_and(|b| b != seg.seq.wrapping_add(1));
-            let reused = pure_syn && (f.closed || (new_isn && f.dirs[d].next_offset() > 0));
+            let reset = f.rst[0] || f.rst[1];
+            let reused = pure_syn && (f.closed || reset || (new_isn && f.dirs[d].next_offset() > 0));
             if reused {
                 self.close(i, ts, frame, sink);
                 idx = None;
@@ -226,10 +228,11 @@ impl FlowTable {
             let seq = if seg.syn { seg.seq.wrapping_add(1) } else { seg.seq };
             flow.dirs[d].segment(seq, seg.payload, seg.wire_len, seg.fin, &limits, &mut |c| sink.event(meta, StreamEvent::Chunk(d, c), ts, frame));
         }
+        // After a RST the connection is closed when a new SYN reuses the 5-tuple or the capture
+        // ends: segments the network still delivers after it (reordered or held back by a
+        // middlebox) are in the capture and must reach the stream, not be called missed.
         let flow = &mut self.flows[i];
-        if seg.rst {
-            self.close(i, ts, frame, sink);
-        } else if flow.dirs[d].finished() && !flow.ended[d] {
+        if flow.dirs[d].finished() && !flow.ended[d] {
             flow.ended[d] = true;
             sink.event(flow.meta(), StreamEvent::End(d), ts, frame);
             if flow.dirs[1 - d].finished() {
