@@ -170,6 +170,16 @@ impl HttpLayer {
 
 const PROBE_BYTES: usize = 8;
 
+/// A flow index that prints as its `F<n>` id, formatted only when an anomaly needs it.
+#[derive(Debug, Clone, Copy)]
+struct FlowTag(usize);
+
+impl std::fmt::Display for FlowTag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "F{}", self.0)
+    }
+}
+
 impl StreamSink for HttpLayer {
     fn event(&mut self, flow: FlowMeta, ev: StreamEvent<'_>, ts: i64, frame: u64) {
         let fi = flow.index;
@@ -282,10 +292,10 @@ impl HttpLayer {
         let is_request = parser.is_request;
         let opts = &self.options;
         let anomalies = &mut self.anomalies;
-        let flow_id = format!("F{fi}");
+        let flow_id = FlowTag(fi);
         let mut done: Vec<Exchange> = Vec::new();
         {
-            let mut out = |ev: HttpEvent<'_>| -> BodyRule { on_event(conn, fi, is_request, ev, ts, frame, opts, anomalies, &flow_id, &mut done) };
+            let mut out = |ev: HttpEvent<'_>| -> BodyRule { on_event(conn, fi, is_request, ev, ts, frame, opts, anomalies, flow_id, &mut done) };
             f(&mut parser, &mut out);
         }
         conn.parsers[d] = Some(parser);
@@ -294,7 +304,7 @@ impl HttpLayer {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn on_event(conn: &mut Conn, fi: usize, is_request: bool, ev: HttpEvent<'_>, ts: i64, frame: u64, opts: &HttpOptions, anomalies: &mut Anomalies, flow_id: &str, done: &mut Vec<Exchange>) -> BodyRule {
+fn on_event(conn: &mut Conn, fi: usize, is_request: bool, ev: HttpEvent<'_>, ts: i64, frame: u64, opts: &HttpOptions, anomalies: &mut Anomalies, flow_id: FlowTag, done: &mut Vec<Exchange>) -> BodyRule {
     match ev {
         HttpEvent::Anomaly(code, detail) => {
             anomalies.add(Anomaly::new(code, Some(frame), Some(flow_id.to_string()), detail));
@@ -430,7 +440,7 @@ fn on_event(conn: &mut Conn, fi: usize, is_request: bool, ev: HttpEvent<'_>, ts:
     }
 }
 
-fn append_bounded(buf: &mut Vec<u8>, bytes: &[u8], anomalies: &mut Anomalies, frame: u64, flow_id: &str) {
+fn append_bounded(buf: &mut Vec<u8>, bytes: &[u8], anomalies: &mut Anomalies, frame: u64, flow_id: FlowTag) {
     if buf.len() + bytes.len() > MAX_JSON_BODY {
         if buf.len() < MAX_JSON_BODY {
             anomalies.add(Anomaly::new("http.body_too_large", Some(frame), Some(flow_id.to_string()), format!("body over {MAX_JSON_BODY} bytes not kept for JSON parsing")));
@@ -442,7 +452,7 @@ fn append_bounded(buf: &mut Vec<u8>, bytes: &[u8], anomalies: &mut Anomalies, fr
 }
 
 #[allow(clippy::too_many_arguments)]
-fn finish_json(body: &[u8], incomplete: bool, app_seq: &[String], out: &mut Vec<Message>, anomalies: &mut Anomalies, frame: u64, flow_id: &str, code: &'static str) {
+fn finish_json(body: &[u8], incomplete: bool, app_seq: &[String], out: &mut Vec<Message>, anomalies: &mut Anomalies, frame: u64, flow_id: FlowTag, code: &'static str) {
     if body.iter().all(u8::is_ascii_whitespace) {
         return;
     }
