@@ -36,7 +36,7 @@ fn capture(field: &str, jump_to: u64) -> Capture {
 }
 
 fn kinds(cap: &Capture, extra: &[&str]) -> Vec<String> {
-    let path = std::env::temp_dir().join(format!("mcpcap-appseq-{}-{}.pcap", std::process::id(), extra.len() * 1000 + cap.pcap().len()));
+    let path = temp_path("appseq", "pcap");
     std::fs::write(&path, cap.pcap()).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_mcpcap")).args(["analyze", "--format", "ndjson", "--fail-on", "never"]).args(extra).arg(&path).output().unwrap();
     let _ = std::fs::remove_file(&path);
@@ -83,7 +83,7 @@ fn progress_capture(before: &[u64], after: &[u64]) -> Capture {
 }
 
 fn findings(cap: &Capture) -> Vec<Value> {
-    let path = std::env::temp_dir().join(format!("mcpcap-appseq-f-{}-{}.pcap", std::process::id(), cap.pcap().len()));
+    let path = temp_path("appseq", "pcap");
     std::fs::write(&path, cap.pcap()).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_mcpcap")).args(["analyze", "--format", "ndjson", "--fail-on", "never"]).arg(&path).output().unwrap();
     let _ = std::fs::remove_file(&path);

@@ -10,7 +10,7 @@ use common::*;
 use serde_json::{json, Value};
 
 fn analyze(cap: &Capture) -> Vec<Value> {
-    let path = std::env::temp_dir().join(format!("mcpcap-sessions-{}-{}.pcap", std::process::id(), cap.pcap().len()));
+    let path = temp_path("sessions", "pcap");
     std::fs::write(&path, cap.pcap()).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_mcpcap")).args(["analyze", "--format", "ndjson", "--fail-on", "never"]).arg(&path).output().unwrap();
     let _ = std::fs::remove_file(&path);
@@ -19,7 +19,7 @@ fn analyze(cap: &Capture) -> Vec<Value> {
 }
 
 fn sessions(cap: &Capture) -> Vec<String> {
-    let dir = std::env::temp_dir().join(format!("mcpcap-sessions-out-{}-{}", std::process::id(), cap.pcap().len()));
+    let dir = temp_path("sessions-out", "d");
     let path = dir.with_extension("pcap");
     std::fs::write(&path, cap.pcap()).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_mcpcap")).args(["analyze", "--format", "csv", "--fail-on", "never", "--out"]).arg(&dir).arg(&path).output().unwrap();

@@ -105,7 +105,10 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
     let ids_before: HashSet<&str> = before.iter().filter(|(_, _, ev)| ev.sse.has_own_id).filter_map(|(_, _, ev)| ev.sse.id.as_deref()).collect();
     let ids_upto: HashSet<&str> = upto.iter().filter(|(_, _, ev)| ev.sse.has_own_id).filter_map(|(_, _, ev)| ev.sse.id.as_deref()).collect();
     let is_msg = |ev: &EventRec| !ev.messages.is_empty() || (!ev.priming && ev.data_len > 0 && ev.parse_error.is_some());
-    let first = after.iter().copied().find(|ev| ev.sse.has_own_id && !ev.priming);
+    // The first new event: an inclusive replay that re-sends the cursor event itself (same id,
+    // same data — rmcp does) is a duplicate (reported below), not the start of another log.
+    let resent_cursor = |ev: &EventRec| ev.sse.id.as_deref() == Some(r.last_event_id.as_str()) && ev.data_hash == l_ev.data_hash;
+    let first = after.iter().copied().find(|ev| ev.sse.has_own_id && !ev.priming && !resent_cursor(ev));
     let first_id = first.and_then(|ev| ev.sse.id.clone());
     let mut forked = false;
     let mut gap = false;

@@ -380,3 +380,10 @@ pub fn progress(progress_token: &Value, progress: u64, total: u64) -> Value {
 pub fn result(id: i64) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "done"}], "isError": false}})
 }
+
+/// A fresh path in the temp directory, unique per process and call (tests run in parallel).
+pub fn temp_path(tag: &str, ext: &str) -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    std::env::temp_dir().join(format!("mcpcap-{tag}-{}-{}.{ext}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)))
+}

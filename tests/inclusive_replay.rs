@@ -1,0 +1,51 @@
+//! A replay that starts *at* the cursor (re-sending the Last-Event-ID event itself, as rmcp's
+//! index-based replay does) is one duplicated event, not a fork; a replay whose first event
+//! reuses the cursor id for other data is a fork.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+use serde_json::{json, Value};
+
+/// ids `<n>/2` (rmcp style) with progress n on the POST stream up to 3, cut; the resumed
+/// connection starts with id `first`/progress `first_progress`, then continues to the result.
+fn capture(first: u64, first_progress: u64) -> Capture {
+    let mut cap = Capture::new();
+    let p = |v: u64| progress(&json!(2), v, 100);
+    let mut call = cap.connect();
+    call.client(&mut cap, &post(Some("s1"), &tools_call(2, &json!(2))));
+    let evs: Vec<Ev> = (1..=3).map(|i| Ev::id(format!("{i}/2"), p(i))).collect();
+    call.server(&mut cap, &sse_response(Some("s1"), &evs, false));
+    call.server_reset(&mut cap);
+    let mut r = cap.connect();
+    r.client(&mut cap, &get(Some("s1"), Some("3/2")));
+    let mut evs = vec![Ev::id(format!("{first}/2"), p(first_progress))];
+    evs.extend((4..=5).map(|i| Ev::id(format!("{i}/2"), p(i))));
+    evs.push(Ev::id("6/2", result(2)));
+    r.server(&mut cap, &sse_response(Some("s1"), &evs, true));
+    r.close(&mut cap);
+    cap
+}
+
+fn kinds(cap: &Capture) -> Vec<String> {
+    let path = temp_path("inclusive", "pcap");
+    std::fs::write(&path, cap.pcap()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mcpcap")).args(["analyze", "--format", "ndjson", "--fail-on", "never"]).arg(&path).output().unwrap();
+    let _ = std::fs::remove_file(&path);
+    let mut k: Vec<String> = String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["kind"].as_str().unwrap().to_string()).collect();
+    k.sort();
+    k
+}
+
+#[test]
+fn replay_starting_at_the_cursor_is_a_duplicate() {
+    assert_eq!(kinds(&capture(3, 3)), ["duplicate_delivery"]);
+}
+
+#[test]
+fn cursor_id_reused_for_other_data_is_a_regression() {
+    let k = kinds(&capture(3, 9));
+    assert!(k.contains(&"id_regression".to_string()), "{k:?}");
+}
