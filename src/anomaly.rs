@@ -25,8 +25,18 @@ pub struct Anomaly {
 
 impl Anomaly {
     /// Build an anomaly row.
-    pub fn new(code: &'static str, frame: Option<u64>, flow_id: Option<String>, detail: String) -> Self {
-        Anomaly { code, frame, flow_id, detail }
+    pub fn new(
+        code: &'static str,
+        frame: Option<u64>,
+        flow_id: Option<String>,
+        detail: String,
+    ) -> Self {
+        Anomaly {
+            code,
+            frame,
+            flow_id,
+            detail,
+        }
     }
 }
 

@@ -86,7 +86,10 @@ impl Analyzer {
         }
         Analyzer {
             flows: FlowTable::new(options.reassembly),
-            http: HttpLayer::new(HttpOptions { app_seq, ..Default::default() }),
+            http: HttpLayer::new(HttpOptions {
+                app_seq,
+                ..Default::default()
+            }),
             anomalies: Anomalies::default(),
             counters: Counters::default(),
             options,
@@ -105,7 +108,10 @@ impl Analyzer {
         self.counters.ts_last = Some(self.counters.ts_last.map_or(f.ts, |t| t.max(f.ts)));
         match decode::decode(f.linktype, f.data, f.orig_len) {
             Decoded::Tcp(seg) => {
-                if !self.options.ports.is_empty() && !self.options.ports.contains(&seg.sport) && !self.options.ports.contains(&seg.dport) {
+                if !self.options.ports.is_empty()
+                    && !self.options.ports.contains(&seg.sport)
+                    && !self.options.ports.contains(&seg.dport)
+                {
                     self.counters.filtered += 1;
                     return;
                 }
@@ -115,15 +121,26 @@ impl Analyzer {
             Decoded::NotTcp => self.counters.not_tcp += 1,
             Decoded::Fragment => {
                 self.counters.not_tcp += 1;
-                self.anomalies.add(Anomaly::new("ip.fragment", Some(f.number), None, "IP fragment (not reassembled)".into()));
+                self.anomalies.add(Anomaly::new(
+                    "ip.fragment",
+                    Some(f.number),
+                    None,
+                    "IP fragment (not reassembled)".into(),
+                ));
             }
             Decoded::UnsupportedLink(lt) => {
                 self.counters.not_tcp += 1;
-                self.anomalies.add(Anomaly::new("capture.unsupported_linktype", Some(f.number), None, format!("link type {lt}")));
+                self.anomalies.add(Anomaly::new(
+                    "capture.unsupported_linktype",
+                    Some(f.number),
+                    None,
+                    format!("link type {lt}"),
+                ));
             }
             Decoded::Malformed(code, detail) => {
                 self.counters.not_tcp += 1;
-                self.anomalies.add(Anomaly::new(code, Some(f.number), None, detail));
+                self.anomalies
+                    .add(Anomaly::new(code, Some(f.number), None, detail));
             }
         }
     }

@@ -23,13 +23,22 @@ fn capture(field: &str, jump_to: u64) -> Capture {
     c.server(&mut cap, &json_response(Some("s1"), &init));
     c.close(&mut cap);
     let mut call = cap.connect();
-    call.client(&mut cap, &post(Some("s1"), &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x"}})));
+    call.client(
+        &mut cap,
+        &post(
+            Some("s1"),
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x"}}),
+        ),
+    );
     let evs: Vec<Ev> = (1..=3).map(|i| Ev::id(i, note(i, field))).collect();
     call.server(&mut cap, &sse_response(Some("s1"), &evs, false));
     call.server_reset(&mut cap);
     let mut r = cap.connect();
     r.client(&mut cap, &get(Some("s1"), Some("3")));
-    let evs = vec![Ev::id(4, note(jump_to, field)), Ev::id(5, json!({"jsonrpc": "2.0", "id": 2, "result": {}}))];
+    let evs = vec![
+        Ev::id(4, note(jump_to, field)),
+        Ev::id(5, json!({"jsonrpc": "2.0", "id": 2, "result": {}})),
+    ];
     r.server(&mut cap, &sse_response(Some("s1"), &evs, true));
     r.close(&mut cap);
     cap
@@ -38,17 +47,38 @@ fn capture(field: &str, jump_to: u64) -> Capture {
 fn kinds(cap: &Capture, extra: &[&str]) -> Vec<String> {
     let path = temp_path("appseq", "pcap");
     std::fs::write(&path, cap.pcap()).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_mcpcap")).args(["analyze", "--format", "ndjson", "--fail-on", "never"]).args(extra).arg(&path).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+        .args(["analyze", "--format", "ndjson", "--fail-on", "never"])
+        .args(extra)
+        .arg(&path)
+        .output()
+        .unwrap();
     let _ = std::fs::remove_file(&path);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["kind"].as_str().unwrap().to_string()).collect()
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
 }
 
 #[test]
 fn custom_pointer_only_when_given() {
     let cap = capture("seq", 9);
     assert_eq!(kinds(&cap, &[]), ["resume_ok"]);
-    assert_eq!(kinds(&cap, &["--app-seq", "/params/seq"]), ["app_seq_desync"]);
+    assert_eq!(
+        kinds(&cap, &["--app-seq", "/params/seq"]),
+        ["app_seq_desync"]
+    );
 }
 
 #[test]
@@ -59,7 +89,10 @@ fn default_app_seq_field() {
 
 #[test]
 fn bad_pointer_is_usage_error() {
-    let out = Command::new(env!("CARGO_BIN_EXE_mcpcap")).args(["analyze", "--app-seq", "params.seq", "x.pcap"]).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+        .args(["analyze", "--app-seq", "params.seq", "x.pcap"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -70,12 +103,20 @@ fn progress_capture(before: &[u64], after: &[u64]) -> Capture {
     let mut call = cap.connect();
     call.client(&mut cap, &post(Some("s1"), &tools_call(2, &json!(2))));
     let p = |v: u64| progress(&json!(2), v, 100);
-    let evs: Vec<Ev> = before.iter().enumerate().map(|(i, &v)| Ev::id(i + 1, p(v))).collect();
+    let evs: Vec<Ev> = before
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| Ev::id(i + 1, p(v)))
+        .collect();
     call.server(&mut cap, &sse_response(Some("s1"), &evs, false));
     call.server_reset(&mut cap);
     let mut r = cap.connect();
     r.client(&mut cap, &get(Some("s1"), Some(&before.len().to_string())));
-    let mut evs: Vec<Ev> = after.iter().enumerate().map(|(i, &v)| Ev::id(before.len() + 1 + i, p(v))).collect();
+    let mut evs: Vec<Ev> = after
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| Ev::id(before.len() + 1 + i, p(v)))
+        .collect();
     evs.push(Ev::id(before.len() + 1 + after.len(), result(2)));
     r.server(&mut cap, &sse_response(Some("s1"), &evs, true));
     r.close(&mut cap);
@@ -85,9 +126,17 @@ fn progress_capture(before: &[u64], after: &[u64]) -> Capture {
 fn findings(cap: &Capture) -> Vec<Value> {
     let path = temp_path("appseq", "pcap");
     std::fs::write(&path, cap.pcap()).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_mcpcap")).args(["analyze", "--format", "ndjson", "--fail-on", "never"]).arg(&path).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+        .args(["analyze", "--format", "ndjson", "--fail-on", "never"])
+        .arg(&path)
+        .output()
+        .unwrap();
     let _ = std::fs::remove_file(&path);
-    String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 /// The Python SDK's replay→live race: the resumption itself is fine (resume_ok), but one value

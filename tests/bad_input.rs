@@ -4,7 +4,10 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn mcpcap(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mcpcap")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn tmp(name: &str, bytes: &[u8]) -> PathBuf {
@@ -14,11 +17,19 @@ fn tmp(name: &str, bytes: &[u8]) -> PathBuf {
 }
 
 fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp").join(name)).unwrap()
+    std::fs::read(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/mcp")
+            .join(name),
+    )
+    .unwrap()
 }
 
 fn stderr_lines(o: &Output) -> Vec<String> {
-    String::from_utf8_lossy(&o.stderr).lines().map(str::to_string).collect()
+    String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 #[test]
@@ -28,7 +39,10 @@ fn not_a_capture_is_one_line_exit_2() {
     assert_eq!(o.status.code(), Some(2));
     let lines = stderr_lines(&o);
     assert_eq!(lines.len(), 1, "{lines:?}");
-    assert!(lines[0].contains(p.to_str().unwrap()) && lines[0].contains("not a pcap or pcapng file"), "{lines:?}");
+    assert!(
+        lines[0].contains(p.to_str().unwrap()) && lines[0].contains("not a pcap or pcapng file"),
+        "{lines:?}"
+    );
 }
 
 #[test]
@@ -45,7 +59,12 @@ fn missing_and_empty_files() {
 #[test]
 fn bad_usage_exit_2() {
     assert_eq!(mcpcap(&["analyze"]).status.code(), Some(2));
-    assert_eq!(mcpcap(&["analyze", "--format", "xml", "x.pcap"]).status.code(), Some(2));
+    assert_eq!(
+        mcpcap(&["analyze", "--format", "xml", "x.pcap"])
+            .status
+            .code(),
+        Some(2)
+    );
     let f = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp/healthy_ts.pcap");
     let o = mcpcap(&["analyze", "--format", "csv", f.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "csv without --out");
@@ -55,11 +74,21 @@ fn bad_usage_exit_2() {
 fn truncated_capture_is_analysed_up_to_the_cut() {
     let bytes = fixture("resume_409.pcap");
     let p = tmp("cut.pcap", &bytes[..9_000]);
-    let o = mcpcap(&["analyze", "--format", "ndjson", "--fail-on", "never", p.to_str().unwrap()]);
+    let o = mcpcap(&[
+        "analyze",
+        "--format",
+        "ndjson",
+        "--fail-on",
+        "never",
+        p.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(0));
     let lines = stderr_lines(&o);
     assert_eq!(lines.len(), 1, "{lines:?}");
-    assert!(lines[0].contains("file ends inside a block") && lines[0].contains("analysed the"), "{lines:?}");
+    assert!(
+        lines[0].contains("file ends inside a block") && lines[0].contains("analysed the"),
+        "{lines:?}"
+    );
 }
 
 #[test]
@@ -87,7 +116,10 @@ fn unsupported_link_type_named() {
 fn no_panic_on_prefixes_and_corruption() {
     for name in ["fork_restart_client.pcap", "healthy_py.pcap"] {
         let bytes = fixture(name);
-        let mut cases: Vec<Vec<u8>> = (0..bytes.len()).step_by(53).map(|n| bytes[..n].to_vec()).collect();
+        let mut cases: Vec<Vec<u8>> = (0..bytes.len())
+            .step_by(53)
+            .map(|n| bytes[..n].to_vec())
+            .collect();
         let mut x: u32 = 12345;
         for _ in 0..150 {
             let mut c = bytes.clone();
@@ -104,7 +136,9 @@ fn no_panic_on_prefixes_and_corruption() {
             let _ = mcpcap::capture::read_capture(&c[..], 1, &mut anomalies, |f| a.frame(&f));
             let ex = a.finish();
             let analysis = mcpcap::analyze_exchanges(&ex, &[]);
-            let _ = mcpcap::report::tables::findings(&analysis).to_dataframe().unwrap();
+            let _ = mcpcap::report::tables::findings(&analysis)
+                .to_dataframe()
+                .unwrap();
         }
     }
 }

@@ -31,7 +31,11 @@ struct TempPcap(PathBuf);
 impl TempPcap {
     fn new(cap: &Capture) -> TempPcap {
         static N: AtomicUsize = AtomicUsize::new(0);
-        let name = format!("mcpcap-detectors-{}-{}.pcap", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
+        let name = format!(
+            "mcpcap-detectors-{}-{}.pcap",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
         let path = std::env::temp_dir().join(name);
         std::fs::write(&path, cap.pcap()).expect("write temp pcap");
         TempPcap(path)
@@ -47,23 +51,38 @@ impl Drop for TempPcap {
 /// Run `mcpcap <args…> FILE`; returns (exit status, stdout rows as JSON).
 fn run(cap: &Capture, args: &[&str]) -> (i32, Vec<Value>) {
     let file = TempPcap::new(cap);
-    let out = Command::new(env!("CARGO_BIN_EXE_mcpcap")).args(args).arg(&file.0).output().expect("run mcpcap");
+    let out = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+        .args(args)
+        .arg(&file.0)
+        .output()
+        .expect("run mcpcap");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.is_empty(), "unexpected stderr: {stderr}");
-    let rows = String::from_utf8(out.stdout).expect("utf-8 stdout").lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect();
+    let rows = String::from_utf8(out.stdout)
+        .expect("utf-8 stdout")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
     (out.status.code().expect("exit code"), rows)
 }
 
 /// The findings of a capture (`analyze --fail-on never`, which must exit 0).
 fn findings(cap: &Capture) -> Vec<Value> {
-    let (code, rows) = run(cap, &["analyze", "--format", "ndjson", "--fail-on", "never"]);
+    let (code, rows) = run(
+        cap,
+        &["analyze", "--format", "ndjson", "--fail-on", "never"],
+    );
     assert_eq!(code, 0, "--fail-on never must exit 0");
     rows
 }
 
 /// Exit status of `analyze --fail-on <level>`.
 fn exit_status(cap: &Capture, fail_on: &str) -> i32 {
-    run(cap, &["analyze", "--format", "ndjson", "--fail-on", fail_on]).0
+    run(
+        cap,
+        &["analyze", "--format", "ndjson", "--fail-on", fail_on],
+    )
+    .0
 }
 
 /// The SSE events table (`events --format ndjson`).
@@ -73,14 +92,25 @@ fn events(cap: &Capture) -> Vec<Value> {
 
 /// Sorted (kind, severity) pairs.
 fn kinds(fs: &[Value]) -> Vec<(String, String)> {
-    let mut v: Vec<(String, String)> = fs.iter().map(|f| (f["kind"].as_str().unwrap().to_string(), f["severity"].as_str().unwrap().to_string())).collect();
+    let mut v: Vec<(String, String)> = fs
+        .iter()
+        .map(|f| {
+            (
+                f["kind"].as_str().unwrap().to_string(),
+                f["severity"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
     v.sort();
     v
 }
 
 /// Assert exactly this multiset of (kind, severity) findings.
 fn assert_kinds(fs: &[Value], expected: &[(&str, &str)]) {
-    let mut want: Vec<(String, String)> = expected.iter().map(|(k, s)| (k.to_string(), s.to_string())).collect();
+    let mut want: Vec<(String, String)> = expected
+        .iter()
+        .map(|(k, s)| (k.to_string(), s.to_string()))
+        .collect();
     want.sort();
     assert_eq!(kinds(fs), want, "findings:\n{}", pretty(fs));
 }
@@ -93,16 +123,38 @@ fn one<'a>(fs: &'a [Value], kind: &str) -> &'a Value {
 }
 
 /// Assert the key fields of a finding (`None`: the column is null).
-fn assert_keys(f: &Value, last_event_id: Option<&str>, event_id: Option<&str>, request_id: Option<&str>) {
+fn assert_keys(
+    f: &Value,
+    last_event_id: Option<&str>,
+    event_id: Option<&str>,
+    request_id: Option<&str>,
+) {
     let s = |k: &str| f[k].as_str().map(str::to_string);
     assert_eq!(s("session_id").as_deref(), Some(SID), "{f}");
-    assert_eq!(s("last_event_id").as_deref(), last_event_id, "last_event_id of {f}");
+    assert_eq!(
+        s("last_event_id").as_deref(),
+        last_event_id,
+        "last_event_id of {f}"
+    );
     assert_eq!(s("event_id").as_deref(), event_id, "event_id of {f}");
     assert_eq!(s("request_id").as_deref(), request_id, "request_id of {f}");
 }
 
 fn pretty(fs: &[Value]) -> String {
-    fs.iter().map(|f| format!("  {} {} leid={} eid={} rid={}: {}", f["kind"], f["severity"], f["last_event_id"], f["event_id"], f["request_id"], f["detail"])).collect::<Vec<_>>().join("\n")
+    fs.iter()
+        .map(|f| {
+            format!(
+                "  {} {} leid={} eid={} rid={}: {}",
+                f["kind"],
+                f["severity"],
+                f["last_event_id"],
+                f["event_id"],
+                f["request_id"],
+                f["detail"]
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 // ---------------------------------------------------------------------------
@@ -135,7 +187,9 @@ fn res(id: impl ToString) -> Ev {
 
 /// Events `ids[i]` with progress `from + i` of `total`.
 fn progs(ids: std::ops::RangeInclusive<u64>, from: u64, total: u64) -> Vec<Ev> {
-    ids.enumerate().map(|(i, id)| prog(id, from + i as u64, total)).collect()
+    ids.enumerate()
+        .map(|(i, id)| prog(id, from + i as u64, total))
+        .collect()
 }
 
 /// `initialize` → `Mcp-Session-Id: s1`, then `notifications/initialized` → 202, on one connection.
@@ -153,7 +207,10 @@ fn tools_call_stream(cap: &mut Capture, events: &[Ev], end: End) -> u16 {
     let mut c = cap.connect();
     let port = c.port;
     c.client(cap, &post(Some(SID), &tools_call(2, &token())));
-    c.server(cap, &sse_response(None, events, matches!(end, End::Complete)));
+    c.server(
+        cap,
+        &sse_response(None, events, matches!(end, End::Complete)),
+    );
     match end {
         End::Complete => c.close(cap),
         End::CutFin => c.server_close(cap),
@@ -213,7 +270,11 @@ fn healthy_with_one_byte_segments() {
     let evs = events(&cap);
     let ids: Vec<&str> = evs.iter().filter_map(|e| e["event_id"].as_str()).collect();
     assert_eq!(ids, ["1", "2", "3", "4", "5", "6"]);
-    assert!(evs.iter().all(|e| e["truncated"] == false && e["parse_error"].is_null()), "{evs:?}");
+    assert!(
+        evs.iter()
+            .all(|e| e["truncated"] == false && e["parse_error"].is_null()),
+        "{evs:?}"
+    );
 }
 
 #[test]
@@ -230,11 +291,22 @@ fn healthy_with_reordered_and_retransmitted_segments() {
     let evs = events(&cap);
     let ids: Vec<&str> = evs.iter().filter_map(|e| e["event_id"].as_str()).collect();
     assert_eq!(ids, ["1", "2", "3", "4", "5", "6"]);
-    assert!(evs.iter().all(|e| e["truncated"] == false && e["parse_error"].is_null()), "{evs:?}");
+    assert!(
+        evs.iter()
+            .all(|e| e["truncated"] == false && e["parse_error"].is_null()),
+        "{evs:?}"
+    );
     // Not vacuous: the flow table saw the reordering and the retransmission.
     let (_, flows) = run(&cap, &["flows", "--format", "ndjson"]);
-    let f = flows.iter().find(|f| f["orig_p"] == port).expect("tools/call flow");
-    assert_eq!((&f["retransmitted"], &f["out_of_order"]), (&json!(1), &json!(1)), "{f}");
+    let f = flows
+        .iter()
+        .find(|f| f["orig_p"] == port)
+        .expect("tools/call flow");
+    assert_eq!(
+        (&f["retransmitted"], &f["out_of_order"]),
+        (&json!(1), &json!(1)),
+        "{f}"
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -275,7 +347,14 @@ fn fork_restarts_ids() {
     resumed.push(res(6));
     let cap = cut_and_resume(5, End::CutFin, &resumed);
     let fs = findings(&cap);
-    assert_kinds(&fs, &[("duplicate_delivery", "error"), ("id_regression", "error"), ("id_restart", "error")]);
+    assert_kinds(
+        &fs,
+        &[
+            ("duplicate_delivery", "error"),
+            ("id_regression", "error"),
+            ("id_restart", "error"),
+        ],
+    );
     assert_keys(one(&fs, "id_regression"), Some("3"), Some("1"), None);
     assert_keys(one(&fs, "id_restart"), Some("3"), Some("1"), None);
     assert_keys(one(&fs, "duplicate_delivery"), Some("3"), Some("1"), None);
@@ -288,11 +367,19 @@ fn app_seq_desync_and_suspect_terminal() {
     let resumed = vec![prog(4, 9, 10), res(5)];
     let cap = cut_and_resume(10, End::CutFin, &resumed);
     let fs = findings(&cap);
-    assert_kinds(&fs, &[("app_seq_desync", "error"), ("suspect_terminal", "error")]);
+    assert_kinds(
+        &fs,
+        &[("app_seq_desync", "error"), ("suspect_terminal", "error")],
+    );
     let f = one(&fs, "app_seq_desync");
     assert_keys(f, Some("3"), Some("4"), None);
     assert_eq!(f["observed"], "9");
-    assert_keys(one(&fs, "suspect_terminal"), Some("3"), Some("5"), Some("2"));
+    assert_keys(
+        one(&fs, "suspect_terminal"),
+        Some("3"),
+        Some("5"),
+        Some("2"),
+    );
 }
 
 #[test]
@@ -312,7 +399,10 @@ fn resume_rejected_and_lost_response() {
     tools_call_stream(&mut cap, &progs(1..=3, 1, 5), End::CutFin);
     resume(&mut cap, "3", &conflict());
     let fs = findings(&cap);
-    assert_kinds(&fs, &[("lost_response", "error"), ("resume_rejected", "info")]);
+    assert_kinds(
+        &fs,
+        &[("lost_response", "error"), ("resume_rejected", "info")],
+    );
     let f = one(&fs, "resume_rejected");
     assert_keys(f, Some("3"), None, None);
     assert_eq!(f["observed"], "HTTP 409");
@@ -343,7 +433,10 @@ fn duplicate_response() {
     tools_call_stream(&mut cap, &evs, End::CutFin);
     resume(&mut cap, "6", &sse_response(None, &[res(7)], true));
     let fs = findings(&cap);
-    assert_kinds(&fs, &[("duplicate_delivery", "error"), ("resume_ok", "info")]);
+    assert_kinds(
+        &fs,
+        &[("duplicate_delivery", "error"), ("resume_ok", "info")],
+    );
     assert_keys(one(&fs, "duplicate_delivery"), Some("6"), None, Some("2"));
     assert_keys(one(&fs, "resume_ok"), Some("6"), Some("7"), None);
 }
@@ -351,7 +444,14 @@ fn duplicate_response() {
 #[test]
 fn string_ids_resumed_correctly() {
     // TS SDK example-store ids `<stream>_<epoch-ms>_<rand>`: ordered by time, not dense.
-    let ids = ["abc_1795991032169_k2j9x0ab", "abc_1795991032171_p0q1r2s3", "abc_1795991032180_x9y8z7w6", "abc_1795991033004_m3n4b5v6", "abc_1795991033950_a1s2d3f4", "abc_1795991034012_q7w8e9r0"];
+    let ids = [
+        "abc_1795991032169_k2j9x0ab",
+        "abc_1795991032171_p0q1r2s3",
+        "abc_1795991032180_x9y8z7w6",
+        "abc_1795991033004_m3n4b5v6",
+        "abc_1795991033950_a1s2d3f4",
+        "abc_1795991034012_q7w8e9r0",
+    ];
     let mut cap = Capture::new();
     handshake(&mut cap);
     let first: Vec<Ev> = (0..3).map(|i| prog(ids[i], i as u64 + 1, 5)).collect();

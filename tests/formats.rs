@@ -5,45 +5,86 @@ use std::process::Command;
 
 use polars::prelude::*;
 
-const TABLES: [&str; 8] = ["sessions", "streams", "resumptions", "findings", "events", "exchanges", "flows", "anomalies"];
+const TABLES: [&str; 8] = [
+    "sessions",
+    "streams",
+    "resumptions",
+    "findings",
+    "events",
+    "exchanges",
+    "flows",
+    "anomalies",
+];
 
 fn run(args: &[&str], out: Option<&PathBuf>) -> (i32, String) {
-    let capture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp/fork_restart_client.pcap");
+    let capture =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp/fork_restart_client.pcap");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpcap"));
     cmd.arg("analyze").args(args);
     if let Some(o) = out {
         cmd.arg("--out").arg(o);
     }
     let o = cmd.arg(capture).output().unwrap();
-    (o.status.code().unwrap(), String::from_utf8(o.stdout).unwrap())
+    (
+        o.status.code().unwrap(),
+        String::from_utf8(o.stdout).unwrap(),
+    )
 }
 
 #[test]
 fn csv_parquet_ndjson_agree() {
     let base = std::env::temp_dir().join(format!("mcpcap-formats-{}", std::process::id()));
     let (csv_dir, pq_dir) = (base.join("csv"), base.join("parquet"));
-    assert_eq!(run(&["--format", "csv"], Some(&csv_dir)).0, 1, "error findings → exit 1");
+    assert_eq!(
+        run(&["--format", "csv"], Some(&csv_dir)).0,
+        1,
+        "error findings → exit 1"
+    );
     assert_eq!(run(&["--format", "parquet"], Some(&pq_dir)).0, 1);
     for t in TABLES {
-        let csv = CsvReadOptions::default().with_has_header(true).try_into_reader_with_file_path(Some(csv_dir.join(format!("{t}.csv")))).unwrap().finish().unwrap();
-        let pq = ParquetReader::new(std::fs::File::open(pq_dir.join(format!("{t}.parquet"))).unwrap()).finish().unwrap();
+        let csv = CsvReadOptions::default()
+            .with_has_header(true)
+            .try_into_reader_with_file_path(Some(csv_dir.join(format!("{t}.csv"))))
+            .unwrap()
+            .finish()
+            .unwrap();
+        let pq =
+            ParquetReader::new(std::fs::File::open(pq_dir.join(format!("{t}.parquet"))).unwrap())
+                .finish()
+                .unwrap();
         assert_eq!(csv.get_column_names(), pq.get_column_names(), "{t}");
         assert_eq!(csv.height(), pq.height(), "{t}");
         for name in csv.get_column_names() {
-            assert!(name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'), "{t}.{name} is not snake_case");
+            assert!(
+                name.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
+                "{t}.{name} is not snake_case"
+            );
         }
     }
-    let findings = ParquetReader::new(std::fs::File::open(pq_dir.join("findings.parquet")).unwrap()).finish().unwrap();
+    let findings =
+        ParquetReader::new(std::fs::File::open(pq_dir.join("findings.parquet")).unwrap())
+            .finish()
+            .unwrap();
     let kind = findings.column("kind").unwrap().str().unwrap().clone();
-    let kinds: Vec<String> = (0..kind.len()).map(|i| kind.get(i).unwrap().to_string()).collect();
+    let kinds: Vec<String> = (0..kind.len())
+        .map(|i| kind.get(i).unwrap().to_string())
+        .collect();
     assert_eq!(kinds, ["duplicate_delivery", "id_regression", "id_restart"]);
     // NDJSON: the findings table, same keys in the same order.
     let (code, ndjson) = run(&["--format", "ndjson", "--fail-on", "never"], None);
     assert_eq!(code, 0);
-    let rows: Vec<serde_json::Map<String, serde_json::Value>> = ndjson.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let rows: Vec<serde_json::Map<String, serde_json::Value>> = ndjson
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(rows.len(), findings.height());
     let keys: Vec<&str> = rows[0].keys().map(String::as_str).collect();
-    let cols: Vec<&str> = findings.get_column_names().iter().map(|c| c.as_str()).collect();
+    let cols: Vec<&str> = findings
+        .get_column_names()
+        .iter()
+        .map(|c| c.as_str())
+        .collect();
     assert_eq!(keys, cols);
     assert_eq!(rows[1]["event_id"], "1");
     assert_eq!(rows[1]["last_event_id"], "9");

@@ -1,47 +1,78 @@
-//! Golden tables: every table of every fixture capture, as CSV, compared with
+//! Golden tables: every table of every capture in fixtures/mcp and fixtures/mcp-rmcp, as CSV, compared with
 //! `tests/golden/<capture>/<table>.csv`. Regenerate with `MCPCAP_REGEN=1 cargo test --test golden`
 //! and review the diff.
 
 use std::path::PathBuf;
 use std::process::Command;
 
-const TABLES: [&str; 8] = ["sessions", "streams", "resumptions", "findings", "events", "exchanges", "flows", "anomalies"];
+const TABLES: [&str; 8] = [
+    "sessions",
+    "streams",
+    "resumptions",
+    "findings",
+    "events",
+    "exchanges",
+    "flows",
+    "anomalies",
+];
 
 #[test]
 fn fixture_tables_match_golden() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(root.join("fixtures/mcp/MANIFEST.json")).unwrap()).unwrap();
     let regen = std::env::var_os("MCPCAP_REGEN").is_some();
     let mut compared = 0;
-    for entry in manifest.as_array().unwrap() {
-        let file = entry["file"].as_str().unwrap();
-        let stem = file.trim_end_matches(".pcap");
-        let out = std::env::temp_dir().join(format!("mcpcap-golden-{}-{stem}", std::process::id()));
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpcap"));
-        cmd.args(["analyze", "--format", "csv", "--fail-on", "never", "--out"]).arg(&out);
-        let ports = entry["ports"].as_array().unwrap().len();
-        let client = entry["client_facing_ports"].as_array().unwrap();
-        if ports > client.len() {
-            for p in client {
-                cmd.args(["--port", &p.to_string()]);
+    for dir in ["fixtures/mcp", "fixtures/mcp-rmcp"] {
+        let manifest: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(root.join(dir).join("MANIFEST.json")).unwrap(),
+        )
+        .unwrap();
+        for entry in manifest.as_array().unwrap() {
+            let file = entry["file"].as_str().unwrap();
+            let stem = file.trim_end_matches(".pcap");
+            let out =
+                std::env::temp_dir().join(format!("mcpcap-golden-{}-{stem}", std::process::id()));
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpcap"));
+            cmd.args(["analyze", "--format", "csv", "--fail-on", "never", "--out"])
+                .arg(&out);
+            let ports = entry["ports"].as_array().unwrap().len();
+            let client = entry["client_facing_ports"].as_array().unwrap();
+            if ports > client.len() {
+                for p in client {
+                    cmd.args(["--port", &p.to_string()]);
+                }
             }
-        }
-        cmd.arg(root.join("fixtures/mcp").join(file));
-        let o = cmd.output().unwrap();
-        assert_eq!(o.status.code(), Some(0), "{file}: {}", String::from_utf8_lossy(&o.stderr));
-        for t in TABLES {
-            let got = std::fs::read_to_string(out.join(format!("{t}.csv"))).unwrap();
-            let golden = root.join("tests/golden").join(stem).join(format!("{t}.csv"));
-            if regen {
-                std::fs::create_dir_all(golden.parent().unwrap()).unwrap();
-                std::fs::write(&golden, &got).unwrap();
-            } else {
-                let want = std::fs::read_to_string(&golden).unwrap_or_else(|_| panic!("missing {}; run with MCPCAP_REGEN=1", golden.display()));
-                assert_eq!(got, want, "{file}: table {t} differs from {}", golden.display());
+            cmd.arg(root.join(dir).join(file));
+            let o = cmd.output().unwrap();
+            assert_eq!(
+                o.status.code(),
+                Some(0),
+                "{file}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            for t in TABLES {
+                let got = std::fs::read_to_string(out.join(format!("{t}.csv"))).unwrap();
+                let golden = root
+                    .join("tests/golden")
+                    .join(stem)
+                    .join(format!("{t}.csv"));
+                if regen {
+                    std::fs::create_dir_all(golden.parent().unwrap()).unwrap();
+                    std::fs::write(&golden, &got).unwrap();
+                } else {
+                    let want = std::fs::read_to_string(&golden).unwrap_or_else(|_| {
+                        panic!("missing {}; run with MCPCAP_REGEN=1", golden.display())
+                    });
+                    assert_eq!(
+                        got,
+                        want,
+                        "{file}: table {t} differs from {}",
+                        golden.display()
+                    );
+                }
+                compared += 1;
             }
-            compared += 1;
+            let _ = std::fs::remove_dir_all(&out);
         }
-        let _ = std::fs::remove_dir_all(&out);
     }
-    assert_eq!(compared, 9 * TABLES.len());
+    assert_eq!(compared, (9 + 4) * TABLES.len());
 }

@@ -32,9 +32,22 @@ fn capture(first: u64, first_progress: u64) -> Capture {
 fn kinds(cap: &Capture) -> Vec<String> {
     let path = temp_path("inclusive", "pcap");
     std::fs::write(&path, cap.pcap()).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_mcpcap")).args(["analyze", "--format", "ndjson", "--fail-on", "never"]).arg(&path).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+        .args(["analyze", "--format", "ndjson", "--fail-on", "never"])
+        .arg(&path)
+        .output()
+        .unwrap();
     let _ = std::fs::remove_file(&path);
-    let mut k: Vec<String> = String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["kind"].as_str().unwrap().to_string()).collect();
+    let mut k: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
     k.sort();
     k
 }

@@ -18,8 +18,18 @@ fn run(dir: &Path, entry: &Value) -> Vec<Value> {
     let file = dir.join(entry["file"].as_str().unwrap());
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpcap"));
     cmd.args(["analyze", "--format", "ndjson", "--fail-on", "never"]);
-    let ports: Vec<u64> = entry["ports"].as_array().unwrap().iter().filter_map(Value::as_u64).collect();
-    let client: Vec<u64> = entry["client_facing_ports"].as_array().unwrap().iter().filter_map(Value::as_u64).collect();
+    let ports: Vec<u64> = entry["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_u64)
+        .collect();
+    let client: Vec<u64> = entry["client_facing_ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_u64)
+        .collect();
     if ports.len() > client.len() {
         for p in &client {
             cmd.args(["--port", &p.to_string()]);
@@ -27,9 +37,24 @@ fn run(dir: &Path, entry: &Value) -> Vec<Value> {
     }
     cmd.arg(&file);
     let out = cmd.output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}: {}", file.display(), String::from_utf8_lossy(&out.stderr));
-    assert!(out.stderr.is_empty(), "{}: unexpected stderr {}", file.display(), String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}: unexpected stderr {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 /// The manifest's value of a detail as a finding column would show it (ids are strings, request ids compact JSON).
@@ -41,7 +66,8 @@ fn as_text(v: &Value) -> String {
 }
 
 fn check_dir(dir: &Path) -> usize {
-    let manifest: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("MANIFEST.json")).unwrap()).unwrap();
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("MANIFEST.json")).unwrap()).unwrap();
     let mut checked = 0;
     for entry in manifest.as_array().unwrap() {
         let name = entry["file"].as_str().unwrap();
@@ -49,8 +75,17 @@ fn check_dir(dir: &Path) -> usize {
         for session in entry["sessions"].as_array().unwrap() {
             let sid = session["session_id"].as_str().unwrap_or("none");
             let got: Vec<&Value> = findings.iter().filter(|f| f["session_id"] == sid).collect();
-            let expected: Vec<&Value> = session["expected"].as_array().unwrap().iter().filter(|e| e["kind"] != "backend_switch").collect();
-            let acceptable: Vec<&str> = session.get("also_acceptable").and_then(Value::as_array).map(|a| a.iter().filter_map(|e| e["kind"].as_str()).collect()).unwrap_or_default();
+            let expected: Vec<&Value> = session["expected"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["kind"] != "backend_switch")
+                .collect();
+            let acceptable: Vec<&str> = session
+                .get("also_acceptable")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(|e| e["kind"].as_str()).collect())
+                .unwrap_or_default();
             let mut want: BTreeMap<&str, usize> = BTreeMap::new();
             for e in &expected {
                 *want.entry(e["kind"].as_str().unwrap()).or_default() += 1;
@@ -67,26 +102,45 @@ fn check_dir(dir: &Path) -> usize {
                 let d = &e["details"];
                 let matches = got.iter().any(|f| {
                     f["kind"] == e["kind"]
-                        && d.get("last_event_id").or(d.get("resume_last_event_id")).is_none_or(|l| f["last_event_id"] == *l)
-                        && d.get("first_event_id").or(d.get("event_id")).is_none_or(|i| f["event_id"] == *i)
-                        && d.get("request_id").is_none_or(|r| f["request_id"] == Value::String(as_text(r)))
+                        && d.get("last_event_id")
+                            .or(d.get("resume_last_event_id"))
+                            .is_none_or(|l| f["last_event_id"] == *l)
+                        && d.get("first_event_id")
+                            .or(d.get("event_id"))
+                            .is_none_or(|i| f["event_id"] == *i)
+                        && d.get("request_id")
+                            .is_none_or(|r| f["request_id"] == Value::String(as_text(r)))
                 });
-                assert!(matches, "{name} session {sid}: no finding matches {e:#}\ngot {got:#?}");
+                assert!(
+                    matches,
+                    "{name} session {sid}: no finding matches {e:#}\ngot {got:#?}"
+                );
             }
             // No other error or warning.
             for f in &got {
                 let kind = f["kind"].as_str().unwrap();
                 if f["severity"] != "info" {
-                    assert!(want.contains_key(kind) || acceptable.contains(&kind), "{name} session {sid}: unexpected {kind}: {f:#}");
+                    assert!(
+                        want.contains_key(kind) || acceptable.contains(&kind),
+                        "{name} session {sid}: unexpected {kind}: {f:#}"
+                    );
                 }
             }
             checked += 1;
         }
         // No error or warning outside the manifest's sessions.
-        let sessions: Vec<&str> = entry["sessions"].as_array().unwrap().iter().map(|s| s["session_id"].as_str().unwrap_or("none")).collect();
+        let sessions: Vec<&str> = entry["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["session_id"].as_str().unwrap_or("none"))
+            .collect();
         for f in &findings {
             if f["severity"] != "info" {
-                assert!(sessions.contains(&f["session_id"].as_str().unwrap()), "{name}: finding in an unlisted session: {f:#}");
+                assert!(
+                    sessions.contains(&f["session_id"].as_str().unwrap()),
+                    "{name}: finding in an unlisted session: {f:#}"
+                );
             }
         }
     }
@@ -111,6 +165,15 @@ fn generated_fixtures_manifest() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp-gen");
     let n = check_dir(&dir);
     assert!(n >= 20, "only {n} sessions checked");
+}
+
+/// Captures of the official Rust SDK (rmcp 3.11.0) made for this project: healthy, a resumption
+/// whose replay re-sends the cursor event, a server restart answered by 404s, and a late resume
+/// answered by an empty 200 stream. Expectations written from the wire, event by event.
+#[test]
+fn rmcp_fixtures_manifest() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp-rmcp");
+    assert_eq!(check_dir(&dir), 4);
 }
 
 #[test]

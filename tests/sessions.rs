@@ -12,41 +12,71 @@ use serde_json::{json, Value};
 fn analyze(cap: &Capture) -> Vec<Value> {
     let path = temp_path("sessions", "pcap");
     std::fs::write(&path, cap.pcap()).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_mcpcap")).args(["analyze", "--format", "ndjson", "--fail-on", "never"]).arg(&path).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+        .args(["analyze", "--format", "ndjson", "--fail-on", "never"])
+        .arg(&path)
+        .output()
+        .unwrap();
     let _ = std::fs::remove_file(&path);
-    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 fn sessions(cap: &Capture) -> Vec<String> {
     let dir = temp_path("sessions-out", "d");
     let path = dir.with_extension("pcap");
     std::fs::write(&path, cap.pcap()).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_mcpcap")).args(["analyze", "--format", "csv", "--fail-on", "never", "--out"]).arg(&dir).arg(&path).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+        .args(["analyze", "--format", "csv", "--fail-on", "never", "--out"])
+        .arg(&dir)
+        .arg(&path)
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let csv = std::fs::read_to_string(dir.join("sessions.csv")).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(&path);
-    csv.lines().skip(1).map(|l| l.split(',').next().unwrap().to_string()).collect()
+    csv.lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap().to_string())
+        .collect()
 }
 
 /// `GET /sse`, answered with the `endpoint` event, then requests POSTed to
 /// `/messages?sessionId=…` (202) whose responses arrive on the GET stream.
 fn legacy_client(cap: &mut Capture, sid: &str) {
     let mut stream = cap.connect();
-    stream.client(cap, b"GET /sse HTTP/1.1\r\nHost: 127.0.0.1:3000\r\nAccept: text/event-stream\r\n\r\n");
+    stream.client(
+        cap,
+        b"GET /sse HTTP/1.1\r\nHost: 127.0.0.1:3000\r\nAccept: text/event-stream\r\n\r\n",
+    );
     let endpoint = format!("event: endpoint\ndata: /messages?sessionId={sid}\n\n");
     let mut head = sse_head(None);
     head.extend(chunk(endpoint.as_bytes()));
     stream.server(cap, &head);
     for id in 0..2 {
-        let body = if id == 0 { initialize(0) } else { json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}) };
+        let body = if id == 0 {
+            initialize(0)
+        } else {
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        };
         let mut post = cap.connect();
         let b = body.to_string();
         post.client(cap, format!("POST /messages?sessionId={sid} HTTP/1.1\r\nHost: 127.0.0.1:3000\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{b}", b.len()).as_bytes());
         post.server(cap, &accepted());
         post.close(cap);
-        let answer = format!("event: message\ndata: {}\n\n", json!({"jsonrpc": "2.0", "id": id, "result": {}}));
+        let answer = format!(
+            "event: message\ndata: {}\n\n",
+            json!({"jsonrpc": "2.0", "id": id, "result": {}})
+        );
         stream.server(cap, &chunk(answer.as_bytes()));
     }
     stream.server(cap, LAST_CHUNK);
@@ -58,7 +88,11 @@ fn legacy_sessions_are_keyed_by_query_parameter() {
     let mut cap = Capture::new();
     legacy_client(&mut cap, "aaa");
     legacy_client(&mut cap, "bbb");
-    assert_eq!(analyze(&cap), Vec::<Value>::new(), "two legacy sessions reusing ids 0 and 1 are healthy");
+    assert_eq!(
+        analyze(&cap),
+        Vec::<Value>::new(),
+        "two legacy sessions reusing ids 0 and 1 are healthy"
+    );
     assert_eq!(sessions(&cap), vec!["aaa".to_string(), "bbb".to_string()]);
 }
 
@@ -68,8 +102,17 @@ fn stateless_clients_reusing_ids_are_not_duplicates() {
     for _ in 0..2 {
         for id in 0..2 {
             let mut c = cap.connect();
-            c.client(&mut cap, &post(None, &json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"})));
-            c.server(&mut cap, &json_response(None, &json!({"jsonrpc": "2.0", "id": id, "result": {}})));
+            c.client(
+                &mut cap,
+                &post(
+                    None,
+                    &json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}),
+                ),
+            );
+            c.server(
+                &mut cap,
+                &json_response(None, &json!({"jsonrpc": "2.0", "id": id, "result": {}})),
+            );
             c.close(&mut cap);
         }
     }
@@ -81,8 +124,24 @@ fn stateless_clients_reusing_ids_are_not_duplicates() {
 fn stateless_unanswered_request_is_lost() {
     let mut cap = Capture::new();
     let mut c = cap.connect();
-    c.client(&mut cap, &post(None, &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "x"}})));
-    c.server(&mut cap, &sse_response(None, &[Ev::id(1, json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {}}))], false));
+    c.client(
+        &mut cap,
+        &post(
+            None,
+            &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "x"}}),
+        ),
+    );
+    c.server(
+        &mut cap,
+        &sse_response(
+            None,
+            &[Ev::id(
+                1,
+                json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {}}),
+            )],
+            false,
+        ),
+    );
     c.server_reset(&mut cap);
     let fs = analyze(&cap);
     assert_eq!(fs.len(), 1, "{fs:?}");
@@ -98,8 +157,21 @@ fn unanswered_request_behind_a_capture_gap_is_unverifiable() {
     let mut cap = Capture::with_segment_size(40);
     let mut c = cap.connect();
     let port = 50000;
-    c.client(&mut cap, &post(None, &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "x"}})));
-    let events: Vec<Ev> = (1..4).map(|i| Ev::id(i, json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"i": i}}))).collect();
+    c.client(
+        &mut cap,
+        &post(
+            None,
+            &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "x"}}),
+        ),
+    );
+    let events: Vec<Ev> = (1..4)
+        .map(|i| {
+            Ev::id(
+                i,
+                json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"i": i}}),
+            )
+        })
+        .collect();
     c.server(&mut cap, &sse_response(None, &events, true));
     c.close(&mut cap);
     let data = cap.server_data_frames(port);

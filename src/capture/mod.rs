@@ -104,20 +104,39 @@ pub fn read_capture<R: Read + Send>(
                         legacy_nanos = h.is_nanosecond_precision();
                     }
                     PcapBlockOwned::Legacy(b) => {
-                        let sub = if legacy_nanos { b.ts_usec as i64 / 1000 } else { b.ts_usec as i64 };
+                        let sub = if legacy_nanos {
+                            b.ts_usec as i64 / 1000
+                        } else {
+                            b.ts_usec as i64
+                        };
                         let ts = (b.ts_sec as i64) * 1_000_000 + sub;
                         let caplen = (b.caplen as usize).min(b.data.len());
-                        sink(Frame { number, ts, linktype: legacy_linktype, data: &b.data[..caplen], orig_len: b.origlen });
+                        sink(Frame {
+                            number,
+                            ts,
+                            linktype: legacy_linktype,
+                            data: &b.data[..caplen],
+                            orig_len: b.origlen,
+                        });
                         number += 1;
                         summary.frames += 1;
                     }
                     PcapBlockOwned::NG(Block::SectionHeader(_)) => ifaces.clear(),
                     PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
                         let resolution = idb.ts_resolution().unwrap_or_else(|| {
-                            anomalies.add(Anomaly::new("pcapng.bad_tsresol", None, None, format!("if_tsresol {}", idb.if_tsresol)));
+                            anomalies.add(Anomaly::new(
+                                "pcapng.bad_tsresol",
+                                None,
+                                None,
+                                format!("if_tsresol {}", idb.if_tsresol),
+                            ));
                             1_000_000
                         });
-                        ifaces.push(Iface { linktype: idb.linktype.0, resolution: resolution.max(1), offset: idb.if_tsoffset });
+                        ifaces.push(Iface {
+                            linktype: idb.linktype.0,
+                            resolution: resolution.max(1),
+                            offset: idb.if_tsoffset,
+                        });
                     }
                     PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
                         match ifaces.get(epb.if_id as usize) {
@@ -125,9 +144,20 @@ pub fn read_capture<R: Read + Send>(
                                 let raw = ((epb.ts_high as u64) << 32) | epb.ts_low as u64;
                                 let ts = ts_to_micros(raw, iface.resolution, iface.offset);
                                 let caplen = (epb.caplen as usize).min(epb.data.len());
-                                sink(Frame { number, ts, linktype: iface.linktype, data: &epb.data[..caplen], orig_len: epb.origlen });
+                                sink(Frame {
+                                    number,
+                                    ts,
+                                    linktype: iface.linktype,
+                                    data: &epb.data[..caplen],
+                                    orig_len: epb.origlen,
+                                });
                             }
-                            None => anomalies.add(Anomaly::new("pcapng.unknown_interface", Some(number), None, format!("EPB names interface {} of {}", epb.if_id, ifaces.len()))),
+                            None => anomalies.add(Anomaly::new(
+                                "pcapng.unknown_interface",
+                                Some(number),
+                                None,
+                                format!("EPB names interface {} of {}", epb.if_id, ifaces.len()),
+                            )),
                         }
                         number += 1;
                         summary.frames += 1;
@@ -137,9 +167,20 @@ pub fn read_capture<R: Read + Send>(
                         match ifaces.first() {
                             Some(iface) => {
                                 let caplen = (spb.origlen as usize).min(spb.data.len());
-                                sink(Frame { number, ts: 0, linktype: iface.linktype, data: &spb.data[..caplen], orig_len: spb.origlen });
+                                sink(Frame {
+                                    number,
+                                    ts: 0,
+                                    linktype: iface.linktype,
+                                    data: &spb.data[..caplen],
+                                    orig_len: spb.origlen,
+                                });
                             }
-                            None => anomalies.add(Anomaly::new("pcapng.unknown_interface", Some(number), None, "SPB before any IDB".into())),
+                            None => anomalies.add(Anomaly::new(
+                                "pcapng.unknown_interface",
+                                Some(number),
+                                None,
+                                "SPB before any IDB".into(),
+                            )),
                         }
                         number += 1;
                         summary.frames += 1;
@@ -210,7 +251,10 @@ pub fn ts_to_micros(raw: u64, resolution: u64, offset_secs: i64) -> i64 {
     let secs = raw / resolution;
     let frac = raw % resolution;
     let micros = (frac as u128 * 1_000_000 / resolution as u128) as i64;
-    (secs as i64).saturating_add(offset_secs).saturating_mul(1_000_000).saturating_add(micros)
+    (secs as i64)
+        .saturating_add(offset_secs)
+        .saturating_mul(1_000_000)
+        .saturating_add(micros)
 }
 
 #[cfg(test)]
@@ -224,9 +268,26 @@ mod tests {
         assert_eq!(ts_to_micros(u64::MAX, 1, i64::MAX), i64::MAX);
     }
 
-    fn legacy(magic: u32, big_endian: bool, linktype: u32, records: &[(u32, u32, &[u8])]) -> Vec<u8> {
-        let w32 = |v: u32| if big_endian { v.to_be_bytes() } else { v.to_le_bytes() };
-        let w16 = |v: u16| if big_endian { v.to_be_bytes() } else { v.to_le_bytes() };
+    fn legacy(
+        magic: u32,
+        big_endian: bool,
+        linktype: u32,
+        records: &[(u32, u32, &[u8])],
+    ) -> Vec<u8> {
+        let w32 = |v: u32| {
+            if big_endian {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        };
+        let w16 = |v: u16| {
+            if big_endian {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        };
         let mut b = Vec::new();
         b.extend_from_slice(&w32(magic));
         b.extend_from_slice(&w16(2));
@@ -246,7 +307,10 @@ mod tests {
     fn frames(bytes: &[u8]) -> Vec<(u64, i64, i32, Vec<u8>)> {
         let mut a = Anomalies::default();
         let mut out = Vec::new();
-        read_capture(bytes, 1, &mut a, |f| out.push((f.number, f.ts, f.linktype, f.data.to_vec()))).unwrap();
+        read_capture(bytes, 1, &mut a, |f| {
+            out.push((f.number, f.ts, f.linktype, f.data.to_vec()))
+        })
+        .unwrap();
         out
     }
 
@@ -255,9 +319,21 @@ mod tests {
         let recs: [(u32, u32, &[u8]); 2] = [(10, 500, b"ab"), (11, 7, b"c")];
         for be in [false, true] {
             let micro = frames(&legacy(0xa1b2c3d4, be, 1, &recs));
-            assert_eq!(micro, vec![(1, 10_000_500, 1, b"ab".to_vec()), (2, 11_000_007, 1, b"c".to_vec())]);
+            assert_eq!(
+                micro,
+                vec![
+                    (1, 10_000_500, 1, b"ab".to_vec()),
+                    (2, 11_000_007, 1, b"c".to_vec())
+                ]
+            );
             let nano = frames(&legacy(0xa1b23c4d, be, 113, &recs));
-            assert_eq!(nano, vec![(1, 10_000_000, 113, b"ab".to_vec()), (2, 11_000_000, 113, b"c".to_vec())]);
+            assert_eq!(
+                nano,
+                vec![
+                    (1, 10_000_000, 113, b"ab".to_vec()),
+                    (2, 11_000_000, 113, b"c".to_vec())
+                ]
+            );
         }
     }
 
@@ -303,7 +379,13 @@ mod tests {
         file.extend(block(6, &epb(0, 5_000_001, b"eth")));
         file.extend(block(6, &epb(1, 6_000_000_123, b"ip")));
         file.extend(block(0x0BAD, &[1, 2, 3, 4])); // unknown block: skipped
-        assert_eq!(frames(&file), vec![(1, 5_000_001, 1, b"eth".to_vec()), (2, 6_000_000, 101, b"ip".to_vec())]);
+        assert_eq!(
+            frames(&file),
+            vec![
+                (1, 5_000_001, 1, b"eth".to_vec()),
+                (2, 6_000_000, 101, b"ip".to_vec())
+            ]
+        );
     }
 
     #[test]

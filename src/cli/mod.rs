@@ -17,7 +17,11 @@ pub const EXIT_FINDINGS: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 
 #[derive(Parser, Debug)]
-#[command(name = "mcpcap", version, about = "Find lost, duplicated and fabricated MCP messages across SSE resumptions in packet captures")]
+#[command(
+    name = "mcpcap",
+    version,
+    about = "Find lost, duplicated and fabricated MCP messages across SSE resumptions in packet captures"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -101,7 +105,9 @@ pub fn main() -> i32 {
 fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     for p in &args.app_seq {
         if !p.is_empty() && !p.starts_with('/') {
-            return Err(format!("--app-seq {p:?}: a JSON pointer starts with '/' (RFC 6901)"));
+            return Err(format!(
+                "--app-seq {p:?}: a JSON pointer starts with '/' (RFC 6901)"
+            ));
         }
     }
     let format = match args.format {
@@ -115,7 +121,11 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     if matches!(format, Format::Csv | Format::Parquet) && args.out.is_none() {
         return Err("--format csv/parquet needs --out DIR".into());
     }
-    let mut analyzer = Analyzer::new(Options { ports: args.ports.clone(), app_seq: args.app_seq.clone(), ..Default::default() });
+    let mut analyzer = Analyzer::new(Options {
+        ports: args.ports.clone(),
+        app_seq: args.app_seq.clone(),
+        ..Default::default()
+    });
     let mut read_any = false;
     let mut readable_frames = 0u64;
     let mut capture_anomalies = mcpcap::anomaly::Anomalies::default();
@@ -130,18 +140,40 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         let first = analyzer.counters.frames + 1;
         let unsupported_before = analyzer.anomalies.count("capture.unsupported_linktype");
         let reader = std::io::BufReader::with_capacity(1 << 20, file);
-        let res = mcpcap::capture::read_capture(reader, first, &mut capture_anomalies, |f| analyzer.frame(&f));
+        let res = mcpcap::capture::read_capture(reader, first, &mut capture_anomalies, |f| {
+            analyzer.frame(&f)
+        });
         match res {
             Ok(summary) => {
                 read_any = true;
-                let unsupported = analyzer.anomalies.count("capture.unsupported_linktype") - unsupported_before;
+                let unsupported =
+                    analyzer.anomalies.count("capture.unsupported_linktype") - unsupported_before;
                 readable_frames += summary.frames - unsupported;
                 if unsupported > 0 {
-                    let which = analyzer.anomalies.rows.iter().rev().find(|a| a.code == "capture.unsupported_linktype").map(|a| a.detail.clone()).unwrap_or_default();
-                    eprintln!("mcpcap: {}: unsupported {} ({} of {} frames skipped)", path.display(), which, unsupported, summary.frames);
+                    let which = analyzer
+                        .anomalies
+                        .rows
+                        .iter()
+                        .rev()
+                        .find(|a| a.code == "capture.unsupported_linktype")
+                        .map(|a| a.detail.clone())
+                        .unwrap_or_default();
+                    eprintln!(
+                        "mcpcap: {}: unsupported {} ({} of {} frames skipped)",
+                        path.display(),
+                        which,
+                        unsupported,
+                        summary.frames
+                    );
                 }
                 if let Some(why) = summary.truncated {
-                    eprintln!("mcpcap: {}: {} at byte {}; analysed the {} frames before it", path.display(), why, summary.stopped_at.unwrap_or(0), summary.frames);
+                    eprintln!(
+                        "mcpcap: {}: {} at byte {}; analysed the {} frames before it",
+                        path.display(),
+                        why,
+                        summary.stopped_at.unwrap_or(0),
+                        summary.frames
+                    );
                 }
             }
             Err(e) => eprintln!("mcpcap: {}: {}", path.display(), e),
@@ -163,11 +195,18 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             tables::events(&analysis, &exchanges),
             tables::exchanges(&analysis, &exchanges),
             tables::flows(&analyzer.flows.flows, &analyzer.http.client_dir),
-            tables::anomalies(&[&capture_anomalies, &analyzer.anomalies, &analyzer.http.anomalies]),
+            tables::anomalies(&[
+                &capture_anomalies,
+                &analyzer.anomalies,
+                &analyzer.http.anomalies,
+            ]),
         ]
     };
     let selected: Vec<Table> = match which {
-        "flows" => vec![tables::flows(&analyzer.flows.flows, &analyzer.http.client_dir)],
+        "flows" => vec![tables::flows(
+            &analyzer.flows.flows,
+            &analyzer.http.client_dir,
+        )],
         "exchanges" => vec![tables::exchanges(&analysis, &exchanges)],
         "events" => vec![tables::events(&analysis, &exchanges)],
         _ => all(),
@@ -180,8 +219,13 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             report::write_files(&selected, dir, format)?;
         }
         Format::Ndjson => {
-            let t = if which == "analyze" { &findings_t } else { &selected[0] };
-            t.write_ndjson(&mut out).map_err(|e| format!("stdout: {e}"))?;
+            let t = if which == "analyze" {
+                &findings_t
+            } else {
+                &selected[0]
+            };
+            t.write_ndjson(&mut out)
+                .map_err(|e| format!("stdout: {e}"))?;
         }
         Format::Table => {
             set_table_style();
@@ -192,9 +236,49 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             let shown: Vec<Table> = if which == "analyze" {
                 let t = all();
                 vec![
-                    select(&t[0], &["session_id", "protocol_version", "ts_first", "exchanges", "streams", "resumptions", "errors", "warnings", "verdict"]),
-                    select(&t[2], &["ts", "session_id", "flow_id", "frame", "last_event_id", "stream_id", "status", "first_event_id", "events", "verdict"]),
-                    select(&t[3], &["ts", "session_id", "kind", "severity", "flow_id", "frame", "last_event_id", "event_id", "request_id"]),
+                    select(
+                        &t[0],
+                        &[
+                            "session_id",
+                            "protocol_version",
+                            "ts_first",
+                            "exchanges",
+                            "streams",
+                            "resumptions",
+                            "errors",
+                            "warnings",
+                            "verdict",
+                        ],
+                    ),
+                    select(
+                        &t[2],
+                        &[
+                            "ts",
+                            "session_id",
+                            "flow_id",
+                            "frame",
+                            "last_event_id",
+                            "stream_id",
+                            "status",
+                            "first_event_id",
+                            "events",
+                            "verdict",
+                        ],
+                    ),
+                    select(
+                        &t[3],
+                        &[
+                            "ts",
+                            "session_id",
+                            "kind",
+                            "severity",
+                            "flow_id",
+                            "frame",
+                            "last_event_id",
+                            "event_id",
+                            "request_id",
+                        ],
+                    ),
                 ]
             } else {
                 selected
@@ -205,7 +289,15 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             }
             if which == "analyze" {
                 for (i, f) in analysis.findings.iter().enumerate() {
-                    let _ = writeln!(out, "[{}] {} {} ({}): {}", i + 1, f.severity.as_str(), f.kind, f.session_id, f.detail);
+                    let _ = writeln!(
+                        out,
+                        "[{}] {} {} ({}): {}",
+                        i + 1,
+                        f.severity.as_str(),
+                        f.kind,
+                        f.session_id,
+                        f.detail
+                    );
                 }
             }
         }
@@ -221,7 +313,13 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
 }
 
 fn select(t: &Table, names: &[&str]) -> Table {
-    Table { name: t.name, columns: names.iter().filter_map(|n| t.columns.iter().find(|(c, _)| c == n).cloned()).collect() }
+    Table {
+        name: t.name,
+        columns: names
+            .iter()
+            .filter_map(|n| t.columns.iter().find(|(c, _)| c == n).cloned())
+            .collect(),
+    }
 }
 
 fn set_table_style() {

@@ -67,19 +67,30 @@ pub fn decode(linktype: i32, data: &[u8], orig_len: u32) -> Decoded<'_> {
             let be = u32::from_be_bytes([data[0], data[1], data[2], data[3]]);
             let fam = if le < 256 { le } else { be };
             match fam {
-                2 => Ok(LaxSlicedPacket::from_ether_type(EtherType::IPV4, &data[4..])),
-                24 | 28 | 30 => Ok(LaxSlicedPacket::from_ether_type(EtherType::IPV6, &data[4..])),
+                2 => Ok(LaxSlicedPacket::from_ether_type(
+                    EtherType::IPV4,
+                    &data[4..],
+                )),
+                24 | 28 | 30 => Ok(LaxSlicedPacket::from_ether_type(
+                    EtherType::IPV6,
+                    &data[4..],
+                )),
                 _ => return Decoded::NotTcp,
             }
         }
-        12 | 101 | 228 | 229 => LaxSlicedPacket::from_ip(data).map_err(|e| ("decode.ip", e.to_string())),
+        12 | 101 | 228 | 229 => {
+            LaxSlicedPacket::from_ip(data).map_err(|e| ("decode.ip", e.to_string()))
+        }
         113 => {
             // Linux cooked v1: 16-byte header, protocol type in the last two bytes.
             if data.len() < 16 {
                 return Decoded::Malformed("decode.sll_short", format!("{} bytes", data.len()));
             }
             let proto = u16::from_be_bytes([data[14], data[15]]);
-            Ok(LaxSlicedPacket::from_ether_type(EtherType(proto), &data[16..]))
+            Ok(LaxSlicedPacket::from_ether_type(
+                EtherType(proto),
+                &data[16..],
+            ))
         }
         276 => {
             // Linux cooked v2: 20-byte header, protocol type first.
@@ -87,7 +98,10 @@ pub fn decode(linktype: i32, data: &[u8], orig_len: u32) -> Decoded<'_> {
                 return Decoded::Malformed("decode.sll2_short", format!("{} bytes", data.len()));
             }
             let proto = u16::from_be_bytes([data[0], data[1]]);
-            Ok(LaxSlicedPacket::from_ether_type(EtherType(proto), &data[20..]))
+            Ok(LaxSlicedPacket::from_ether_type(
+                EtherType(proto),
+                &data[20..],
+            ))
         }
         other => return Decoded::UnsupportedLink(other),
     };
@@ -99,12 +113,24 @@ pub fn decode(linktype: i32, data: &[u8], orig_len: u32) -> Decoded<'_> {
         Some(LaxNetSlice::Ipv4(v4)) => {
             let h = v4.header();
             let pl = v4.payload();
-            (IpAddr::V4(h.source_addr()), IpAddr::V4(h.destination_addr()), pl.fragmented, pl.payload.len(), pl.incomplete)
+            (
+                IpAddr::V4(h.source_addr()),
+                IpAddr::V4(h.destination_addr()),
+                pl.fragmented,
+                pl.payload.len(),
+                pl.incomplete,
+            )
         }
         Some(LaxNetSlice::Ipv6(v6)) => {
             let h = v6.header();
             let pl = v6.payload();
-            (IpAddr::V6(h.source_addr()), IpAddr::V6(h.destination_addr()), pl.fragmented, pl.payload.len(), pl.incomplete)
+            (
+                IpAddr::V6(h.source_addr()),
+                IpAddr::V6(h.destination_addr()),
+                pl.fragmented,
+                pl.payload.len(),
+                pl.incomplete,
+            )
         }
         Some(LaxNetSlice::Arp(_)) | None => {
             if let Some((e, _)) = &p.stop_err {
@@ -122,7 +148,11 @@ pub fn decode(linktype: i32, data: &[u8], orig_len: u32) -> Decoded<'_> {
             let payload = tcp.payload();
             // When the snaplen cut the frame, the wire length of the payload is what the
             // frame's original length implies beyond what we hold.
-            let missing = if ip_incomplete { orig_len.saturating_sub(data.len() as u32) } else { 0 };
+            let missing = if ip_incomplete {
+                orig_len.saturating_sub(data.len() as u32)
+            } else {
+                0
+            };
             Decoded::Tcp(Segment {
                 src,
                 dst,
@@ -152,7 +182,11 @@ mod tests {
     use etherparse::PacketBuilder;
 
     fn tcp_frame() -> Vec<u8> {
-        let b = PacketBuilder::ethernet2([1; 6], [2; 6]).ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64).tcp(40000, 80, 1000, 65535).psh().ack(7);
+        let b = PacketBuilder::ethernet2([1; 6], [2; 6])
+            .ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
+            .tcp(40000, 80, 1000, 65535)
+            .psh()
+            .ack(7);
         let mut out = Vec::new();
         b.write(&mut out, b"GET / HTTP/1.1\r\n\r\n").unwrap();
         out
@@ -177,18 +211,30 @@ mod tests {
         let ip = &f[14..];
         let mut null = vec![2, 0, 0, 0];
         null.extend_from_slice(ip);
-        assert!(matches!(decode(0, &null, null.len() as u32), Decoded::Tcp(_)));
+        assert!(matches!(
+            decode(0, &null, null.len() as u32),
+            Decoded::Tcp(_)
+        ));
         let mut sll2 = vec![0x08, 0x00];
         sll2.extend_from_slice(&[0; 18]);
         sll2.extend_from_slice(ip);
-        assert!(matches!(decode(276, &sll2, sll2.len() as u32), Decoded::Tcp(_)));
+        assert!(matches!(
+            decode(276, &sll2, sll2.len() as u32),
+            Decoded::Tcp(_)
+        ));
         assert!(matches!(decode(101, ip, ip.len() as u32), Decoded::Tcp(_)));
-        assert!(matches!(decode(147, ip, ip.len() as u32), Decoded::UnsupportedLink(147)));
+        assert!(matches!(
+            decode(147, ip, ip.len() as u32),
+            Decoded::UnsupportedLink(147)
+        ));
     }
 
     #[test]
     fn vlan_sll_and_ipv6() {
-        let b = PacketBuilder::ethernet2([1; 6], [2; 6]).single_vlan(etherparse::VlanId::try_new(7).unwrap()).ipv6([1; 16], [2; 16], 64).tcp(5, 6, 9, 100);
+        let b = PacketBuilder::ethernet2([1; 6], [2; 6])
+            .single_vlan(etherparse::VlanId::try_new(7).unwrap())
+            .ipv6([1; 16], [2; 16], 64)
+            .tcp(5, 6, 9, 100);
         let mut f = Vec::new();
         b.write(&mut f, b"x").unwrap();
         match decode(1, &f, f.len() as u32) {
@@ -199,7 +245,10 @@ mod tests {
         let mut sll = vec![0; 14];
         sll.extend_from_slice(&[0x08, 0x00]);
         sll.extend_from_slice(ip);
-        assert!(matches!(decode(113, &sll, sll.len() as u32), Decoded::Tcp(_)));
+        assert!(matches!(
+            decode(113, &sll, sll.len() as u32),
+            Decoded::Tcp(_)
+        ));
     }
 
     #[test]

@@ -125,12 +125,25 @@ pub fn run(model: &Model, exchanges: &[Exchange], app_seq: &[String]) -> Analysi
     let mut findings = Vec::new();
     let mut results = Vec::new();
     for (i, r) in model.resumptions.iter().enumerate() {
-        results.push(resume::check(model, exchanges, i, r, app_seq, &mut findings));
+        results.push(resume::check(
+            model,
+            exchanges,
+            i,
+            r,
+            app_seq,
+            &mut findings,
+        ));
     }
     session::lost_responses(model, exchanges, &mut findings);
     session::duplicate_responses(model, exchanges, &mut findings);
-    findings.sort_by(|a, b| (a.ts, &a.session_id, a.kind, a.frame).cmp(&(b.ts, &b.session_id, b.kind, b.frame)));
-    Analysis { model: model.clone(), resumptions: results, findings }
+    findings.sort_by(|a, b| {
+        (a.ts, &a.session_id, a.kind, a.frame).cmp(&(b.ts, &b.session_id, b.kind, b.frame))
+    });
+    Analysis {
+        model: model.clone(),
+        resumptions: results,
+        findings,
+    }
 }
 
 /// `F<n>` for a flow index.

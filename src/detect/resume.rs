@@ -20,16 +20,26 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn finding(&self, kind: &'static str, severity: Severity, at: Option<&EventRec>, detail: String) -> Finding {
+    fn finding(
+        &self,
+        kind: &'static str,
+        severity: Severity,
+        at: Option<&EventRec>,
+        detail: String,
+    ) -> Finding {
         Finding {
             session_id: self.session.clone(),
             kind,
             severity,
             ts: at.map(|ev| ev.sse.ts).unwrap_or_else(|| self.e.ts()),
             flow_id: flow_id(self.e),
-            frame: at.map(|ev| ev.sse.frame_first).unwrap_or_else(|| self.e.frame()),
+            frame: at
+                .map(|ev| ev.sse.frame_first)
+                .unwrap_or_else(|| self.e.frame()),
             last_event_id: Some(self.leid.to_string()),
-            event_id: at.and_then(|ev| ev.sse.id.clone()).filter(|_| at.is_some_and(|ev| ev.sse.has_own_id)),
+            event_id: at
+                .and_then(|ev| ev.sse.id.clone())
+                .filter(|_| at.is_some_and(|ev| ev.sse.has_own_id)),
             request_id: None,
             expected: None,
             observed: None,
@@ -47,10 +57,27 @@ fn fmt_num(v: f64) -> String {
 }
 
 /// Check one resumption; findings are appended to `out`.
-pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Resumption, app_seq: &[String], out: &mut Vec<Finding>) -> ResumptionResult {
+pub(super) fn check(
+    model: &Model,
+    exchanges: &[Exchange],
+    index: usize,
+    r: &Resumption,
+    app_seq: &[String],
+    out: &mut Vec<Finding>,
+) -> ResumptionResult {
     let e = &exchanges[r.exchange];
-    let ctx = Ctx { session: model.sessions[r.session].label(), e, leid: &r.last_event_id };
-    let result = |verdict, first: Option<String>, reason: &str| ResumptionResult { index, verdict, first_event_id: first, events: e.events.len(), reason: reason.to_string() };
+    let ctx = Ctx {
+        session: model.sessions[r.session].label(),
+        e,
+        leid: &r.last_event_id,
+    };
+    let result = |verdict, first: Option<String>, reason: &str| ResumptionResult {
+        index,
+        verdict,
+        first_event_id: first,
+        events: e.events.len(),
+        reason: reason.to_string(),
+    };
     let status = e.status();
     if e.response.is_none() {
         return result(Verdict::Unverifiable, None, "no response captured");
@@ -71,13 +98,23 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
             e.frame(), flow_id(e), r.last_event_id));
         f.observed = Some("cursor never delivered".into());
         out.push(f);
-        return result(Verdict::Unverifiable, None, "Last-Event-ID not delivered on any captured stream");
+        return result(
+            Verdict::Unverifiable,
+            None,
+            "Last-Event-ID not delivered on any captured stream",
+        );
     };
     if !e.is_sse {
-        return result(Verdict::Unverifiable, None, "response is not an event stream");
+        return result(
+            Verdict::Unverifiable,
+            None,
+            "response is not an event stream",
+        );
     }
     let stream = &model.streams[st];
-    let Some((cx, ce)) = r.cursor else { return result(Verdict::Unverifiable, None, "no cursor") };
+    let Some((cx, ce)) = r.cursor else {
+        return result(Verdict::Unverifiable, None, "no cursor");
+    };
     // Events the client had on this logical stream before this connection.
     let mut before: Vec<Ev> = Vec::new();
     for &xi in &stream.connections {
@@ -91,7 +128,11 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
         }
     }
     let Some(lpos) = before.iter().rposition(|&(x, i, _)| x == cx && i == ce) else {
-        return result(Verdict::Unverifiable, None, "cursor not on an earlier connection of the stream");
+        return result(
+            Verdict::Unverifiable,
+            None,
+            "cursor not on an earlier connection of the stream",
+        );
     };
     let upto: &[Ev] = &before[..=lpos];
     let l_ev = before[lpos].2;
@@ -100,15 +141,41 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
         return result(Verdict::Unverifiable, None, "capture gap in the evidence");
     }
     if after.is_empty() {
-        return result(Verdict::Unverifiable, None, "no events on the resumed connection");
+        // A stream the server ended cleanly with nothing in it, while the stream's request was
+        // still unanswered: what was pending is gone (rmcp answers a late resume this way).
+        let pending =
+            stream.kind == StreamKind::Post && !answered_before(exchanges, stream.origin, &before);
+        if e.resp_complete && pending {
+            return result(Verdict::Gap, None, "the server ended the resumed stream with no events while its request was unanswered");
+        }
+        return result(
+            Verdict::Unverifiable,
+            None,
+            "no events on the resumed connection",
+        );
     }
-    let ids_before: HashSet<&str> = before.iter().filter(|(_, _, ev)| ev.sse.has_own_id).filter_map(|(_, _, ev)| ev.sse.id.as_deref()).collect();
-    let ids_upto: HashSet<&str> = upto.iter().filter(|(_, _, ev)| ev.sse.has_own_id).filter_map(|(_, _, ev)| ev.sse.id.as_deref()).collect();
-    let is_msg = |ev: &EventRec| !ev.messages.is_empty() || (!ev.priming && ev.data_len > 0 && ev.parse_error.is_some());
+    let ids_before: HashSet<&str> = before
+        .iter()
+        .filter(|(_, _, ev)| ev.sse.has_own_id)
+        .filter_map(|(_, _, ev)| ev.sse.id.as_deref())
+        .collect();
+    let ids_upto: HashSet<&str> = upto
+        .iter()
+        .filter(|(_, _, ev)| ev.sse.has_own_id)
+        .filter_map(|(_, _, ev)| ev.sse.id.as_deref())
+        .collect();
+    let is_msg = |ev: &EventRec| {
+        !ev.messages.is_empty() || (!ev.priming && ev.data_len > 0 && ev.parse_error.is_some())
+    };
     // The first new event: an inclusive replay that re-sends the cursor event itself (same id,
     // same data — rmcp does) is a duplicate (reported below), not the start of another log.
-    let resent_cursor = |ev: &EventRec| ev.sse.id.as_deref() == Some(r.last_event_id.as_str()) && ev.data_hash == l_ev.data_hash;
-    let first = after.iter().copied().find(|ev| ev.sse.has_own_id && !ev.priming && !resent_cursor(ev));
+    let resent_cursor = |ev: &EventRec| {
+        ev.sse.id.as_deref() == Some(r.last_event_id.as_str()) && ev.data_hash == l_ev.data_hash
+    };
+    let first = after
+        .iter()
+        .copied()
+        .find(|ev| ev.sse.has_own_id && !ev.priming && !resent_cursor(ev));
     let first_id = first.and_then(|ev| ev.sse.id.clone());
     let mut forked = false;
     let mut gap = false;
@@ -117,7 +184,11 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
     let mut reasons: Vec<&str> = Vec::new();
 
     // missing_event_id: a message on the resumed connection without its own id line.
-    if let Some(ev) = after.iter().copied().find(|ev| is_msg(ev) && !ev.sse.has_own_id) {
+    if let Some(ev) = after
+        .iter()
+        .copied()
+        .find(|ev| is_msg(ev) && !ev.sse.has_own_id)
+    {
         let mut f = ctx.finding("missing_event_id", Severity::Error, Some(ev), format!(
             "The resumed stream (flow {}, frame {}) delivered a message without an id line after Last-Event-ID {}: continuity cannot be proven, so the resume must be treated as a fork.",
             flow_id(e), ev.sse.frame_first, r.last_event_id));
@@ -132,19 +203,49 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
     let mut continuity_claimed = false;
     if let (Some(fev), Some(fid)) = (first, first_id.as_deref()) {
         let pf = ids::parse(fid);
-        let comparable = pf.format == pl.format && pf.format.ordered() && pf.prefix == pl.prefix && pf.seq.is_some() && pl.seq.is_some();
+        let comparable = pf.format == pl.format
+            && pf.format.ordered()
+            && pf.prefix == pl.prefix
+            && pf.seq.is_some()
+            && pl.seq.is_some();
         let (fs, ls) = (pf.seq.unwrap_or(0), pl.seq.unwrap_or(0));
         let strict_time = pf.format == IdFormat::TsStore;
         // Ordered formats compare with L itself; opaque ids can only be matched against what the
         // client already had up to L. (Ids re-sent after L by a replay are duplicates, not a regression.)
-        let regression = if comparable { fs < ls || (fs == ls && !strict_time) } else { ids_upto.contains(fid) };
+        let regression = if comparable {
+            fs < ls || (fs == ls && !strict_time)
+        } else {
+            ids_upto.contains(fid)
+        };
         // Lowest ordinal the stream had with this prefix: a restart goes back to (or below) it.
-        let lowest = before.iter().filter(|(_, _, ev)| ev.sse.has_own_id).filter_map(|(_, _, ev)| ev.sse.id.as_deref()).map(ids::parse).filter(|p| p.format == pf.format && p.prefix == pf.prefix).filter_map(|p| p.seq).min();
-        let ordinal = matches!(pf.format, IdFormat::Integer | IdFormat::Go | IdFormat::Rmcp | IdFormat::CSharp);
-        let mut restart = comparable && ordinal && fs < ls && (fs <= 1 || lowest.is_some_and(|lo| fs <= lo));
+        let lowest = before
+            .iter()
+            .filter(|(_, _, ev)| ev.sse.has_own_id)
+            .filter_map(|(_, _, ev)| ev.sse.id.as_deref())
+            .map(ids::parse)
+            .filter(|p| p.format == pf.format && p.prefix == pf.prefix)
+            .filter_map(|p| p.seq)
+            .min();
+        let ordinal = matches!(
+            pf.format,
+            IdFormat::Integer | IdFormat::Go | IdFormat::Rmcp | IdFormat::CSharp
+        );
+        let mut restart =
+            comparable && ordinal && fs < ls && (fs <= 1 || lowest.is_some_and(|lo| fs <= lo));
         // Prefix formats: ids of another stream that was never seen continue no known stream.
-        let pending = stream.kind == StreamKind::Get || !answered_before(exchanges, stream.origin, &before[..=lpos]);
-        if !restart && pf.format == pl.format && !pf.prefix.is_empty() && pf.prefix != pl.prefix && !ids_before.contains(fid) && pending && matches!(pf.format, IdFormat::TsStore | IdFormat::Go | IdFormat::Rmcp | IdFormat::CSharp) {
+        let pending = stream.kind == StreamKind::Get
+            || !answered_before(exchanges, stream.origin, &before[..=lpos]);
+        if !restart
+            && pf.format == pl.format
+            && !pf.prefix.is_empty()
+            && pf.prefix != pl.prefix
+            && !ids_before.contains(fid)
+            && pending
+            && matches!(
+                pf.format,
+                IdFormat::TsStore | IdFormat::Go | IdFormat::Rmcp | IdFormat::CSharp
+            )
+        {
             restart = true;
         }
         if regression {
@@ -167,7 +268,9 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
             forked = true;
             reasons.push("id sequence restarted");
         }
-        let dense = comparable && (pf.format.dense_by_format() || (pf.format == IdFormat::Integer && stream_dense(upto)));
+        let dense = comparable
+            && (pf.format.dense_by_format()
+                || (pf.format == IdFormat::Integer && stream_dense(upto)));
         if !regression && dense && fs > ls + 1 {
             let mut f = ctx.finding("id_gap", Severity::Error, Some(fev), format!(
                 "The resumed stream (flow {}) went from Last-Event-ID {} to event id {} (frame {}) on a stream whose ids are dense: {} events were never delivered.",
@@ -187,17 +290,37 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
             }
         } else {
             // Opaque ids: a never-seen id is how a replay looks — unless it belongs to another stream of an ordered format.
-            let other_stream = pf.format == pl.format && pf.format.ordered() && pf.prefix != pl.prefix;
+            let other_stream =
+                pf.format == pl.format && pf.format.ordered() && pf.prefix != pl.prefix;
             !ids_before.contains(fid) && !other_stream
         };
     }
 
     // duplicate_delivery on the stream: ids or progress payloads the client already had.
-    let progress_before: HashSet<(String, u64)> = before.iter().flat_map(|(_, _, ev)| ev.messages.iter()).filter_map(|m| Some((m.progress_token.clone()?, m.progress?.to_bits()))).collect();
+    let progress_before: HashSet<(String, u64)> = before
+        .iter()
+        .flat_map(|(_, _, ev)| ev.messages.iter())
+        .filter_map(|m| Some((m.progress_token.clone()?, m.progress?.to_bits())))
+        .collect();
     // An id is delivered twice when the same id comes with the same data; an id reused for other
     // data is a restarted sequence (id_restart/id_regression), not a duplicate.
-    let before_by_id: HashSet<(&str, u64)> = before.iter().filter(|(_, _, ev)| ev.sse.has_own_id).filter_map(|(_, _, ev)| Some((ev.sse.id.as_deref()?, ev.data_hash))).collect();
-    let dup_ids: Vec<&EventRec> = after.iter().copied().filter(|ev| ev.sse.has_own_id && ev.sse.id.as_deref().is_some_and(|i| before_by_id.contains(&(i, ev.data_hash)))).collect();
+    let before_by_id: HashSet<(&str, u64)> = before
+        .iter()
+        .filter(|(_, _, ev)| ev.sse.has_own_id)
+        .filter_map(|(_, _, ev)| Some((ev.sse.id.as_deref()?, ev.data_hash)))
+        .collect();
+    let dup_ids: Vec<&EventRec> = after
+        .iter()
+        .copied()
+        .filter(|ev| {
+            ev.sse.has_own_id
+                && ev
+                    .sse
+                    .id
+                    .as_deref()
+                    .is_some_and(|i| before_by_id.contains(&(i, ev.data_hash)))
+        })
+        .collect();
     let dup_payload: Vec<&EventRec> = after.iter().copied().filter(|ev| ev.messages.iter().any(|m| matches!((&m.progress_token, m.progress), (Some(t), Some(p)) if progress_before.contains(&(t.clone(), p.to_bits()))))).collect();
     let duplicated = !dup_ids.is_empty() || !dup_payload.is_empty();
     if duplicated {
@@ -205,7 +328,11 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
         let mut f = ctx.finding("duplicate_delivery", Severity::Error, at, format!(
             "After resuming from Last-Event-ID {} the client received again {} event(s) with the same id and data and {} progress notification(s) it already had on this stream, starting in frame {}.",
             r.last_event_id, dup_ids.len(), dup_payload.len(), at.map(|ev| ev.sse.frame_first).unwrap_or(0)));
-        f.observed = Some(format!("{} ids, {} progress payloads repeated", dup_ids.len(), dup_payload.len()));
+        f.observed = Some(format!(
+            "{} ids, {} progress payloads repeated",
+            dup_ids.len(),
+            dup_payload.len()
+        ));
         out.push(f);
     }
 
@@ -225,14 +352,29 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
             }
         }
         for (key, vals) in &series {
-            let Some(&(last, last_ev)) = vals.last() else { continue };
+            let Some(&(last, last_ev)) = vals.last() else {
+                continue;
+            };
             let steps: Vec<f64> = vals.windows(2).map(|w| w[1].0 - w[0].0).collect();
             let max_step = steps.iter().copied().fold(f64::NAN, f64::max);
-            let step = if max_step.is_nan() || max_step <= 0.0 { last.abs().max(1.0) } else { max_step };
+            let step = if max_step.is_nan() || max_step <= 0.0 {
+                last.abs().max(1.0)
+            } else {
+                max_step
+            };
             // A regular counter (every step the same) is checked inside the resumed connection too.
-            let regular = !steps.is_empty() && steps.iter().all(|s| (s - steps[0]).abs() < 1e-9) && steps[0] > 0.0;
+            let regular = !steps.is_empty()
+                && steps.iter().all(|s| (s - steps[0]).abs() < 1e-9)
+                && steps[0] > 0.0;
             let seen = |v: f64| vals.iter().any(|(x, _)| x.to_bits() == v.to_bits());
-            let later: Vec<(f64, &EventRec)> = after.iter().flat_map(|ev| seq_values(ev).filter(|(k, _)| k == key).map(move |(_, v)| (v, *ev))).collect();
+            let later: Vec<(f64, &EventRec)> = after
+                .iter()
+                .flat_map(|ev| {
+                    seq_values(ev)
+                        .filter(|(k, _)| k == key)
+                        .map(move |(_, v)| (v, *ev))
+                })
+                .collect();
             let label = key.label(app_seq);
             let mut prev = (last, last_ev, r.last_event_id.clone());
             for (i, &(next, ev)) in later.iter().enumerate() {
@@ -243,7 +385,11 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
                 // A value the client already had is a replayed duplicate (duplicate_delivery), not a desync.
                 let backwards = next <= prev.0 && !seen(next);
                 if jumped || backwards {
-                    let how = if backwards { "going backwards against" } else { "skipping ahead of" };
+                    let how = if backwards {
+                        "going backwards against"
+                    } else {
+                        "skipping ahead of"
+                    };
                     let detail = if i == 0 {
                         format!(
                             "Across the resume from Last-Event-ID {} the transport ids continue (next id {}) but {} went from {} (frame {}) to {} (frame {}), {} the stream's usual step of {}: the continuation was synthesized, not replayed.",
@@ -267,7 +413,11 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
                     }
                     break;
                 }
-                let id = if ev.sse.has_own_id { ev.sse.id.clone().unwrap_or_default() } else { prev.2.clone() };
+                let id = if ev.sse.has_own_id {
+                    ev.sse.id.clone().unwrap_or_default()
+                } else {
+                    prev.2.clone()
+                };
                 prev = (next, ev, id);
             }
         }
@@ -284,24 +434,48 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
         if msg_pos > 2 {
             break;
         }
-        for m in ev.messages.iter().filter(|m| matches!(m.kind, Kind::Response | Kind::Error)) {
+        for m in ev
+            .messages
+            .iter()
+            .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
+        {
             let Some(rid) = &m.id else { continue };
-            let Some(token) = session_requests.get(rid) else { continue };
-            let progress_before: Vec<(f64, Option<f64>)> = upto.iter().flat_map(|(_, _, ev)| ev.messages.iter()).filter(|x| x.progress_token.as_deref() == Some(token)).filter_map(|x| Some((x.progress?, x.progress_total))).collect();
-            let Some(&(last, total)) = progress_before.last() else { continue };
+            let Some(token) = session_requests.get(rid) else {
+                continue;
+            };
+            let progress_before: Vec<(f64, Option<f64>)> = upto
+                .iter()
+                .flat_map(|(_, _, ev)| ev.messages.iter())
+                .filter(|x| x.progress_token.as_deref() == Some(token))
+                .filter_map(|x| Some((x.progress?, x.progress_total)))
+                .collect();
+            let Some(&(last, total)) = progress_before.last() else {
+                continue;
+            };
             if total.is_some_and(|t| last >= t) {
                 continue;
             }
-            let progress_after: Vec<f64> = after.iter().take_while(|x| !std::ptr::eq(**x, ev)).flat_map(|x| x.messages.iter()).filter(|x| x.progress_token.as_deref() == Some(token)).filter_map(|x| x.progress).collect();
+            let progress_after: Vec<f64> = after
+                .iter()
+                .take_while(|x| !std::ptr::eq(**x, ev))
+                .flat_map(|x| x.messages.iter())
+                .filter(|x| x.progress_token.as_deref() == Some(token))
+                .filter_map(|x| x.progress)
+                .collect();
             let reached = progress_after.iter().copied().fold(f64::NAN, f64::max);
-            let incomplete = progress_after.is_empty() || desynced_tokens.contains(token) || total.is_some_and(|t| reached.is_nan() || reached < t);
+            let incomplete = progress_after.is_empty()
+                || desynced_tokens.contains(token)
+                || total.is_some_and(|t| reached.is_nan() || reached < t);
             if incomplete {
                 let mut f = ctx.finding("suspect_terminal", Severity::Error, Some(ev), format!(
                     "The final response to request {} arrived on the resumed stream right after Last-Event-ID {} (event {}, frame {}) while its progress stood at {}{} with {} progress notification(s) in between: a terminal event not attributable to the original stream.",
                     rid, r.last_event_id, ev.sse.id.as_deref().unwrap_or("-"), ev.sse.frame_first, fmt_num(last), total.map(|t| format!(" of {}", fmt_num(t))).unwrap_or_default(), progress_after.len()));
                 f.request_id = Some(rid.clone());
                 f.expected = Some(format!("progress continuing from {}", fmt_num(last)));
-                f.observed = Some(format!("response after {} progress notification(s)", progress_after.len()));
+                f.observed = Some(format!(
+                    "response after {} progress notification(s)",
+                    progress_after.len()
+                ));
                 out.push(f);
                 gap = true;
                 terminal_suspect = true;
@@ -329,6 +503,9 @@ pub(super) fn check(model: &Model, exchanges: &[Exchange], index: usize, r: &Res
         out.push(f);
         reasons.push("ids and application sequence continue");
     }
+    if duplicated {
+        reasons.push("events the client already had were delivered again");
+    }
     result(verdict, first_id, &reasons.join("; "))
 }
 
@@ -343,7 +520,11 @@ impl SeqKey {
     fn label(&self, app_seq: &[String]) -> String {
         match self {
             SeqKey::Progress(t) => format!("progress (progressToken {t})"),
-            SeqKey::App(i, m) => format!("{} of {}", app_seq.get(*i).map(String::as_str).unwrap_or("?"), if m.is_empty() { "message" } else { m }),
+            SeqKey::App(i, m) => format!(
+                "{} of {}",
+                app_seq.get(*i).map(String::as_str).unwrap_or("?"),
+                if m.is_empty() { "message" } else { m }
+            ),
         }
     }
 }
@@ -356,34 +537,65 @@ fn seq_values(ev: &EventRec) -> impl Iterator<Item = (SeqKey, f64)> + '_ {
             _ => None,
         };
         let method = m.method.clone().unwrap_or_default();
-        progress.into_iter().chain(m.app_seq.iter().map(move |&(i, v)| (SeqKey::App(i, method.clone()), v)))
+        progress.into_iter().chain(
+            m.app_seq
+                .iter()
+                .map(move |&(i, v)| (SeqKey::App(i, method.clone()), v)),
+        )
     })
 }
 
 /// Whether the stream's request got its response on the events up to the cursor.
 fn answered_before(exchanges: &[Exchange], origin: usize, upto: &[Ev]) -> bool {
-    let reqs: HashSet<&str> = exchanges[origin].req_messages.iter().filter(|m| m.kind == Kind::Request).filter_map(|m| m.id.as_deref()).collect();
+    let reqs: HashSet<&str> = exchanges[origin]
+        .req_messages
+        .iter()
+        .filter(|m| m.kind == Kind::Request)
+        .filter_map(|m| m.id.as_deref())
+        .collect();
     if reqs.is_empty() {
         return false;
     }
-    let answered: HashSet<&str> = upto.iter().flat_map(|(_, _, ev)| ev.messages.iter()).filter(|m| matches!(m.kind, Kind::Response | Kind::Error)).filter_map(|m| m.id.as_deref()).collect();
+    let answered: HashSet<&str> = upto
+        .iter()
+        .flat_map(|(_, _, ev)| ev.messages.iter())
+        .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
+        .filter_map(|m| m.id.as_deref())
+        .collect();
     reqs.iter().all(|r| answered.contains(r))
 }
 
 /// Integer ids of the stream's message events step by exactly one.
 fn stream_dense(upto: &[Ev]) -> bool {
-    let seqs: Vec<u128> = upto.iter().filter(|(_, _, ev)| ev.sse.has_own_id).filter_map(|(_, _, ev)| ev.sse.id.as_deref()).filter_map(|i| ids::parse(i).seq).collect();
+    let seqs: Vec<u128> = upto
+        .iter()
+        .filter(|(_, _, ev)| ev.sse.has_own_id)
+        .filter_map(|(_, _, ev)| ev.sse.id.as_deref())
+        .filter_map(|i| ids::parse(i).seq)
+        .collect();
     seqs.len() >= 2 && seqs.windows(2).all(|w| w[1] == w[0] + 1)
 }
 
-
 /// Client requests of a session: JSON-RPC id → progress token (the `_meta.progressToken`, else the id).
-fn requests_of_session(model: &Model, exchanges: &[Exchange], session: usize) -> HashMap<String, String> {
+fn requests_of_session(
+    model: &Model,
+    exchanges: &[Exchange],
+    session: usize,
+) -> HashMap<String, String> {
     let mut out = HashMap::new();
     for &xi in &model.sessions[session].exchanges {
-        for m in exchanges[xi].req_messages.iter().filter(|m| m.kind == Kind::Request) {
+        for m in exchanges[xi]
+            .req_messages
+            .iter()
+            .filter(|m| m.kind == Kind::Request)
+        {
             if let Some(id) = &m.id {
-                out.insert(id.clone(), m.request_progress_token.clone().unwrap_or_else(|| id.clone()));
+                out.insert(
+                    id.clone(),
+                    m.request_progress_token
+                        .clone()
+                        .unwrap_or_else(|| id.clone()),
+                );
             }
         }
     }

@@ -11,13 +11,25 @@ use crate::mcp::Model;
 /// JSON-RPC responses delivered to the client in one exchange: (id, ts, frame).
 fn responses_in(e: &Exchange) -> Vec<(&str, i64, u64)> {
     let mut v: Vec<(&str, i64, u64)> = Vec::new();
-    for m in e.resp_messages.iter().filter(|m| matches!(m.kind, Kind::Response | Kind::Error)) {
+    for m in e
+        .resp_messages
+        .iter()
+        .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
+    {
         if let Some(id) = m.id.as_deref() {
-            v.push((id, e.ts_response.unwrap_or(0), e.frame_response.unwrap_or(0)));
+            v.push((
+                id,
+                e.ts_response.unwrap_or(0),
+                e.frame_response.unwrap_or(0),
+            ));
         }
     }
     for ev in e.events.iter().filter(|ev| !ev.sse.truncated) {
-        for m in ev.messages.iter().filter(|m| matches!(m.kind, Kind::Response | Kind::Error)) {
+        for m in ev
+            .messages
+            .iter()
+            .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
+        {
             if let Some(id) = m.id.as_deref() {
                 v.push((id, ev.sse.ts, ev.sse.frame_first));
             }
@@ -29,9 +41,18 @@ fn responses_in(e: &Exchange) -> Vec<(&str, i64, u64)> {
 /// `lost_response`: a client request of the session that got no response on any stream.
 pub(super) fn lost_responses(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
     for s in &model.sessions {
-        let answered: HashSet<&str> = s.exchanges.iter().flat_map(|&xi| responses_in(&exchanges[xi])).map(|(id, _, _)| id).collect();
+        let answered: HashSet<&str> = s
+            .exchanges
+            .iter()
+            .flat_map(|&xi| responses_in(&exchanges[xi]))
+            .map(|(id, _, _)| id)
+            .collect();
         // Bytes missing from the capture on any response of the session could hide the answer.
-        let gap = s.exchanges.iter().map(|&xi| &exchanges[xi]).find(|e| e.resp_gap);
+        let gap = s
+            .exchanges
+            .iter()
+            .map(|&xi| &exchanges[xi])
+            .find(|e| e.resp_gap);
         for &xi in &s.exchanges {
             let e = &exchanges[xi];
             if e.method() != "POST" || e.status() >= 300 {
@@ -69,7 +90,13 @@ pub(super) fn lost_responses(model: &Model, exchanges: &[Exchange], out: &mut Ve
 /// `duplicate_delivery` by JSON-RPC response id: the client received the response to one request twice.
 pub(super) fn duplicate_responses(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
     for s in &model.sessions {
-        let requests: HashSet<&str> = s.exchanges.iter().flat_map(|&xi| exchanges[xi].req_messages.iter()).filter(|m| m.kind == Kind::Request).filter_map(|m| m.id.as_deref()).collect();
+        let requests: HashSet<&str> = s
+            .exchanges
+            .iter()
+            .flat_map(|&xi| exchanges[xi].req_messages.iter())
+            .filter(|m| m.kind == Kind::Request)
+            .filter_map(|m| m.id.as_deref())
+            .collect();
         let mut seen: HashMap<&str, (i64, u64, usize)> = HashMap::new();
         for &xi in &s.exchanges {
             // Without a session, independent clients reuse request ids: compare within one exchange only.

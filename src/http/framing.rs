@@ -20,7 +20,10 @@ pub struct HttpLimits {
 
 impl Default for HttpLimits {
     fn default() -> Self {
-        HttpLimits { max_header_bytes: 64 * 1024, max_headers: 128 }
+        HttpLimits {
+            max_header_bytes: 64 * 1024,
+            max_headers: 128,
+        }
     }
 }
 
@@ -44,7 +47,10 @@ pub struct Head {
 impl Head {
     /// First value of a header, matched case-insensitively (RFC 9110 §5.1).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -109,7 +115,17 @@ pub struct DirParser {
     in_message: bool,
 }
 
-const METHODS: [&[u8]; 9] = [b"GET ", b"POST ", b"PUT ", b"DELETE ", b"HEAD ", b"OPTIONS ", b"PATCH ", b"CONNECT ", b"TRACE "];
+const METHODS: [&[u8]; 9] = [
+    b"GET ",
+    b"POST ",
+    b"PUT ",
+    b"DELETE ",
+    b"HEAD ",
+    b"OPTIONS ",
+    b"PATCH ",
+    b"CONNECT ",
+    b"TRACE ",
+];
 
 /// Whether `b` starts like a request line (a known method and a space).
 pub fn looks_like_request(b: &[u8]) -> bool {
@@ -124,7 +140,13 @@ pub fn looks_like_response(b: &[u8]) -> bool {
 impl DirParser {
     /// A parser for a direction carrying requests (`is_request`) or responses.
     pub fn new(is_request: bool, limits: HttpLimits) -> Self {
-        DirParser { is_request, state: State::Head, buf: Vec::new(), limits, in_message: false }
+        DirParser {
+            is_request,
+            state: State::Head,
+            buf: Vec::new(),
+            limits,
+            in_message: false,
+        }
     }
 
     /// Push in-order bytes. `on_head` is asked, for a response head, whether it has a body.
@@ -142,8 +164,15 @@ impl DirParser {
             self.buf = buf;
         }
         if self.buf.len() > self.limits.max_header_bytes {
-            let code = if self.state == State::Head { "http.header_too_long" } else { "http.bad_framing" };
-            out(HttpEvent::Anomaly(code, format!("{} bytes without a complete line or head", self.buf.len())));
+            let code = if self.state == State::Head {
+                "http.header_too_long"
+            } else {
+                "http.bad_framing"
+            };
+            out(HttpEvent::Anomaly(
+                code,
+                format!("{} bytes without a complete line or head", self.buf.len()),
+            ));
             self.buf.clear();
             self.enter_resync(out);
         }
@@ -162,7 +191,11 @@ impl DirParser {
             }
             State::Chunked(Chunk::Data(rem)) if len <= rem => {
                 out(HttpEvent::BodyGap(len));
-                self.state = State::Chunked(if len == rem { Chunk::DataEnd } else { Chunk::Data(rem - len) });
+                self.state = State::Chunked(if len == rem {
+                    Chunk::DataEnd
+                } else {
+                    Chunk::Data(rem - len)
+                });
             }
             State::UntilClose => {
                 out(HttpEvent::BodyGap(len));
@@ -187,7 +220,13 @@ impl DirParser {
             State::UntilClose => self.end_message(true, out),
             _ if self.in_message => self.end_message(false, out),
             State::Head if !self.buf.is_empty() => {
-                out(HttpEvent::Anomaly("http.partial_head", format!("{} bytes of an unfinished head at end of stream", self.buf.len())));
+                out(HttpEvent::Anomaly(
+                    "http.partial_head",
+                    format!(
+                        "{} bytes of an unfinished head at end of stream",
+                        self.buf.len()
+                    ),
+                ));
             }
             _ => {}
         }
@@ -219,7 +258,10 @@ impl DirParser {
                     match find_start_line(rest, self.is_request) {
                         Some(i) => {
                             if i > 0 {
-                                out(HttpEvent::Anomaly("http.resync_skipped", format!("{i} bytes skipped to the next start line")));
+                                out(HttpEvent::Anomaly(
+                                    "http.resync_skipped",
+                                    format!("{i} bytes skipped to the next start line"),
+                                ));
                             }
                             pos += i;
                             self.state = State::Head;
@@ -275,7 +317,11 @@ impl DirParser {
                     let n = (rem.min(rest.len() as u64)) as usize;
                     out(HttpEvent::Body(&rest[..n]));
                     pos += n;
-                    self.state = State::Chunked(if rem == n as u64 { Chunk::DataEnd } else { Chunk::Data(rem - n as u64) });
+                    self.state = State::Chunked(if rem == n as u64 {
+                        Chunk::DataEnd
+                    } else {
+                        Chunk::Data(rem - n as u64)
+                    });
                 }
                 State::Chunked(Chunk::DataEnd) => {
                     // CRLF after chunk data.
@@ -292,25 +338,38 @@ impl DirParser {
                     } else if rest[0] == b'\n' {
                         pos += 1;
                     } else {
-                        out(HttpEvent::Anomaly("http.bad_chunk_end", "chunk data not followed by CRLF".into()));
+                        out(HttpEvent::Anomaly(
+                            "http.bad_chunk_end",
+                            "chunk data not followed by CRLF".into(),
+                        ));
                     }
                     self.state = State::Chunked(Chunk::Size);
                 }
                 State::Chunked(Chunk::Size) => {
-                    let Some(nl) = memchr::memchr(b'\n', rest) else { return pos };
+                    let Some(nl) = memchr::memchr(b'\n', rest) else {
+                        return pos;
+                    };
                     let line = trim_cr(&rest[..nl]);
                     pos += nl + 1;
                     match parse_chunk_size(line) {
                         Some(0) => self.state = State::Chunked(Chunk::Trailer),
                         Some(n) => self.state = State::Chunked(Chunk::Data(n)),
                         None => {
-                            out(HttpEvent::Anomaly("http.bad_chunk_size", format!("chunk-size line {:?}", String::from_utf8_lossy(&line[..line.len().min(32)]))));
+                            out(HttpEvent::Anomaly(
+                                "http.bad_chunk_size",
+                                format!(
+                                    "chunk-size line {:?}",
+                                    String::from_utf8_lossy(&line[..line.len().min(32)])
+                                ),
+                            ));
                             self.enter_resync(out);
                         }
                     }
                 }
                 State::Chunked(Chunk::Trailer) => {
-                    let Some(nl) = memchr::memchr(b'\n', rest) else { return pos };
+                    let Some(nl) = memchr::memchr(b'\n', rest) else {
+                        return pos;
+                    };
                     let line = trim_cr(&rest[..nl]);
                     pos += nl + 1;
                     if line.is_empty() {
@@ -321,7 +380,11 @@ impl DirParser {
         }
     }
 
-    fn parse_head(&mut self, rest: &[u8], out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule) -> HeadResult {
+    fn parse_head(
+        &mut self,
+        rest: &[u8],
+        out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule,
+    ) -> HeadResult {
         let mut storage = vec![httparse::EMPTY_HEADER; self.limits.max_headers];
         let mut head = Head::default();
         let n = if self.is_request {
@@ -331,7 +394,16 @@ impl DirParser {
                     head.method = req.method.unwrap_or("").to_string();
                     head.target = req.path.unwrap_or("").to_string();
                     head.version = req.version.unwrap_or(1);
-                    head.headers = req.headers.iter().map(|h| (h.name.to_string(), String::from_utf8_lossy(h.value).into_owned())).collect();
+                    head.headers = req
+                        .headers
+                        .iter()
+                        .map(|h| {
+                            (
+                                h.name.to_string(),
+                                String::from_utf8_lossy(h.value).into_owned(),
+                            )
+                        })
+                        .collect();
                     n
                 }
                 Ok(httparse::Status::Partial) => return HeadResult::Partial,
@@ -344,15 +416,28 @@ impl DirParser {
                     head.status = resp.code.unwrap_or(0);
                     head.reason = resp.reason.unwrap_or("").to_string();
                     head.version = resp.version.unwrap_or(1);
-                    head.headers = resp.headers.iter().map(|h| (h.name.to_string(), String::from_utf8_lossy(h.value).into_owned())).collect();
+                    head.headers = resp
+                        .headers
+                        .iter()
+                        .map(|h| {
+                            (
+                                h.name.to_string(),
+                                String::from_utf8_lossy(h.value).into_owned(),
+                            )
+                        })
+                        .collect();
                     n
                 }
                 Ok(httparse::Status::Partial) => return HeadResult::Partial,
                 Err(e) => return self.bad_head(e, out),
             }
         };
-        let te_chunked = head.header("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
-        let cl = head.header("content-length").map(|v| v.trim().parse::<u64>());
+        let te_chunked = head
+            .header("transfer-encoding")
+            .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+        let cl = head
+            .header("content-length")
+            .map(|v| v.trim().parse::<u64>());
         let is_request = self.is_request;
         let status = head.status;
         self.in_message = true;
@@ -366,14 +451,21 @@ impl DirParser {
                     Some(Ok(0)) | None => State::Head,
                     Some(Ok(n)) => State::Length(n),
                     Some(Err(_)) => {
-                        out(HttpEvent::Anomaly("http.bad_content_length", "unparsable Content-Length".into()));
+                        out(HttpEvent::Anomaly(
+                            "http.bad_content_length",
+                            "unparsable Content-Length".into(),
+                        ));
                         State::Head
                     }
                 }
             }
         } else if rule == BodyRule::Tunnel {
             State::Tunnel
-        } else if rule == BodyRule::None || (100..200).contains(&status) || status == 204 || status == 304 {
+        } else if rule == BodyRule::None
+            || (100..200).contains(&status)
+            || status == 204
+            || status == 304
+        {
             State::Head
         } else if te_chunked {
             State::Chunked(Chunk::Size)
@@ -382,7 +474,10 @@ impl DirParser {
                 Some(Ok(0)) => State::Head,
                 Some(Ok(n)) => State::Length(n),
                 Some(Err(_)) => {
-                    out(HttpEvent::Anomaly("http.bad_content_length", "unparsable Content-Length".into()));
+                    out(HttpEvent::Anomaly(
+                        "http.bad_content_length",
+                        "unparsable Content-Length".into(),
+                    ));
                     State::UntilClose
                 }
                 None => State::UntilClose,
@@ -397,8 +492,16 @@ impl DirParser {
         HeadResult::Done(n)
     }
 
-    fn bad_head(&mut self, e: httparse::Error, out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule) -> HeadResult {
-        let code = if e == httparse::Error::TooManyHeaders { "http.too_many_headers" } else { "http.bad_head" };
+    fn bad_head(
+        &mut self,
+        e: httparse::Error,
+        out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule,
+    ) -> HeadResult {
+        let code = if e == httparse::Error::TooManyHeaders {
+            "http.too_many_headers"
+        } else {
+            "http.bad_head"
+        };
         out(HttpEvent::Anomaly(code, format!("{e}")));
         HeadResult::Bad
     }
@@ -416,7 +519,10 @@ fn trim_cr(l: &[u8]) -> &[u8] {
 
 /// RFC 9112 §7.1: chunk-size in hex, optionally followed by `;ext`.
 fn parse_chunk_size(line: &[u8]) -> Option<u64> {
-    let end = line.iter().position(|&b| b == b';' || b == b' ' || b == b'\t').unwrap_or(line.len());
+    let end = line
+        .iter()
+        .position(|&b| b == b';' || b == b' ' || b == b'\t')
+        .unwrap_or(line.len());
     let hex = &line[..end];
     if hex.is_empty() || hex.len() > 15 {
         return None;
@@ -519,7 +625,16 @@ mod tests {
     fn requests_keepalive() {
         let req = b"POST /mcp HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}GET /mcp HTTP/1.1\r\nAccept: text/event-stream\r\n\r\n";
         let whole = run(true, req, &[]);
-        assert_eq!(whole, vec![Ev::Head(0, "POST".into()), Ev::Body(b"{}".to_vec()), Ev::End(true), Ev::Head(0, "GET".into()), Ev::End(true)]);
+        assert_eq!(
+            whole,
+            vec![
+                Ev::Head(0, "POST".into()),
+                Ev::Body(b"{}".to_vec()),
+                Ev::End(true),
+                Ev::Head(0, "GET".into()),
+                Ev::End(true)
+            ]
+        );
         for i in 0..=req.len() {
             assert_eq!(run(true, req, &[i]), whole, "split at {i}");
         }
@@ -528,7 +643,10 @@ mod tests {
     #[test]
     fn garbage_resyncs() {
         let input = b"garbage\r\nHTTP/1.1 204 No Content\r\n\r\n";
-        assert_eq!(run(false, input, &[]), vec![Ev::Head(204, String::new()), Ev::End(true)]);
+        assert_eq!(
+            run(false, input, &[]),
+            vec![Ev::Head(204, String::new()), Ev::End(true)]
+        );
     }
 
     #[test]

@@ -103,7 +103,10 @@ impl Exchange {
     }
     /// Request method, or "" when the request was not captured.
     pub fn method(&self) -> &str {
-        self.request.as_ref().map(|h| h.method.as_str()).unwrap_or("")
+        self.request
+            .as_ref()
+            .map(|h| h.method.as_str())
+            .unwrap_or("")
     }
     /// Final status, or 0.
     pub fn status(&self) -> u16 {
@@ -164,7 +167,10 @@ pub struct HttpLayer {
 impl HttpLayer {
     /// A layer with the given options.
     pub fn new(options: HttpOptions) -> Self {
-        HttpLayer { options, ..Default::default() }
+        HttpLayer {
+            options,
+            ..Default::default()
+        }
     }
 }
 
@@ -211,7 +217,9 @@ impl StreamSink for HttpLayer {
                 }
             }
             StreamEvent::Chunk(d, chunk) => {
-                let Some(conn) = self.conns.get_mut(&fi) else { return };
+                let Some(conn) = self.conns.get_mut(&fi) else {
+                    return;
+                };
                 if conn.not_http {
                     return;
                 }
@@ -234,13 +242,17 @@ impl StreamSink for HttpLayer {
                                     let client = if is_req { d } else { 1 - d };
                                     conn.client_dir = Some(client);
                                     self.client_dir.insert(fi, client);
-                                    conn.parsers[d] = Some(DirParser::new(is_req, self.options.limits));
+                                    conn.parsers[d] =
+                                        Some(DirParser::new(is_req, self.options.limits));
                                     if conn.parsers[1 - d].is_none() {
-                                        conn.parsers[1 - d] = Some(DirParser::new(!is_req, self.options.limits));
+                                        conn.parsers[1 - d] =
+                                            Some(DirParser::new(!is_req, self.options.limits));
                                     }
                                     let held = std::mem::take(&mut conn.probe[d]);
                                     self.push(fi, d, &held, ts, frame);
-                                    let other = std::mem::take(&mut self.conns.get_mut(&fi).expect("conn").probe[1 - d]);
+                                    let other = std::mem::take(
+                                        &mut self.conns.get_mut(&fi).expect("conn").probe[1 - d],
+                                    );
                                     if !other.is_empty() {
                                         self.push(fi, 1 - d, &other, ts, frame);
                                     }
@@ -248,7 +260,12 @@ impl StreamSink for HttpLayer {
                                 None => {
                                     conn.not_http = true;
                                     conn.probe = [Vec::new(), Vec::new()];
-                                    self.anomalies.add(Anomaly::new("http.not_http", Some(frame), Some(flow.flow_id()), "connection does not start with an HTTP/1.x message".into()));
+                                    self.anomalies.add(Anomaly::new(
+                                        "http.not_http",
+                                        Some(frame),
+                                        Some(flow.flow_id()),
+                                        "connection does not start with an HTTP/1.x message".into(),
+                                    ));
                                 }
                             }
                         } else {
@@ -286,16 +303,31 @@ impl HttpLayer {
         self.with_parser(fi, d, ts, frame, |p, out| p.push(bytes, out));
     }
 
-    fn with_parser(&mut self, fi: usize, d: Dir, ts: i64, frame: u64, f: impl FnOnce(&mut DirParser, &mut dyn FnMut(HttpEvent<'_>) -> BodyRule)) {
-        let Some(conn) = self.conns.get_mut(&fi) else { return };
-        let Some(mut parser) = conn.parsers[d].take() else { return };
+    fn with_parser(
+        &mut self,
+        fi: usize,
+        d: Dir,
+        ts: i64,
+        frame: u64,
+        f: impl FnOnce(&mut DirParser, &mut dyn FnMut(HttpEvent<'_>) -> BodyRule),
+    ) {
+        let Some(conn) = self.conns.get_mut(&fi) else {
+            return;
+        };
+        let Some(mut parser) = conn.parsers[d].take() else {
+            return;
+        };
         let is_request = parser.is_request;
         let opts = &self.options;
         let anomalies = &mut self.anomalies;
         let flow_id = FlowTag(fi);
         let mut done: Vec<Exchange> = Vec::new();
         {
-            let mut out = |ev: HttpEvent<'_>| -> BodyRule { on_event(conn, fi, is_request, ev, ts, frame, opts, anomalies, flow_id, &mut done) };
+            let mut out = |ev: HttpEvent<'_>| -> BodyRule {
+                on_event(
+                    conn, fi, is_request, ev, ts, frame, opts, anomalies, flow_id, &mut done,
+                )
+            };
             f(&mut parser, &mut out);
         }
         conn.parsers[d] = Some(parser);
@@ -304,15 +336,38 @@ impl HttpLayer {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn on_event(conn: &mut Conn, fi: usize, is_request: bool, ev: HttpEvent<'_>, ts: i64, frame: u64, opts: &HttpOptions, anomalies: &mut Anomalies, flow_id: FlowTag, done: &mut Vec<Exchange>) -> BodyRule {
+fn on_event(
+    conn: &mut Conn,
+    fi: usize,
+    is_request: bool,
+    ev: HttpEvent<'_>,
+    ts: i64,
+    frame: u64,
+    opts: &HttpOptions,
+    anomalies: &mut Anomalies,
+    flow_id: FlowTag,
+    done: &mut Vec<Exchange>,
+) -> BodyRule {
     match ev {
         HttpEvent::Anomaly(code, detail) => {
-            anomalies.add(Anomaly::new(code, Some(frame), Some(flow_id.to_string()), detail));
+            anomalies.add(Anomaly::new(
+                code,
+                Some(frame),
+                Some(flow_id.to_string()),
+                detail,
+            ));
             BodyRule::ByHeaders
         }
         HttpEvent::Head(head) if is_request => {
             conn.depth += 1;
-            conn.exchanges.push(Exchange { flow_index: fi, trans_depth: conn.depth, request: Some(head), ts_request: Some(ts), frame_request: Some(frame), ..Default::default() });
+            conn.exchanges.push(Exchange {
+                flow_index: fi,
+                trans_depth: conn.depth,
+                request: Some(head),
+                ts_request: Some(ts),
+                frame_request: Some(frame),
+                ..Default::default()
+            });
             conn.req_idx = Some(conn.exchanges.len() - 1);
             BodyRule::ByHeaders
         }
@@ -331,18 +386,30 @@ fn on_event(conn: &mut Conn, fi: usize, is_request: bool, ev: HttpEvent<'_>, ts:
             } else {
                 // A response without a captured request (one-sided capture, mid-stream start).
                 conn.depth += 1;
-                conn.exchanges.push(Exchange { flow_index: fi, trans_depth: conn.depth, ..Default::default() });
+                conn.exchanges.push(Exchange {
+                    flow_index: fi,
+                    trans_depth: conn.depth,
+                    ..Default::default()
+                });
                 conn.exchanges.len() - 1
             };
             conn.next_resp = idx + 1;
             conn.resp_idx = Some(idx);
             let e = &mut conn.exchanges[idx];
             let method = e.method().to_string();
-            let ct = head.header("content-type").unwrap_or("").to_ascii_lowercase();
+            let ct = head
+                .header("content-type")
+                .unwrap_or("")
+                .to_ascii_lowercase();
             e.is_sse = ct.starts_with("text/event-stream");
             if let Some(enc) = head.header("content-encoding") {
                 if !enc.eq_ignore_ascii_case("identity") {
-                    anomalies.add(Anomaly::new("http.content_encoding_unsupported", Some(frame), Some(flow_id.to_string()), format!("Content-Encoding {enc} not decoded")));
+                    anomalies.add(Anomaly::new(
+                        "http.content_encoding_unsupported",
+                        Some(frame),
+                        Some(flow_id.to_string()),
+                        format!("Content-Encoding {enc} not decoded"),
+                    ));
                 }
             }
             e.response = Some(head);
@@ -350,7 +417,11 @@ fn on_event(conn: &mut Conn, fi: usize, is_request: bool, ev: HttpEvent<'_>, ts:
             e.frame_response = Some(frame);
             e.ts_end = Some(ts);
             e.frame_last = Some(frame);
-            conn.sse = if e.is_sse { Some(SseParser::new(opts.sse)) } else { None };
+            conn.sse = if e.is_sse {
+                Some(SseParser::new(opts.sse))
+            } else {
+                None
+            };
             if method == "HEAD" {
                 BodyRule::None
             } else if status == 101 || (method == "CONNECT" && (200..300).contains(&status)) {
@@ -373,11 +444,17 @@ fn on_event(conn: &mut Conn, fi: usize, is_request: bool, ev: HttpEvent<'_>, ts:
                 if let Some(sse) = conn.sse.as_mut() {
                     let app = &opts.app_seq;
                     let events = &mut e.events;
-                    sse.push(bytes, ts, frame, &mut |ev| events.push(event_rec(ev, app)), &mut |mut a| {
-                        a.frame = a.frame.or(Some(frame));
-                        a.flow_id = Some(flow_id.to_string());
-                        anomalies.add(a)
-                    });
+                    sse.push(
+                        bytes,
+                        ts,
+                        frame,
+                        &mut |ev| events.push(event_rec(ev, app)),
+                        &mut |mut a| {
+                            a.frame = a.frame.or(Some(frame));
+                            a.flow_id = Some(flow_id.to_string());
+                            anomalies.add(a)
+                        },
+                    );
                 } else {
                     append_bounded(&mut e.resp_body, bytes, anomalies, frame, flow_id);
                 }
@@ -407,7 +484,16 @@ fn on_event(conn: &mut Conn, fi: usize, is_request: bool, ev: HttpEvent<'_>, ts:
                     if !complete {
                         e.req_gap = true;
                     }
-                    finish_json(&e.req_body, e.req_gap, &opts.app_seq, &mut e.req_messages, anomalies, frame, flow_id, "http.request_not_json");
+                    finish_json(
+                        &e.req_body,
+                        e.req_gap,
+                        &opts.app_seq,
+                        &mut e.req_messages,
+                        anomalies,
+                        frame,
+                        flow_id,
+                        "http.request_not_json",
+                    );
                     e.req_body = Vec::new();
                 }
             } else if conn.resp_interim {
@@ -420,17 +506,38 @@ fn on_event(conn: &mut Conn, fi: usize, is_request: bool, ev: HttpEvent<'_>, ts:
                 if let Some(mut sse) = conn.sse.take() {
                     let app = &opts.app_seq;
                     let events = &mut e.events;
-                    sse.finish(ts, frame, &mut |ev| events.push(event_rec(ev, app)), &mut |a| anomalies.add(a));
+                    sse.finish(
+                        ts,
+                        frame,
+                        &mut |ev| events.push(event_rec(ev, app)),
+                        &mut |a| anomalies.add(a),
+                    );
                     e.sse_comments = sse.comments;
                 } else {
-                    let ct = e.resp_header("content-type").unwrap_or("").to_ascii_lowercase();
+                    let ct = e
+                        .resp_header("content-type")
+                        .unwrap_or("")
+                        .to_ascii_lowercase();
                     if ct.contains("json") {
-                        finish_json(&e.resp_body, e.resp_gap || !complete, &opts.app_seq, &mut e.resp_messages, anomalies, frame, flow_id, "http.response_not_json");
+                        finish_json(
+                            &e.resp_body,
+                            e.resp_gap || !complete,
+                            &opts.app_seq,
+                            &mut e.resp_messages,
+                            anomalies,
+                            frame,
+                            flow_id,
+                            "http.response_not_json",
+                        );
                     }
                     e.resp_body = Vec::new();
                 }
                 // Emit the finished prefix of the connection's exchanges.
-                while conn.emitted < conn.exchanges.len() && conn.emitted < conn.next_resp && conn.resp_idx != Some(conn.emitted) && conn.req_idx != Some(conn.emitted) {
+                while conn.emitted < conn.exchanges.len()
+                    && conn.emitted < conn.next_resp
+                    && conn.resp_idx != Some(conn.emitted)
+                    && conn.req_idx != Some(conn.emitted)
+                {
                     done.push(std::mem::take(&mut conn.exchanges[conn.emitted]));
                     conn.emitted += 1;
                 }
@@ -440,10 +547,21 @@ fn on_event(conn: &mut Conn, fi: usize, is_request: bool, ev: HttpEvent<'_>, ts:
     }
 }
 
-fn append_bounded(buf: &mut Vec<u8>, bytes: &[u8], anomalies: &mut Anomalies, frame: u64, flow_id: FlowTag) {
+fn append_bounded(
+    buf: &mut Vec<u8>,
+    bytes: &[u8],
+    anomalies: &mut Anomalies,
+    frame: u64,
+    flow_id: FlowTag,
+) {
     if buf.len() + bytes.len() > MAX_JSON_BODY {
         if buf.len() < MAX_JSON_BODY {
-            anomalies.add(Anomaly::new("http.body_too_large", Some(frame), Some(flow_id.to_string()), format!("body over {MAX_JSON_BODY} bytes not kept for JSON parsing")));
+            anomalies.add(Anomaly::new(
+                "http.body_too_large",
+                Some(frame),
+                Some(flow_id.to_string()),
+                format!("body over {MAX_JSON_BODY} bytes not kept for JSON parsing"),
+            ));
             buf.extend_from_slice(&bytes[..MAX_JSON_BODY - buf.len()]);
         }
         return;
@@ -452,17 +570,36 @@ fn append_bounded(buf: &mut Vec<u8>, bytes: &[u8], anomalies: &mut Anomalies, fr
 }
 
 #[allow(clippy::too_many_arguments)]
-fn finish_json(body: &[u8], incomplete: bool, app_seq: &[String], out: &mut Vec<Message>, anomalies: &mut Anomalies, frame: u64, flow_id: FlowTag, code: &'static str) {
+fn finish_json(
+    body: &[u8],
+    incomplete: bool,
+    app_seq: &[String],
+    out: &mut Vec<Message>,
+    anomalies: &mut Anomalies,
+    frame: u64,
+    flow_id: FlowTag,
+    code: &'static str,
+) {
     if body.iter().all(u8::is_ascii_whitespace) {
         return;
     }
     if incomplete {
-        anomalies.add(Anomaly::new("http.json_incomplete", Some(frame), Some(flow_id.to_string()), "JSON body lost bytes in the capture; not parsed".into()));
+        anomalies.add(Anomaly::new(
+            "http.json_incomplete",
+            Some(frame),
+            Some(flow_id.to_string()),
+            "JSON body lost bytes in the capture; not parsed".into(),
+        ));
         return;
     }
     match jsonrpc::parse(body, app_seq) {
         Ok(ms) => *out = ms,
-        Err(e) => anomalies.add(Anomaly::new(code, Some(frame), Some(flow_id.to_string()), e)),
+        Err(e) => anomalies.add(Anomaly::new(
+            code,
+            Some(frame),
+            Some(flow_id.to_string()),
+            e,
+        )),
     }
 }
 
@@ -482,5 +619,12 @@ fn event_rec(mut ev: SseEvent, app_seq: &[String]) -> EventRec {
     if ev.event_type.as_deref() != Some("endpoint") {
         ev.data = String::new();
     }
-    EventRec { sse: ev, data_len, data_hash, priming, messages, parse_error }
+    EventRec {
+        sse: ev,
+        data_len,
+        data_hash,
+        priming,
+        messages,
+        parse_error,
+    }
 }

@@ -76,7 +76,9 @@ pub fn classify(v: &Value, app_seq: &[String]) -> Message {
     let obj = v.as_object();
     let get = |k: &str| obj.and_then(|o| o.get(k));
     let method = get("method").and_then(|m| m.as_str()).map(str::to_string);
-    let id = get("id").filter(|i| !i.is_null() || get("error").is_some()).map(compact);
+    let id = get("id")
+        .filter(|i| !i.is_null() || get("error").is_some())
+        .map(compact);
     let kind = match (&method, &id) {
         _ if obj.is_none() => Kind::Invalid,
         (Some(_), Some(_)) => Kind::Request,
@@ -89,13 +91,39 @@ pub fn classify(v: &Value, app_seq: &[String]) -> Message {
     let (mut progress_token, mut progress, mut progress_total) = (None, None, None);
     if method.as_deref() == Some("notifications/progress") {
         progress_token = params.and_then(|p| p.get("progressToken")).map(compact);
-        progress = params.and_then(|p| p.get("progress")).and_then(Value::as_f64);
+        progress = params
+            .and_then(|p| p.get("progress"))
+            .and_then(Value::as_f64);
         progress_total = params.and_then(|p| p.get("total")).and_then(Value::as_f64);
     }
-    let request_progress_token = if kind == Kind::Request { params.and_then(|p| p.pointer("/_meta/progressToken")).map(compact) } else { None };
-    let protocol_version = params.and_then(|p| p.get("protocolVersion")).or_else(|| get("result").and_then(|r| r.get("protocolVersion"))).and_then(Value::as_str).map(str::to_string);
-    let app_seq = app_seq.iter().enumerate().filter_map(|(i, p)| v.pointer(p).and_then(Value::as_f64).map(|x| (i, x))).collect();
-    Message { kind, method, id, progress_token, progress, progress_total, request_progress_token, protocol_version, app_seq }
+    let request_progress_token = if kind == Kind::Request {
+        params
+            .and_then(|p| p.pointer("/_meta/progressToken"))
+            .map(compact)
+    } else {
+        None
+    };
+    let protocol_version = params
+        .and_then(|p| p.get("protocolVersion"))
+        .or_else(|| get("result").and_then(|r| r.get("protocolVersion")))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let app_seq = app_seq
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| v.pointer(p).and_then(Value::as_f64).map(|x| (i, x)))
+        .collect();
+    Message {
+        kind,
+        method,
+        id,
+        progress_token,
+        progress,
+        progress_total,
+        request_progress_token,
+        protocol_version,
+        app_seq,
+    }
 }
 
 #[cfg(test)]
@@ -107,7 +135,16 @@ mod tests {
         let ms = parse(br#"[{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"progressToken":2}}},
             {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":2,"progress":1.5,"total":20}},
             {"jsonrpc":"2.0","id":"a","result":{}},{"jsonrpc":"2.0","id":null,"error":{"code":-1}}, 7]"#, &[]).unwrap();
-        assert_eq!(ms.iter().map(|m| m.kind).collect::<Vec<_>>(), vec![Kind::Request, Kind::Notification, Kind::Response, Kind::Error, Kind::Invalid]);
+        assert_eq!(
+            ms.iter().map(|m| m.kind).collect::<Vec<_>>(),
+            vec![
+                Kind::Request,
+                Kind::Notification,
+                Kind::Response,
+                Kind::Error,
+                Kind::Invalid
+            ]
+        );
         assert_eq!(ms[0].request_progress_token.as_deref(), Some("2"));
         assert_eq!(ms[1].progress, Some(1.5));
         assert_eq!(ms[1].progress_total, Some(20.0));
@@ -118,7 +155,11 @@ mod tests {
 
     #[test]
     fn app_seq_pointer() {
-        let ms = parse(br#"{"jsonrpc":"2.0","method":"x","params":{"app_seq":17}}"#, &["/params/app_seq".to_string()]).unwrap();
+        let ms = parse(
+            br#"{"jsonrpc":"2.0","method":"x","params":{"app_seq":17}}"#,
+            &["/params/app_seq".to_string()],
+        )
+        .unwrap();
         assert_eq!(ms[0].app_seq, vec![(0, 17.0)]);
     }
 }

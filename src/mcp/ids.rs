@@ -44,7 +44,15 @@ impl IdFormat {
     }
     /// Whether ids of this format, with the same prefix, are ordered.
     pub fn ordered(self) -> bool {
-        matches!(self, IdFormat::Integer | IdFormat::TsStore | IdFormat::Go | IdFormat::Rmcp | IdFormat::CSharp | IdFormat::Redis)
+        matches!(
+            self,
+            IdFormat::Integer
+                | IdFormat::TsStore
+                | IdFormat::Go
+                | IdFormat::Rmcp
+                | IdFormat::CSharp
+                | IdFormat::Redis
+        )
     }
     /// Whether consecutive events of one stream step by exactly one (by the format's definition).
     pub fn dense_by_format(self) -> bool {
@@ -65,7 +73,14 @@ pub struct ParsedId {
 
 fn is_uuid(s: &str) -> bool {
     let b = s.as_bytes();
-    b.len() == 36 && b.iter().enumerate().all(|(i, &c)| if matches!(i, 8 | 13 | 18 | 23) { c == b'-' } else { c.is_ascii_hexdigit() })
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, &c)| {
+            if matches!(i, 8 | 13 | 18 | 23) {
+                c == b'-'
+            } else {
+                c.is_ascii_hexdigit()
+            }
+        })
 }
 
 fn digits(s: &str) -> Option<u128> {
@@ -77,29 +92,61 @@ fn digits(s: &str) -> Option<u128> {
 
 /// Classify one event id (reference §8.2, tried in a fixed order).
 pub fn parse(id: &str) -> ParsedId {
-    let opaque = |f| ParsedId { format: f, prefix: String::new(), seq: None };
+    let opaque = |f| ParsedId {
+        format: f,
+        prefix: String::new(),
+        seq: None,
+    };
     if let Some(n) = digits(id) {
-        return ParsedId { format: IdFormat::Integer, prefix: String::new(), seq: Some(n) };
+        return ParsedId {
+            format: IdFormat::Integer,
+            prefix: String::new(),
+            seq: Some(n),
+        };
     }
     // rmcp `<n>/<request>`
     if let Some((a, b)) = id.split_once('/') {
         if let (Some(n), Some(_)) = (digits(a), digits(b)) {
-            return ParsedId { format: IdFormat::Rmcp, prefix: b.to_string(), seq: Some(n) };
+            return ParsedId {
+                format: IdFormat::Rmcp,
+                prefix: b.to_string(),
+                seq: Some(n),
+            };
         }
     }
     // TS store: split from the right — the stream part may contain `_`.
     let mut parts = id.rsplitn(3, '_');
     if let (Some(rand), Some(ms), Some(stream)) = (parts.next(), parts.next(), parts.next()) {
-        if ms.len() == 13 && !rand.is_empty() && rand.len() <= 8 && rand.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()) {
+        if ms.len() == 13
+            && !rand.is_empty()
+            && rand.len() <= 8
+            && rand
+                .bytes()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        {
             if let Some(t) = digits(ms) {
-                return ParsedId { format: IdFormat::TsStore, prefix: stream.to_string(), seq: Some(t) };
+                return ParsedId {
+                    format: IdFormat::TsStore,
+                    prefix: stream.to_string(),
+                    seq: Some(t),
+                };
             }
         }
     }
     // Go `<base32-26>_<n>` or `_<n>`.
     if let Some((stream, n)) = id.rsplit_once('_') {
-        if (stream.is_empty() || (stream.len() == 26 && stream.bytes().all(|c| c.is_ascii_uppercase() || (b'2'..=b'7').contains(&c)))) && digits(n).is_some() {
-            return ParsedId { format: IdFormat::Go, prefix: stream.to_string(), seq: digits(n) };
+        if (stream.is_empty()
+            || (stream.len() == 26
+                && stream
+                    .bytes()
+                    .all(|c| c.is_ascii_uppercase() || (b'2'..=b'7').contains(&c))))
+            && digits(n).is_some()
+        {
+            return ParsedId {
+                format: IdFormat::Go,
+                prefix: stream.to_string(),
+                seq: digits(n),
+            };
         }
         if is_uuid(stream) && is_uuid(n) {
             return opaque(IdFormat::JavaUuidPair);
@@ -107,16 +154,31 @@ pub fn parse(id: &str) -> ParsedId {
     }
     // C# `<b64>:<b64>:<n>`
     let colon: Vec<&str> = id.split(':').collect();
-    if colon.len() == 3 && !colon[0].is_empty() && !colon[1].is_empty() && digits(colon[2]).is_some() {
-        let b64 = |s: &str| s.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=' | b'-' | b'_'));
+    if colon.len() == 3
+        && !colon[0].is_empty()
+        && !colon[1].is_empty()
+        && digits(colon[2]).is_some()
+    {
+        let b64 = |s: &str| {
+            s.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=' | b'-' | b'_'))
+        };
         if b64(colon[0]) && b64(colon[1]) {
-            return ParsedId { format: IdFormat::CSharp, prefix: format!("{}:{}", colon[0], colon[1]), seq: digits(colon[2]) };
+            return ParsedId {
+                format: IdFormat::CSharp,
+                prefix: format!("{}:{}", colon[0], colon[1]),
+                seq: digits(colon[2]),
+            };
         }
     }
     if let Some((ms, seq)) = id.split_once('-') {
         if ms.len() == 13 {
             if let (Some(a), Some(b)) = (digits(ms), digits(seq)) {
-                return ParsedId { format: IdFormat::Redis, prefix: String::new(), seq: Some(a.saturating_mul(1 << 40).saturating_add(b)) };
+                return ParsedId {
+                    format: IdFormat::Redis,
+                    prefix: String::new(),
+                    seq: Some(a.saturating_mul(1 << 40).saturating_add(b)),
+                };
             }
         }
     }
@@ -134,17 +196,34 @@ mod tests {
     fn formats() {
         assert_eq!(parse("17").format, IdFormat::Integer);
         let ts = parse("2bde5bd8-f580-476b-b797-5d400a1bb94b_1795991032169_dxngcp78");
-        assert_eq!((ts.format, ts.prefix.as_str(), ts.seq), (IdFormat::TsStore, "2bde5bd8-f580-476b-b797-5d400a1bb94b", Some(1795991032169)));
+        assert_eq!(
+            (ts.format, ts.prefix.as_str(), ts.seq),
+            (
+                IdFormat::TsStore,
+                "2bde5bd8-f580-476b-b797-5d400a1bb94b",
+                Some(1795991032169)
+            )
+        );
         let get = parse("_GET_stream_1795991032169_p0q1r2s3");
-        assert_eq!((get.format, get.prefix.as_str()), (IdFormat::TsStore, "_GET_stream"));
+        assert_eq!(
+            (get.format, get.prefix.as_str()),
+            (IdFormat::TsStore, "_GET_stream")
+        );
         assert_eq!(parse("KX3ABCDEFGHIJKLMNOPQRSTUV7_4").format, IdFormat::Go);
         assert_eq!(parse("_3").format, IdFormat::Go);
         let r = parse("5/2");
         assert_eq!((r.format, r.seq), (IdFormat::Rmcp, Some(5)));
         assert_eq!(parse("c2Vzcw:c3RyZWFt:3").format, IdFormat::CSharp);
         assert_eq!(parse("1718000000000-0").format, IdFormat::Redis);
-        assert_eq!(parse("7c9e6679-7425-40de-944b-e07fc1f90ae7").format, IdFormat::Uuid);
-        assert_eq!(parse("7c9e6679-7425-40de-944b-e07fc1f90ae7_7c9e6679-7425-40de-944b-e07fc1f90ae8").format, IdFormat::JavaUuidPair);
+        assert_eq!(
+            parse("7c9e6679-7425-40de-944b-e07fc1f90ae7").format,
+            IdFormat::Uuid
+        );
+        assert_eq!(
+            parse("7c9e6679-7425-40de-944b-e07fc1f90ae7_7c9e6679-7425-40de-944b-e07fc1f90ae8")
+                .format,
+            IdFormat::JavaUuidPair
+        );
         assert_eq!(parse("hello").format, IdFormat::Opaque);
     }
 }

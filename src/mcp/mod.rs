@@ -105,13 +105,18 @@ type Delivery = (usize, usize, usize, i64);
 
 /// The `Mcp-Session-Id` of an exchange: the request's, else the one its response assigned.
 pub fn session_id_of(e: &Exchange) -> Option<&str> {
-    e.req_header("mcp-session-id").or_else(|| e.resp_header("mcp-session-id")).filter(|s| !s.is_empty())
+    e.req_header("mcp-session-id")
+        .or_else(|| e.resp_header("mcp-session-id"))
+        .filter(|s| !s.is_empty())
 }
 
 /// The `sessionId` query parameter of a URL or path (legacy HTTP+SSE transport, MCP 2024-11-05).
 fn query_session_id(target: &str) -> Option<&str> {
     let q = target.split_once('?')?.1;
-    q.split('&').find_map(|kv| kv.strip_prefix("sessionId=")).map(|v| v.split('#').next().unwrap_or(v)).filter(|v| !v.is_empty())
+    q.split('&')
+        .find_map(|kv| kv.strip_prefix("sessionId="))
+        .map(|v| v.split('#').next().unwrap_or(v))
+        .filter(|v| !v.is_empty())
 }
 
 /// The session key of an exchange: `Mcp-Session-Id`; else, for the legacy HTTP+SSE transport
@@ -124,20 +129,32 @@ pub fn session_key_of(e: &Exchange) -> Option<String> {
     if let Some(s) = e.request.as_ref().and_then(|h| query_session_id(&h.target)) {
         return Some(s.to_string());
     }
-    e.events.iter().filter(|ev| ev.sse.event_type.as_deref() == Some("endpoint")).find_map(|ev| query_session_id(ev.sse.data.trim())).map(str::to_string)
+    e.events
+        .iter()
+        .filter(|ev| ev.sse.event_type.as_deref() == Some("endpoint"))
+        .find_map(|ev| query_session_id(ev.sse.data.trim()))
+        .map(str::to_string)
 }
 
 impl Model {
     /// Build the model from exchanges sorted by time.
     pub fn build(exchanges: &[Exchange]) -> Model {
-        let mut m = Model { exchange_session: vec![0; exchanges.len()], exchange_stream: vec![None; exchanges.len()], ..Default::default() };
+        let mut m = Model {
+            exchange_session: vec![0; exchanges.len()],
+            exchange_stream: vec![None; exchanges.len()],
+            ..Default::default()
+        };
         let mut by_id: HashMap<Option<String>, usize> = HashMap::new();
         // Per session: event id → deliveries.
         let mut delivered: Vec<HashMap<String, Vec<Delivery>>> = Vec::new();
         for (xi, e) in exchanges.iter().enumerate() {
             let sid = session_key_of(e);
             let si = *by_id.entry(sid.clone()).or_insert_with(|| {
-                m.sessions.push(Session { id: sid.clone(), exchanges: Vec::new(), protocol_version: None });
+                m.sessions.push(Session {
+                    id: sid.clone(),
+                    exchanges: Vec::new(),
+                    protocol_version: None,
+                });
                 delivered.push(HashMap::new());
                 m.sessions.len() - 1
             });
@@ -157,12 +174,26 @@ impl Model {
             let stream = match (e.method(), leid) {
                 ("GET", Some(l)) => {
                     // Link to the stream that delivered L most recently before this request.
-                    let found = delivered[si].get(&l).and_then(|v| v.iter().filter(|d| d.3 <= e.ts()).max_by_key(|d| d.3).or(v.last())).copied();
+                    let found = delivered[si]
+                        .get(&l)
+                        .and_then(|v| {
+                            v.iter()
+                                .filter(|d| d.3 <= e.ts())
+                                .max_by_key(|d| d.3)
+                                .or(v.last())
+                        })
+                        .copied();
                     let (stream, cursor) = match found {
                         Some((st, dx, ei, _)) => (Some(st), Some((dx, ei))),
                         None => (None, None),
                     };
-                    m.resumptions.push(Resumption { session: si, exchange: xi, last_event_id: l, stream, cursor });
+                    m.resumptions.push(Resumption {
+                        session: si,
+                        exchange: xi,
+                        last_event_id: l,
+                        stream,
+                        cursor,
+                    });
                     if sse_ok {
                         match stream {
                             Some(st) => {
@@ -185,7 +216,10 @@ impl Model {
                 for (ei, ev) in e.events.iter().enumerate() {
                     if ev.sse.has_own_id && !ev.sse.truncated {
                         if let Some(id) = &ev.sse.id {
-                            delivered[si].entry(id.clone()).or_default().push((st, xi, ei, ev.sse.ts));
+                            delivered[si]
+                                .entry(id.clone())
+                                .or_default()
+                                .push((st, xi, ei, ev.sse.ts));
                         }
                     }
                 }
@@ -195,7 +229,12 @@ impl Model {
     }
 
     fn new_stream(&mut self, session: usize, origin: usize, kind: StreamKind) -> usize {
-        self.streams.push(LogicalStream { session, origin, kind, connections: vec![origin] });
+        self.streams.push(LogicalStream {
+            session,
+            origin,
+            kind,
+            connections: vec![origin],
+        });
         self.streams.len() - 1
     }
 

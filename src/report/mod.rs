@@ -42,13 +42,16 @@ pub struct Table {
 impl Table {
     /// Number of rows.
     pub fn height(&self) -> usize {
-        self.columns.first().map(|(_, v)| match v {
-            Values::Str(x) => x.len(),
-            Values::I64(x) | Values::Ts(x) => x.len(),
-            Values::U64(x) => x.len(),
-            Values::F64(x) => x.len(),
-            Values::Bool(x) => x.len(),
-        }).unwrap_or(0)
+        self.columns
+            .first()
+            .map(|(_, v)| match v {
+                Values::Str(x) => x.len(),
+                Values::I64(x) | Values::Ts(x) => x.len(),
+                Values::U64(x) => x.len(),
+                Values::F64(x) => x.len(),
+                Values::Bool(x) => x.len(),
+            })
+            .unwrap_or(0)
     }
 
     /// Build the polars DataFrame.
@@ -62,7 +65,10 @@ impl Table {
                 Values::U64(x) => Series::new(name, x),
                 Values::F64(x) => Series::new(name, x),
                 Values::Bool(x) => Series::new(name, x),
-                Values::Ts(x) => Series::new(name, x).cast(&DataType::Datetime(TimeUnit::Microseconds, Some(TimeZone::UTC)))?,
+                Values::Ts(x) => Series::new(name, x).cast(&DataType::Datetime(
+                    TimeUnit::Microseconds,
+                    Some(TimeZone::UTC),
+                ))?,
             };
             cols.push(s.into());
         }
@@ -78,7 +84,9 @@ impl Table {
                     Values::Str(x) => x[i].clone().map(serde_json::Value::String),
                     Values::I64(x) => x[i].map(Into::into),
                     Values::U64(x) => x[i].map(Into::into),
-                    Values::F64(x) => x[i].and_then(serde_json::Number::from_f64).map(serde_json::Value::Number),
+                    Values::F64(x) => x[i]
+                        .and_then(serde_json::Number::from_f64)
+                        .map(serde_json::Value::Number),
                     Values::Bool(x) => x[i].map(Into::into),
                     Values::Ts(x) => x[i].map(|t| serde_json::Value::String(format_ts(t))),
                 };
@@ -108,12 +116,21 @@ pub enum Format {
 pub fn write_files(tables: &[Table], dir: &Path, format: Format) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for t in tables {
-        let mut df = t.to_dataframe().map_err(|e| format!("table {}: {e}", t.name))?;
-        let ext = if format == Format::Csv { "csv" } else { "parquet" };
+        let mut df = t
+            .to_dataframe()
+            .map_err(|e| format!("table {}: {e}", t.name))?;
+        let ext = if format == Format::Csv {
+            "csv"
+        } else {
+            "parquet"
+        };
         let path = dir.join(format!("{}.{ext}", t.name));
         let file = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let r = if format == Format::Csv {
-            CsvWriter::new(file).include_header(true).finish(&mut df).map(|_| ())
+            CsvWriter::new(file)
+                .include_header(true)
+                .finish(&mut df)
+                .map(|_| ())
         } else {
             ParquetWriter::new(file).finish(&mut df).map(|_| ())
         };
@@ -124,7 +141,9 @@ pub fn write_files(tables: &[Table], dir: &Path, format: Format) -> Result<(), S
 
 /// Render a table for the terminal.
 pub fn render(t: &Table) -> Result<String, String> {
-    let df = t.to_dataframe().map_err(|e| format!("table {}: {e}", t.name))?;
+    let df = t
+        .to_dataframe()
+        .map_err(|e| format!("table {}: {e}", t.name))?;
     Ok(format!("{} ({} rows)\n{}\n", t.name, t.height(), df))
 }
 
@@ -145,7 +164,16 @@ pub fn format_ts(us: i64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = if m <= 2 { y + 1 } else { y };
-    format!("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", y, m, d, sod / 3600, (sod % 3600) / 60, sod % 60, frac)
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z",
+        y,
+        m,
+        d,
+        sod / 3600,
+        (sod % 3600) / 60,
+        sod % 60,
+        frac
+    )
 }
 
 #[cfg(test)]
@@ -155,7 +183,10 @@ mod tests {
     #[test]
     fn ts_format() {
         assert_eq!(format_ts(0), "1970-01-01T00:00:00.000000Z");
-        assert_eq!(format_ts(1_795_991_032_169_000), "2026-11-29T22:23:52.169000Z");
+        assert_eq!(
+            format_ts(1_795_991_032_169_000),
+            "2026-11-29T22:23:52.169000Z"
+        );
         assert_eq!(format_ts(-1), "1969-12-31T23:59:59.999999Z");
     }
 }

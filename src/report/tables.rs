@@ -34,7 +34,9 @@ pub fn findings(a: &Analysis) -> Table {
             col!("ts", Ts, r, |f| Some(f.ts)),
             col!("session_id", Str, r, |f| Some(f.session_id.clone())),
             col!("kind", Str, r, |f| Some(f.kind.to_string())),
-            col!("severity", Str, r, |f| Some(f.severity.as_str().to_string())),
+            col!("severity", Str, r, |f| Some(
+                f.severity.as_str().to_string()
+            )),
             col!("flow_id", Str, r, |f| Some(f.flow_id.clone())),
             col!("frame", U64, r, |f| Some(f.frame)),
             col!("last_event_id", Str, r, |f| f.last_event_id.clone()),
@@ -50,25 +52,55 @@ pub fn findings(a: &Analysis) -> Table {
 /// `sessions`: one row per session.
 pub fn sessions(a: &Analysis, ex: &[Exchange]) -> Table {
     let m = &a.model;
-    let rows: Vec<_> = m.sessions.iter().enumerate().map(|(si, s)| {
-        let label = s.label();
-        let fs: Vec<_> = a.findings.iter().filter(|f| f.session_id == label).collect();
-        let count = |sev| fs.iter().filter(|f| f.severity == sev).count() as u64;
-        let mut flows: Vec<usize> = s.exchanges.iter().map(|&x| ex[x].flow_index).collect();
-        flows.sort_unstable();
-        flows.dedup();
-        let streams = m.streams.iter().filter(|st| st.session == si).count() as u64;
-        let resumptions: Vec<_> = a.resumptions.iter().filter(|r| m.resumptions[r.index].session == si).collect();
-        let worst = fs.iter().map(|f| f.severity).max();
-        let verdict = match worst {
-            Some(Severity::Error) => "broken",
-            Some(Severity::Warning) => "suspect",
-            _ => "intact",
-        };
-        let ts_first = s.exchanges.iter().map(|&x| ex[x].ts()).min();
-        let ts_last = s.exchanges.iter().filter_map(|&x| ex[x].ts_end.or(ex[x].ts_request)).max();
-        (label, s.protocol_version.clone(), ts_first, ts_last, s.exchanges.len() as u64, flows.len() as u64, streams, resumptions.len() as u64, count(Severity::Error), count(Severity::Warning), count(Severity::Info), verdict)
-    }).collect();
+    let rows: Vec<_> = m
+        .sessions
+        .iter()
+        .enumerate()
+        .map(|(si, s)| {
+            let label = s.label();
+            let fs: Vec<_> = a
+                .findings
+                .iter()
+                .filter(|f| f.session_id == label)
+                .collect();
+            let count = |sev| fs.iter().filter(|f| f.severity == sev).count() as u64;
+            let mut flows: Vec<usize> = s.exchanges.iter().map(|&x| ex[x].flow_index).collect();
+            flows.sort_unstable();
+            flows.dedup();
+            let streams = m.streams.iter().filter(|st| st.session == si).count() as u64;
+            let resumptions: Vec<_> = a
+                .resumptions
+                .iter()
+                .filter(|r| m.resumptions[r.index].session == si)
+                .collect();
+            let worst = fs.iter().map(|f| f.severity).max();
+            let verdict = match worst {
+                Some(Severity::Error) => "broken",
+                Some(Severity::Warning) => "suspect",
+                _ => "intact",
+            };
+            let ts_first = s.exchanges.iter().map(|&x| ex[x].ts()).min();
+            let ts_last = s
+                .exchanges
+                .iter()
+                .filter_map(|&x| ex[x].ts_end.or(ex[x].ts_request))
+                .max();
+            (
+                label,
+                s.protocol_version.clone(),
+                ts_first,
+                ts_last,
+                s.exchanges.len() as u64,
+                flows.len() as u64,
+                streams,
+                resumptions.len() as u64,
+                count(Severity::Error),
+                count(Severity::Warning),
+                count(Severity::Info),
+                verdict,
+            )
+        })
+        .collect();
     Table {
         name: "sessions",
         columns: vec![
@@ -91,15 +123,65 @@ pub fn sessions(a: &Analysis, ex: &[Exchange]) -> Table {
 /// `streams`: one row per logical stream.
 pub fn streams(a: &Analysis, ex: &[Exchange]) -> Table {
     let m = &a.model;
-    let rows: Vec<_> = m.streams.iter().enumerate().map(|(i, st)| {
-        let o = &ex[st.origin];
-        let events: u64 = st.connections.iter().map(|&x| ex[x].events.len() as u64).sum();
-        let messages: u64 = st.connections.iter().map(|&x| ex[x].events.iter().map(|e| e.messages.len() as u64).sum::<u64>()).sum();
-        let res: Vec<_> = a.resumptions.iter().filter(|r| m.resumptions[r.index].stream == Some(i)).collect();
-        let verdict = res.iter().map(|r| r.verdict).find(|v| !matches!(v, crate::detect::Verdict::Resumed)).or(res.first().map(|r| r.verdict)).map(|v| v.as_str()).unwrap_or("single_connection");
-        let req_ids = join(o.req_messages.iter().filter(|m| m.kind == Kind::Request).filter_map(|m| m.id.clone()));
-        (format!("S{i}"), m.sessions[st.session].label(), st.kind.as_str(), format!("F{}", o.flow_index), o.trans_depth as u64, o.ts(), req_ids, m.stream_id_format(i, ex).map(|f| f.as_str()).unwrap_or("none"), st.connections.len() as u64, events, messages, res.len() as u64, verdict)
-    }).collect();
+    let rows: Vec<_> = m
+        .streams
+        .iter()
+        .enumerate()
+        .map(|(i, st)| {
+            let o = &ex[st.origin];
+            let events: u64 = st
+                .connections
+                .iter()
+                .map(|&x| ex[x].events.len() as u64)
+                .sum();
+            let messages: u64 = st
+                .connections
+                .iter()
+                .map(|&x| {
+                    ex[x]
+                        .events
+                        .iter()
+                        .map(|e| e.messages.len() as u64)
+                        .sum::<u64>()
+                })
+                .sum();
+            let res: Vec<_> = a
+                .resumptions
+                .iter()
+                .filter(|r| m.resumptions[r.index].stream == Some(i))
+                .collect();
+            let verdict = res
+                .iter()
+                .map(|r| r.verdict)
+                .find(|v| !matches!(v, crate::detect::Verdict::Resumed))
+                .or(res.first().map(|r| r.verdict))
+                .map(|v| v.as_str())
+                .unwrap_or("single_connection");
+            let req_ids = join(
+                o.req_messages
+                    .iter()
+                    .filter(|m| m.kind == Kind::Request)
+                    .filter_map(|m| m.id.clone()),
+            );
+            (
+                format!("S{i}"),
+                m.sessions[st.session].label(),
+                st.kind.as_str(),
+                format!("F{}", o.flow_index),
+                o.trans_depth as u64,
+                o.ts(),
+                req_ids,
+                m.stream_id_format(i, ex)
+                    .map(|f| f.as_str())
+                    .unwrap_or("none"),
+                st.connections.len() as u64,
+                events,
+                messages,
+                res.len() as u64,
+                verdict,
+            )
+        })
+        .collect();
     Table {
         name: "streams",
         columns: vec![
@@ -123,11 +205,27 @@ pub fn streams(a: &Analysis, ex: &[Exchange]) -> Table {
 /// `resumptions`: one row per GET with `Last-Event-ID`.
 pub fn resumptions(a: &Analysis, ex: &[Exchange]) -> Table {
     let m = &a.model;
-    let rows: Vec<_> = a.resumptions.iter().map(|r| {
-        let res = &m.resumptions[r.index];
-        let e = &ex[res.exchange];
-        (e.ts(), m.sessions[res.session].label(), format!("F{}", e.flow_index), e.frame(), res.last_event_id.clone(), res.stream.map(|s| format!("S{s}")), e.status() as u64, r.first_event_id.clone(), r.events as u64, r.verdict.as_str(), r.reason.clone())
-    }).collect();
+    let rows: Vec<_> = a
+        .resumptions
+        .iter()
+        .map(|r| {
+            let res = &m.resumptions[r.index];
+            let e = &ex[res.exchange];
+            (
+                e.ts(),
+                m.sessions[res.session].label(),
+                format!("F{}", e.flow_index),
+                e.frame(),
+                res.last_event_id.clone(),
+                res.stream.map(|s| format!("S{s}")),
+                e.status() as u64,
+                r.first_event_id.clone(),
+                r.events as u64,
+                r.verdict.as_str(),
+                r.reason.clone(),
+            )
+        })
+        .collect();
     Table {
         name: "resumptions",
         columns: vec![
@@ -157,8 +255,29 @@ pub fn events(a: &Analysis, ex: &[Exchange]) -> Table {
             let s = &ev.sse;
             let progress = ev.messages.iter().find_map(|m| m.progress);
             let token = ev.messages.iter().find_map(|m| m.progress_token.clone());
-            rows.push((s.ts, session.clone(), stream.clone(), format!("F{}", e.flow_index), e.trans_depth as u64, s.frame_first, s.frame_last, s.offset, s.has_own_id, s.id.clone(), s.event_type.clone(), ev.data_len as u64, s.retry, ev.priming, s.truncated,
-                join(ev.messages.iter().map(|m| m.kind.as_str().to_string())), join(ev.messages.iter().filter_map(|m| m.method.clone())), join(ev.messages.iter().filter_map(|m| m.id.clone())), token, progress, ev.parse_error.clone()));
+            rows.push((
+                s.ts,
+                session.clone(),
+                stream.clone(),
+                format!("F{}", e.flow_index),
+                e.trans_depth as u64,
+                s.frame_first,
+                s.frame_last,
+                s.offset,
+                s.has_own_id,
+                s.id.clone(),
+                s.event_type.clone(),
+                ev.data_len as u64,
+                s.retry,
+                ev.priming,
+                s.truncated,
+                join(ev.messages.iter().map(|m| m.kind.as_str().to_string())),
+                join(ev.messages.iter().filter_map(|m| m.method.clone())),
+                join(ev.messages.iter().filter_map(|m| m.id.clone())),
+                token,
+                progress,
+                ev.parse_error.clone(),
+            ));
         }
     }
     Table {
@@ -193,44 +312,91 @@ pub fn events(a: &Analysis, ex: &[Exchange]) -> Table {
 pub fn exchanges(a: &Analysis, ex: &[Exchange]) -> Table {
     let m = &a.model;
     let r: Vec<(usize, &Exchange)> = ex.iter().enumerate().collect();
-    let msgs = |e: &Exchange| e.req_messages.iter().chain(e.resp_messages.iter()).chain(e.events.iter().flat_map(|v| v.messages.iter())).cloned().collect::<Vec<_>>();
+    let msgs = |e: &Exchange| {
+        e.req_messages
+            .iter()
+            .chain(e.resp_messages.iter())
+            .chain(e.events.iter().flat_map(|v| v.messages.iter()))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
     Table {
         name: "exchanges",
         columns: vec![
             col!("ts", Ts, r, |(_, e)| Some(e.ts())),
-            col!("flow_id", Str, r, |(_, e)| Some(format!("F{}", e.flow_index))),
+            col!("flow_id", Str, r, |(_, e)| Some(format!(
+                "F{}",
+                e.flow_index
+            ))),
             col!("trans_depth", U64, r, |(_, e)| Some(e.trans_depth as u64)),
-            col!("session_id", Str, r, |(i, _)| Some(m.sessions[m.exchange_session[*i]].label())),
+            col!("session_id", Str, r, |(i, _)| Some(
+                m.sessions[m.exchange_session[*i]].label()
+            )),
             col!("ts_request", Ts, r, |(_, e)| e.ts_request),
             col!("ts_response", Ts, r, |(_, e)| e.ts_response),
             col!("ts_end", Ts, r, |(_, e)| e.ts_end),
-            col!("method", Str, r, |(_, e)| e.request.as_ref().map(|h| h.method.clone())),
-            col!("target", Str, r, |(_, e)| e.request.as_ref().map(|h| h.target.clone())),
-            col!("host", Str, r, |(_, e)| e.req_header("host").map(str::to_string)),
-            col!("status", U64, r, |(_, e)| e.response.as_ref().map(|h| h.status as u64)),
-            col!("content_type", Str, r, |(_, e)| e.resp_header("content-type").map(str::to_string)),
-            col!("content_encoding", Str, r, |(_, e)| e.resp_header("content-encoding").map(str::to_string)),
-            col!("transfer_encoding", Str, r, |(_, e)| e.resp_header("transfer-encoding").map(str::to_string)),
+            col!("method", Str, r, |(_, e)| e
+                .request
+                .as_ref()
+                .map(|h| h.method.clone())),
+            col!("target", Str, r, |(_, e)| e
+                .request
+                .as_ref()
+                .map(|h| h.target.clone())),
+            col!("host", Str, r, |(_, e)| e
+                .req_header("host")
+                .map(str::to_string)),
+            col!("status", U64, r, |(_, e)| e
+                .response
+                .as_ref()
+                .map(|h| h.status as u64)),
+            col!("content_type", Str, r, |(_, e)| e
+                .resp_header("content-type")
+                .map(str::to_string)),
+            col!("content_encoding", Str, r, |(_, e)| e
+                .resp_header("content-encoding")
+                .map(str::to_string)),
+            col!("transfer_encoding", Str, r, |(_, e)| e
+                .resp_header("transfer-encoding")
+                .map(str::to_string)),
             col!("request_body_len", U64, r, |(_, e)| Some(e.req_body_len)),
             col!("response_body_len", U64, r, |(_, e)| Some(e.resp_body_len)),
-            col!("mcp_session_id", Str, r, |(_, e)| crate::mcp::session_id_of(e).map(str::to_string)),
-            col!("last_event_id", Str, r, |(_, e)| e.req_header("last-event-id").map(str::to_string)),
-            col!("mcp_protocol_version", Str, r, |(_, e)| e.req_header("mcp-protocol-version").map(str::to_string)),
-            col!("jsonrpc_methods", Str, r, |(_, e)| join(msgs(e).into_iter().filter_map(|m| m.method))),
-            col!("jsonrpc_ids", Str, r, |(_, e)| join(msgs(e).into_iter().filter(|m| m.kind != Kind::Notification).filter_map(|m| m.id))),
+            col!("mcp_session_id", Str, r, |(_, e)| {
+                crate::mcp::session_id_of(e).map(str::to_string)
+            }),
+            col!("last_event_id", Str, r, |(_, e)| e
+                .req_header("last-event-id")
+                .map(str::to_string)),
+            col!("mcp_protocol_version", Str, r, |(_, e)| e
+                .req_header("mcp-protocol-version")
+                .map(str::to_string)),
+            col!("jsonrpc_methods", Str, r, |(_, e)| join(
+                msgs(e).into_iter().filter_map(|m| m.method)
+            )),
+            col!("jsonrpc_ids", Str, r, |(_, e)| join(
+                msgs(e)
+                    .into_iter()
+                    .filter(|m| m.kind != Kind::Notification)
+                    .filter_map(|m| m.id)
+            )),
             col!("sse_events", U64, r, |(_, e)| Some(e.events.len() as u64)),
             col!("request_gap", Bool, r, |(_, e)| Some(e.req_gap)),
             col!("response_gap", Bool, r, |(_, e)| Some(e.resp_gap)),
             col!("response_complete", Bool, r, |(_, e)| Some(e.resp_complete)),
             col!("frame_first", U64, r, |(_, e)| Some(e.frame())),
-            col!("frame_last", U64, r, |(_, e)| e.frame_last.or(e.frame_request)),
+            col!("frame_last", U64, r, |(_, e)| e
+                .frame_last
+                .or(e.frame_request)),
         ],
     }
 }
 
 /// `flows`: one row per TCP connection (conn.log).
 pub fn flows(flows: &[Flow], client_dir: &HashMap<usize, usize>) -> Table {
-    let rows: Vec<(&Flow, usize)> = flows.iter().map(|f| (f, client_dir.get(&f.index).copied().unwrap_or(0))).collect();
+    let rows: Vec<(&Flow, usize)> = flows
+        .iter()
+        .map(|f| (f, client_dir.get(&f.index).copied().unwrap_or(0)))
+        .collect();
     Table {
         name: "flows",
         columns: vec![
@@ -239,16 +405,26 @@ pub fn flows(flows: &[Flow], client_dir: &HashMap<usize, usize>) -> Table {
             col!("ts_last", Ts, rows, |(f, _)| Some(f.ts_last)),
             col!("orig_h", Str, rows, |(f, c)| Some(f.ends[*c].0.to_string())),
             col!("orig_p", U64, rows, |(f, c)| Some(f.ends[*c].1 as u64)),
-            col!("resp_h", Str, rows, |(f, c)| Some(f.ends[1 - *c].0.to_string())),
+            col!("resp_h", Str, rows, |(f, c)| Some(
+                f.ends[1 - *c].0.to_string()
+            )),
             col!("resp_p", U64, rows, |(f, c)| Some(f.ends[1 - *c].1 as u64)),
             col!("orig_pkts", U64, rows, |(f, c)| Some(f.packets[*c])),
             col!("resp_pkts", U64, rows, |(f, c)| Some(f.packets[1 - *c])),
             col!("orig_bytes", U64, rows, |(f, c)| Some(f.wire_bytes[*c])),
             col!("resp_bytes", U64, rows, |(f, c)| Some(f.wire_bytes[1 - *c])),
-            col!("orig_missed_bytes", U64, rows, |(f, c)| Some(f.dirs[*c].stats.missed)),
-            col!("resp_missed_bytes", U64, rows, |(f, c)| Some(f.dirs[1 - *c].stats.missed)),
-            col!("retransmitted", U64, rows, |(f, _)| Some(f.dirs[0].stats.retransmitted + f.dirs[1].stats.retransmitted)),
-            col!("out_of_order", U64, rows, |(f, _)| Some(f.dirs[0].stats.out_of_order + f.dirs[1].stats.out_of_order)),
+            col!("orig_missed_bytes", U64, rows, |(f, c)| Some(
+                f.dirs[*c].stats.missed
+            )),
+            col!("resp_missed_bytes", U64, rows, |(f, c)| Some(
+                f.dirs[1 - *c].stats.missed
+            )),
+            col!("retransmitted", U64, rows, |(f, _)| Some(
+                f.dirs[0].stats.retransmitted + f.dirs[1].stats.retransmitted
+            )),
+            col!("out_of_order", U64, rows, |(f, _)| Some(
+                f.dirs[0].stats.out_of_order + f.dirs[1].stats.out_of_order
+            )),
             col!("syn", Bool, rows, |(f, _)| Some(f.syn[0] || f.syn[1])),
             col!("fin", Bool, rows, |(f, _)| Some(f.fin[0] || f.fin[1])),
             col!("rst", Bool, rows, |(f, _)| Some(f.rst[0] || f.rst[1])),

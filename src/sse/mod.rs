@@ -22,7 +22,10 @@ pub struct SseLimits {
 
 impl Default for SseLimits {
     fn default() -> Self {
-        SseLimits { max_line: 1 << 20, max_event: 16 << 20 }
+        SseLimits {
+            max_line: 1 << 20,
+            max_event: 16 << 20,
+        }
     }
 }
 
@@ -101,7 +104,14 @@ impl SseParser {
     }
 
     /// Push body bytes that arrived in `frame` at `ts`.
-    pub fn push(&mut self, mut bytes: &[u8], ts: i64, frame: u64, out: &mut impl FnMut(SseEvent), anomalies: &mut impl FnMut(Anomaly)) {
+    pub fn push(
+        &mut self,
+        mut bytes: &[u8],
+        ts: i64,
+        frame: u64,
+        out: &mut impl FnMut(SseEvent),
+        anomalies: &mut impl FnMut(Anomaly),
+    ) {
         if self.at_start {
             // A leading U+FEFF BOM is skipped; it may be split across pushes.
             const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -128,7 +138,14 @@ impl SseParser {
         self.feed(bytes, ts, frame, out, anomalies);
     }
 
-    fn feed(&mut self, bytes: &[u8], ts: i64, frame: u64, out: &mut impl FnMut(SseEvent), anomalies: &mut impl FnMut(Anomaly)) {
+    fn feed(
+        &mut self,
+        bytes: &[u8],
+        ts: i64,
+        frame: u64,
+        out: &mut impl FnMut(SseEvent),
+        anomalies: &mut impl FnMut(Anomaly),
+    ) {
         let mut i = 0;
         if self.pending_cr && !bytes.is_empty() {
             self.pending_cr = false;
@@ -179,7 +196,15 @@ impl SseParser {
             return;
         }
         if self.line.len() + part.len() > self.limits.max_line {
-            anomalies(Anomaly::new("sse.line_too_long", None, None, format!("line longer than {} bytes; event skipped", self.limits.max_line)));
+            anomalies(Anomaly::new(
+                "sse.line_too_long",
+                None,
+                None,
+                format!(
+                    "line longer than {} bytes; event skipped",
+                    self.limits.max_line
+                ),
+            ));
             self.line_too_long = true;
             self.line.clear();
             self.skipping = true;
@@ -196,7 +221,15 @@ impl SseParser {
         self.too_large = false;
     }
 
-    fn line_done(&mut self, line: &[u8], line_offset: u64, ts: i64, frame: u64, out: &mut impl FnMut(SseEvent), anomalies: &mut impl FnMut(Anomaly)) {
+    fn line_done(
+        &mut self,
+        line: &[u8],
+        line_offset: u64,
+        ts: i64,
+        frame: u64,
+        out: &mut impl FnMut(SseEvent),
+        anomalies: &mut impl FnMut(Anomaly),
+    ) {
         if self.line_too_long {
             return;
         }
@@ -235,7 +268,15 @@ impl SseParser {
                 self.cur.has_data = true;
                 if self.data.len() + value.len() + 1 > self.limits.max_event {
                     if !self.too_large {
-                        anomalies(Anomaly::new("sse.event_too_large", Some(frame), None, format!("event data over {} bytes; event skipped", self.limits.max_event)));
+                        anomalies(Anomaly::new(
+                            "sse.event_too_large",
+                            Some(frame),
+                            None,
+                            format!(
+                                "event data over {} bytes; event skipped",
+                                self.limits.max_event
+                            ),
+                        ));
                     }
                     self.too_large = true;
                     return;
@@ -250,7 +291,12 @@ impl SseParser {
                     let v = String::from_utf8_lossy(value).into_owned();
                     self.last_event_id = Some(v);
                 } else {
-                    anomalies(Anomaly::new("sse.id_with_nul", Some(frame), None, "id field containing NUL ignored".into()));
+                    anomalies(Anomaly::new(
+                        "sse.id_with_nul",
+                        Some(frame),
+                        None,
+                        "id field containing NUL ignored".into(),
+                    ));
                 }
             }
             b"retry" if !value.is_empty() && value.iter().all(|b| b.is_ascii_digit()) => {
@@ -280,7 +326,12 @@ impl SseParser {
 
     /// `len` bytes of the body are missing: drop the event in progress and resume after the next blank line.
     pub fn gap(&mut self, len: u64, frame: u64, anomalies: &mut impl FnMut(Anomaly)) {
-        anomalies(Anomaly::new("sse.gap", Some(frame), None, format!("{len} bytes missing inside an event stream; resuming at the next blank line")));
+        anomalies(Anomaly::new(
+            "sse.gap",
+            Some(frame),
+            None,
+            format!("{len} bytes missing inside an event stream; resuming at the next blank line"),
+        ));
         self.offset += len;
         self.line.clear();
         self.pending_cr = false;
@@ -290,7 +341,13 @@ impl SseParser {
     }
 
     /// End of the body: an event in progress is reported as truncated.
-    pub fn finish(&mut self, ts: i64, frame: u64, out: &mut impl FnMut(SseEvent), anomalies: &mut impl FnMut(Anomaly)) {
+    pub fn finish(
+        &mut self,
+        ts: i64,
+        frame: u64,
+        out: &mut impl FnMut(SseEvent),
+        anomalies: &mut impl FnMut(Anomaly),
+    ) {
         if self.at_start && !self.line.is_empty() {
             self.at_start = false;
             let partial = std::mem::take(&mut self.line);
@@ -317,8 +374,18 @@ mod tests {
         let mut p = SseParser::new(SseLimits::default());
         let mut evs = Vec::new();
         let mut last = 0;
-        for (k, &s) in splits.iter().chain(std::iter::once(&input.len())).enumerate() {
-            p.push(&input[last..s], 0, k as u64, &mut |e| evs.push(e), &mut |_| {});
+        for (k, &s) in splits
+            .iter()
+            .chain(std::iter::once(&input.len()))
+            .enumerate()
+        {
+            p.push(
+                &input[last..s],
+                0,
+                k as u64,
+                &mut |e| evs.push(e),
+                &mut |_| {},
+            );
             last = s;
         }
         p.finish(0, 0, &mut |e| evs.push(e), &mut |_| {});
@@ -333,7 +400,8 @@ mod tests {
     // Python SDK (sse-starlette) style: CRLF, priming event, comment.
     const PY: &[u8] = b"\xEF\xBB\xBFid: a\r\ndata: \r\nretry: 3000\r\n\r\n: ping - 2026\r\n\r\nid: b\r\nevent: message\r\ndata: {\"x\":1}\r\n\r\ndata: line1\rdata: line2\r\r";
     // TS SDK style: LF, `event` first.
-    const TS: &[u8] = b"event: message\nid: s_1_x\ndata: {\"jsonrpc\":\"2.0\"}\n\nid: s_2\ndata: cut";
+    const TS: &[u8] =
+        b"event: message\nid: s_1_x\ndata: {\"jsonrpc\":\"2.0\"}\n\nid: s_2\ndata: cut";
 
     #[test]
     fn python_crlf() {
@@ -380,7 +448,13 @@ mod tests {
         let mut evs = Vec::new();
         p.push(b"id: 1\ndata: a", 0, 1, &mut |e| evs.push(e), &mut |_| {});
         p.gap(10, 2, &mut |_| {});
-        p.push(b"rest of it\n\nid: 3\ndata: c\n\n", 0, 3, &mut |e| evs.push(e), &mut |_| {});
+        p.push(
+            b"rest of it\n\nid: 3\ndata: c\n\n",
+            0,
+            3,
+            &mut |e| evs.push(e),
+            &mut |_| {},
+        );
         assert_eq!(evs.len(), 1);
         assert_eq!(evs[0].id.as_deref(), Some("3"));
     }

@@ -63,7 +63,10 @@ impl Flow {
 
     /// The part of the flow a stream sink sees.
     pub fn meta(&self) -> FlowMeta {
-        FlowMeta { index: self.index, client_by_syn: self.client_by_syn }
+        FlowMeta {
+            index: self.index,
+            client_by_syn: self.client_by_syn,
+        }
     }
 
     fn note(&mut self, dir: Dir, c: char) {
@@ -75,7 +78,16 @@ impl Flow {
     /// Zeek conn.log `history`: upper case for the client, lower case for the server.
     /// `client` is the direction index of the client.
     pub fn history_string(&self, client: Dir) -> String {
-        self.history.iter().map(|&(d, c)| if d == client { c.to_ascii_uppercase() } else { c.to_ascii_lowercase() }).collect()
+        self.history
+            .iter()
+            .map(|&(d, c)| {
+                if d == client {
+                    c.to_ascii_uppercase()
+                } else {
+                    c.to_ascii_lowercase()
+                }
+            })
+            .collect()
     }
 }
 
@@ -137,7 +149,10 @@ pub struct FlowTable {
 impl FlowTable {
     /// A table with the given limits.
     pub fn new(limits: ReassemblyLimits) -> Self {
-        FlowTable { limits, ..Default::default() }
+        FlowTable {
+            limits,
+            ..Default::default()
+        }
     }
 
     /// Process one segment captured at `ts` in frame `frame`.
@@ -150,9 +165,12 @@ impl FlowTable {
         if let Some(i) = idx {
             let f = &self.flows[i];
             let d = if f.ends[0] == src { 0 } else { 1 };
-            let new_isn = f.dirs[d].base().is_some_and(|b| b != seg.seq.wrapping_add(1));
+            let new_isn = f.dirs[d]
+                .base()
+                .is_some_and(|b| b != seg.seq.wrapping_add(1));
             let reset = f.rst[0] || f.rst[1];
-            let reused = pure_syn && (f.closed || reset || (new_isn && f.dirs[d].next_offset() > 0));
+            let reused =
+                pure_syn && (f.closed || reset || (new_isn && f.dirs[d].next_offset() > 0));
             if reused {
                 self.close(i, ts, frame, sink);
                 idx = None;
@@ -170,7 +188,11 @@ impl FlowTable {
             None => {
                 let index = self.flows.len();
                 // A SYN-ACK first means the sender is the server.
-                let ends = if seg.syn && seg.ack { [dst, src] } else { [src, dst] };
+                let ends = if seg.syn && seg.ack {
+                    [dst, src]
+                } else {
+                    [src, dst]
+                };
                 self.flows.push(Flow {
                     index,
                     ends,
@@ -222,11 +244,19 @@ impl FlowTable {
         // in-order payload goes to the sink straight from the frame, uncopied.
         if seg.ack {
             let peer = 1 - d;
-            flow.dirs[peer].peer_ack(seg.ack_no, &mut |c| sink.event(meta, StreamEvent::Chunk(peer, c), ts, frame));
+            flow.dirs[peer].peer_ack(seg.ack_no, &mut |c| {
+                sink.event(meta, StreamEvent::Chunk(peer, c), ts, frame)
+            });
         }
         if !seg.syn || !seg.payload.is_empty() {
-            let seq = if seg.syn { seg.seq.wrapping_add(1) } else { seg.seq };
-            flow.dirs[d].segment(seq, seg.payload, seg.wire_len, seg.fin, &limits, &mut |c| sink.event(meta, StreamEvent::Chunk(d, c), ts, frame));
+            let seq = if seg.syn {
+                seg.seq.wrapping_add(1)
+            } else {
+                seg.seq
+            };
+            flow.dirs[d].segment(seq, seg.payload, seg.wire_len, seg.fin, &limits, &mut |c| {
+                sink.event(meta, StreamEvent::Chunk(d, c), ts, frame)
+            });
         }
         // After a RST the connection is closed when a new SYN reuses the 5-tuple or the capture
         // ends: segments the network still delivers after it (reordered or held back by a

@@ -25,7 +25,9 @@ pub struct ReassemblyLimits {
 
 impl Default for ReassemblyLimits {
     fn default() -> Self {
-        ReassemblyLimits { max_ooo_bytes: 4 << 20 }
+        ReassemblyLimits {
+            max_ooo_bytes: 4 << 20,
+        }
     }
 }
 
@@ -123,7 +125,15 @@ impl Reassembler {
 
     /// Offer one segment: `payload` as captured, `wire_len` its length on the wire
     /// (longer when the snaplen cut it), `fin` its FIN flag. In-order output goes to `out`.
-    pub fn segment(&mut self, seq: u32, payload: &[u8], wire_len: u32, fin: bool, limits: &ReassemblyLimits, out: &mut impl FnMut(Chunk<'_>)) {
+    pub fn segment(
+        &mut self,
+        seq: u32,
+        payload: &[u8],
+        wire_len: u32,
+        fin: bool,
+        limits: &ReassemblyLimits,
+        out: &mut impl FnMut(Chunk<'_>),
+    ) {
         if self.base.is_none() {
             if payload.is_empty() && !fin {
                 return;
@@ -161,10 +171,20 @@ impl Reassembler {
     }
 
     /// Deliver `payload` (at `off`, `wire_len` long on the wire) from byte `skip` on.
-    fn deliver_cut(&mut self, off: u64, payload: &[u8], wire_len: u64, skip: usize, out: &mut impl FnMut(Chunk<'_>)) {
+    fn deliver_cut(
+        &mut self,
+        off: u64,
+        payload: &[u8],
+        wire_len: u64,
+        skip: usize,
+        out: &mut impl FnMut(Chunk<'_>),
+    ) {
         if skip < payload.len() {
             let bytes = &payload[skip..];
-            out(Chunk::Data { offset: self.next, bytes });
+            out(Chunk::Data {
+                offset: self.next,
+                bytes,
+            });
             self.stats.delivered += bytes.len() as u64;
             self.next += bytes.len() as u64;
         }
@@ -172,7 +192,10 @@ impl Reassembler {
         if end > self.next {
             // Bytes the snaplen cut off: a gap.
             let len = end - self.next;
-            out(Chunk::Gap { offset: self.next, len });
+            out(Chunk::Gap {
+                offset: self.next,
+                len,
+            });
             self.stats.missed += len;
             self.next = end;
         }
@@ -203,7 +226,9 @@ impl Reassembler {
             if off > self.next {
                 break;
             }
-            let Some((off, data)) = self.pending.pop_first() else { break };
+            let Some((off, data)) = self.pending.pop_first() else {
+                break;
+            };
             self.pending_bytes -= data.len();
             let end = off + data.len() as u64;
             if end <= self.next {
@@ -212,7 +237,10 @@ impl Reassembler {
             }
             let skip = (self.next - off) as usize;
             let bytes = &data[skip..];
-            out(Chunk::Data { offset: self.next, bytes });
+            out(Chunk::Data {
+                offset: self.next,
+                bytes,
+            });
             self.stats.delivered += bytes.len() as u64;
             self.next = end;
         }
@@ -223,7 +251,10 @@ impl Reassembler {
         if let Some((&off, _)) = self.pending.first_key_value() {
             if off > self.next {
                 let len = off - self.next;
-                out(Chunk::Gap { offset: self.next, len });
+                out(Chunk::Gap {
+                    offset: self.next,
+                    len,
+                });
                 self.stats.missed += len;
                 self.next = off;
             }
@@ -264,7 +295,10 @@ impl Reassembler {
         let target = self.acked.max(self.fin.unwrap_or(0));
         if target > self.next {
             let len = target - self.next;
-            out(Chunk::Gap { offset: self.next, len });
+            out(Chunk::Gap {
+                offset: self.next,
+                len,
+            });
             self.stats.missed += len;
             self.next = target;
         }
@@ -307,7 +341,12 @@ mod tests {
     fn in_order_retransmit_and_wrap() {
         let isn = u32::MAX - 3; // data starts at MAX-2 and wraps after 3 bytes
         let s = isn.wrapping_add(1);
-        let segs = vec![(s, b"abc".to_vec()), (s.wrapping_add(3), b"def".to_vec()), (s, b"abc".to_vec()), (s.wrapping_add(6), b"g".to_vec())];
+        let segs = vec![
+            (s, b"abc".to_vec()),
+            (s.wrapping_add(3), b"def".to_vec()),
+            (s, b"abc".to_vec()),
+            (s.wrapping_add(6), b"g".to_vec()),
+        ];
         let got = run(&segs, Some(isn), ReassemblyLimits::default());
         assert_eq!(got, b"abcdefg".iter().map(|b| Some(*b)).collect::<Vec<_>>());
     }
@@ -316,12 +355,19 @@ mod tests {
     fn hole_at_end_is_gap() {
         let segs = vec![(1, b"ab".to_vec()), (5, b"ef".to_vec())];
         let got = run(&segs, Some(0), ReassemblyLimits::default());
-        assert_eq!(got, vec![Some(b'a'), Some(b'b'), None, None, Some(b'e'), Some(b'f')]);
+        assert_eq!(
+            got,
+            vec![Some(b'a'), Some(b'b'), None, None, Some(b'e'), Some(b'f')]
+        );
     }
 
     #[test]
     fn overflow_declares_gap() {
-        let segs = vec![(1, b"ab".to_vec()), (10, b"xyz".to_vec()), (20, b"q".to_vec())];
+        let segs = vec![
+            (1, b"ab".to_vec()),
+            (10, b"xyz".to_vec()),
+            (20, b"q".to_vec()),
+        ];
         let got = run(&segs, Some(0), ReassemblyLimits { max_ooo_bytes: 2 });
         // First hole (offset 2..9) flushed when 3 bytes were buffered.
         assert_eq!(got.len(), 20);

@@ -83,13 +83,20 @@ impl Default for Capture {
 impl Capture {
     /// An empty capture with ~1000-byte segments.
     pub fn new() -> Self {
-        Capture { frames: Vec::new(), segment_size: 1000, next_port: 50000 }
+        Capture {
+            frames: Vec::new(),
+            segment_size: 1000,
+            next_port: 50000,
+        }
     }
 
     /// An empty capture whose data segments carry at most `n` bytes.
     pub fn with_segment_size(n: usize) -> Self {
         assert!(n > 0);
-        Capture { segment_size: n, ..Self::new() }
+        Capture {
+            segment_size: n,
+            ..Self::new()
+        }
     }
 
     /// Open a new connection (SYN, SYN-ACK, ACK) from the next ephemeral port.
@@ -117,12 +124,22 @@ impl Capture {
 
     /// Positions of the data-carrying frames sent by the server on connection `client_port`.
     pub fn server_data_frames(&self, client_port: u16) -> Vec<usize> {
-        self.frames.iter().enumerate().filter(|(_, f)| f.client_port == client_port && !f.from_client && f.payload_len > 0).map(|(i, _)| i).collect()
+        self.frames
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.client_port == client_port && !f.from_client && f.payload_len > 0)
+            .map(|(i, _)| i)
+            .collect()
     }
 
     /// The capture as a classic pcap file, one frame per millisecond.
     pub fn pcap(&self) -> Vec<u8> {
-        let frames: Vec<(i64, Vec<u8>)> = self.frames.iter().enumerate().map(|(i, f)| (START_US + 1000 * i as i64, f.data.clone())).collect();
+        let frames: Vec<(i64, Vec<u8>)> = self
+            .frames
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (START_US + 1000 * i as i64, f.data.clone()))
+            .collect();
         pcap_file(&frames)
     }
 
@@ -156,12 +173,47 @@ impl Conn {
     fn open(cap: &mut Capture, port: u16) -> Conn {
         let client_isn = 0x1000_0000u32.wrapping_add(u32::from(port) << 8);
         let server_isn = 0x8000_0000u32.wrapping_add(u32::from(port) << 12);
-        let mut c = Conn { port, client_seq: client_isn, server_seq: server_isn };
-        c.emit(cap, true, client_isn, 0, Flags { syn: true, ..Default::default() }, &[]);
-        c.emit(cap, false, server_isn, client_isn.wrapping_add(1), Flags { syn: true, ack: true, ..Default::default() }, &[]);
+        let mut c = Conn {
+            port,
+            client_seq: client_isn,
+            server_seq: server_isn,
+        };
+        c.emit(
+            cap,
+            true,
+            client_isn,
+            0,
+            Flags {
+                syn: true,
+                ..Default::default()
+            },
+            &[],
+        );
+        c.emit(
+            cap,
+            false,
+            server_isn,
+            client_isn.wrapping_add(1),
+            Flags {
+                syn: true,
+                ack: true,
+                ..Default::default()
+            },
+            &[],
+        );
         c.client_seq = client_isn.wrapping_add(1);
         c.server_seq = server_isn.wrapping_add(1);
-        c.emit(cap, true, c.client_seq, c.server_seq, Flags { ack: true, ..Default::default() }, &[]);
+        c.emit(
+            cap,
+            true,
+            c.client_seq,
+            c.server_seq,
+            Flags {
+                ack: true,
+                ..Default::default()
+            },
+            &[],
+        );
         c
     }
 
@@ -188,17 +240,46 @@ impl Conn {
     /// The server resets the connection.
     pub fn server_reset(self, cap: &mut Capture) {
         let (s, c) = (self.server_seq, self.client_seq);
-        self.emit(cap, false, s, c, Flags { rst: true, ack: true, ..Default::default() }, &[]);
+        self.emit(
+            cap,
+            false,
+            s,
+            c,
+            Flags {
+                rst: true,
+                ack: true,
+                ..Default::default()
+            },
+            &[],
+        );
     }
 
     fn fin_exchange(mut self, cap: &mut Capture, client_first: bool) {
-        let fin_ack = Flags { fin: true, ack: true, ..Default::default() };
-        let ack = Flags { ack: true, ..Default::default() };
+        let fin_ack = Flags {
+            fin: true,
+            ack: true,
+            ..Default::default()
+        };
+        let ack = Flags {
+            ack: true,
+            ..Default::default()
+        };
         let first = client_first;
-        let (a_seq, b_seq) = if first { (self.client_seq, self.server_seq) } else { (self.server_seq, self.client_seq) };
+        let (a_seq, b_seq) = if first {
+            (self.client_seq, self.server_seq)
+        } else {
+            (self.server_seq, self.client_seq)
+        };
         self.emit(cap, first, a_seq, b_seq, fin_ack, &[]);
         self.emit(cap, !first, b_seq, a_seq.wrapping_add(1), fin_ack, &[]);
-        self.emit(cap, first, a_seq.wrapping_add(1), b_seq.wrapping_add(1), ack, &[]);
+        self.emit(
+            cap,
+            first,
+            a_seq.wrapping_add(1),
+            b_seq.wrapping_add(1),
+            ack,
+            &[],
+        );
         self.client_seq = self.client_seq.wrapping_add(1);
         self.server_seq = self.server_seq.wrapping_add(1);
     }
@@ -206,8 +287,23 @@ impl Conn {
     fn send(&mut self, cap: &mut Capture, from_client: bool, data: &[u8]) {
         let n = cap.segment_size;
         for seg in data.chunks(n) {
-            let (seq, ack) = if from_client { (self.client_seq, self.server_seq) } else { (self.server_seq, self.client_seq) };
-            self.emit(cap, from_client, seq, ack, Flags { ack: true, psh: true, ..Default::default() }, seg);
+            let (seq, ack) = if from_client {
+                (self.client_seq, self.server_seq)
+            } else {
+                (self.server_seq, self.client_seq)
+            };
+            self.emit(
+                cap,
+                from_client,
+                seq,
+                ack,
+                Flags {
+                    ack: true,
+                    psh: true,
+                    ..Default::default()
+                },
+                seg,
+            );
             let next = seq.wrapping_add(seg.len() as u32);
             if from_client {
                 self.client_seq = next;
@@ -217,9 +313,23 @@ impl Conn {
         }
     }
 
-    fn emit(&self, cap: &mut Capture, from_client: bool, seq: u32, ack: u32, f: Flags, payload: &[u8]) {
-        let (smac, dmac, sport, dport) = if from_client { (CLIENT_MAC, SERVER_MAC, self.port, SERVER_PORT) } else { (SERVER_MAC, CLIENT_MAC, SERVER_PORT, self.port) };
-        let mut b = PacketBuilder::ethernet2(smac, dmac).ipv4(LOCALHOST, LOCALHOST, 64).tcp(sport, dport, seq, WINDOW);
+    fn emit(
+        &self,
+        cap: &mut Capture,
+        from_client: bool,
+        seq: u32,
+        ack: u32,
+        f: Flags,
+        payload: &[u8],
+    ) {
+        let (smac, dmac, sport, dport) = if from_client {
+            (CLIENT_MAC, SERVER_MAC, self.port, SERVER_PORT)
+        } else {
+            (SERVER_MAC, CLIENT_MAC, SERVER_PORT, self.port)
+        };
+        let mut b = PacketBuilder::ethernet2(smac, dmac)
+            .ipv4(LOCALHOST, LOCALHOST, 64)
+            .tcp(sport, dport, seq, WINDOW);
         if f.syn {
             b = b.syn();
         }
@@ -237,7 +347,12 @@ impl Conn {
         }
         let mut data = Vec::with_capacity(b.size(payload.len()));
         b.write(&mut data, payload).expect("build TCP frame");
-        cap.push(Frame { data, client_port: self.port, from_client, payload_len: payload.len() });
+        cap.push(Frame {
+            data,
+            client_port: self.port,
+            from_client,
+            payload_len: payload.len(),
+        });
     }
 }
 
@@ -245,7 +360,9 @@ impl Conn {
 // HTTP
 
 fn session_header(session: Option<&str>) -> String {
-    session.map(|s| format!("Mcp-Session-Id: {s}\r\n")).unwrap_or_default()
+    session
+        .map(|s| format!("Mcp-Session-Id: {s}\r\n"))
+        .unwrap_or_default()
 }
 
 /// `POST /mcp` with a JSON body.
@@ -265,7 +382,9 @@ pub fn get(session: Option<&str>, last_event_id: Option<&str>) -> Vec<u8> {
     format!(
         "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:3000\r\nAccept: text/event-stream\r\n{}{}\r\n",
         session_header(session),
-        last_event_id.map(|l| format!("Last-Event-ID: {l}\r\n")).unwrap_or_default()
+        last_event_id
+            .map(|l| format!("Last-Event-ID: {l}\r\n"))
+            .unwrap_or_default()
     )
     .into_bytes()
 }
@@ -282,7 +401,10 @@ pub struct Ev {
 impl Ev {
     /// An event with an id line.
     pub fn id(id: impl ToString, data: Value) -> Ev {
-        Ev { id: Some(id.to_string()), data }
+        Ev {
+            id: Some(id.to_string()),
+            data,
+        }
     }
     /// An event without an id line.
     pub fn no_id(data: Value) -> Ev {
@@ -290,7 +412,11 @@ impl Ev {
     }
     /// The event as event-stream text, ending with its blank line.
     pub fn text(&self) -> String {
-        let id = self.id.as_ref().map(|i| format!("id: {i}\n")).unwrap_or_default();
+        let id = self
+            .id
+            .as_ref()
+            .map(|i| format!("id: {i}\n"))
+            .unwrap_or_default();
         format!("{id}event: message\ndata: {}\n\n", self.data)
     }
 }
@@ -327,7 +453,13 @@ pub fn sse_response(session: Option<&str>, events: &[Ev], complete: bool) -> Vec
 /// A `200 application/json` response with Content-Length.
 pub fn json_response(session: Option<&str>, body: &Value) -> Vec<u8> {
     let body = body.to_string();
-    format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{}Content-Length: {}\r\n\r\n{}", session_header(session), body.len(), body).into_bytes()
+    format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{}Content-Length: {}\r\n\r\n{}",
+        session_header(session),
+        body.len(),
+        body
+    )
+    .into_bytes()
 }
 
 /// A bodiless `202 Accepted` (answer to a notification or response).
@@ -338,7 +470,12 @@ pub fn accepted() -> Vec<u8> {
 /// A `409 Conflict` with a small JSON-RPC error body.
 pub fn conflict() -> Vec<u8> {
     let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32000, "message": "Conflict: stream cannot be resumed"}}).to_string();
-    format!("HTTP/1.1 409 Conflict\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{}", body.len(), body).into_bytes()
+    format!(
+        "HTTP/1.1 409 Conflict\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
+        body.len(),
+        body
+    )
+    .into_bytes()
 }
 
 // ---------------------------------------------------------------------------
@@ -385,5 +522,9 @@ pub fn result(id: i64) -> Value {
 pub fn temp_path(tag: &str, ext: &str) -> std::path::PathBuf {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
-    std::env::temp_dir().join(format!("mcpcap-{tag}-{}-{}.{ext}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)))
+    std::env::temp_dir().join(format!(
+        "mcpcap-{tag}-{}-{}.{ext}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ))
 }
