@@ -1,8 +1,9 @@
 //! Link, IP and TCP headers → TCP segments.
 //!
-//! Link types: Ethernet (DLT 1, with 802.1Q/QinQ via etherparse), BSD
-//! loopback NULL (0) and LOOP (108) in either byte order, raw IP (12, 101),
-//! IPV4 (228), IPV6 (229), Linux cooked SLL (113) and SLL2 (276). IPv4 and
+//! Link types: Ethernet (DLT 1, with 802.1Q/QinQ via etherparse, and PPPoE
+//! sessions), BSD loopback NULL (0) and LOOP (108) in either byte order, raw
+//! IP (12, 101), IPV4 (228), IPV6 (229), Linux cooked SLL (113) and SLL2
+//! (276), Linux NFLOG (239). IPv4 and
 //! IPv6 through [`etherparse`]'s lax slicer, which keeps what it could decode
 //! of a snaplen-cut packet. Everything above this module sees segments, never
 //! headers.
@@ -103,12 +104,34 @@ pub fn decode(linktype: i32, data: &[u8], orig_len: u32) -> Decoded<'_> {
                 &data[20..],
             ))
         }
+        239 => match nflog_payload(data) {
+            Ok(Some((t, ip))) => Ok(LaxSlicedPacket::from_ether_type(t, ip)),
+            Ok(None) => return Decoded::NotTcp,
+            Err(detail) => return Decoded::Malformed("decode.nflog", detail),
+        },
         other => return Decoded::UnsupportedLink(other),
     };
-    let p = match sliced {
+    let mut p = match sliced {
         Ok(p) => p,
         Err((code, e)) => return Decoded::Malformed(code, e),
     };
+    // PPPoE session (RFC 2516 §4: 6-byte header, then the 2-byte PPP protocol), which etherparse
+    // leaves as an opaque ether payload: IPv4 (0x0021) and IPv6 (0x0057) are sliced again.
+    if p.net.is_none() {
+        if let Some(ep) = p.ether_payload() {
+            if ep.ether_type == EtherType(0x8864) && ep.payload.len() >= 8 {
+                let inner = match u16::from_be_bytes([ep.payload[6], ep.payload[7]]) {
+                    0x0021 => Some(EtherType::IPV4),
+                    0x0057 => Some(EtherType::IPV6),
+                    _ => None,
+                };
+                match inner {
+                    Some(t) => p = LaxSlicedPacket::from_ether_type(t, &ep.payload[8..]),
+                    None => return Decoded::NotTcp,
+                }
+            }
+        }
+    }
     let (src, dst, fragmented, ip_payload_len, ip_incomplete) = match &p.net {
         Some(LaxNetSlice::Ipv4(v4)) => {
             let h = v4.header();
@@ -174,6 +197,34 @@ pub fn decode(linktype: i32, data: &[u8], orig_len: u32) -> Decoded<'_> {
             None => Decoded::NotTcp,
         },
     }
+}
+
+/// Linux NFLOG (LINKTYPE 239): a 4-byte header (address family, version, resource id), then
+/// TLVs (length and type little-endian, values padded to 4 bytes); type 9 (NFULA_PAYLOAD)
+/// holds the IP packet. Returns the packet's ether type and bytes, `None` when it has none.
+fn nflog_payload(data: &[u8]) -> Result<Option<(EtherType, &[u8])>, String> {
+    if data.len() < 4 {
+        return Err(format!("{} bytes, header needs 4", data.len()));
+    }
+    let t = match data[0] {
+        2 => EtherType::IPV4,
+        10 => EtherType::IPV6,
+        _ => return Ok(None),
+    };
+    let mut i = 4;
+    while i + 4 <= data.len() {
+        let len = u16::from_le_bytes([data[i], data[i + 1]]) as usize;
+        let kind = u16::from_le_bytes([data[i + 2], data[i + 3]]);
+        if len < 4 {
+            return Err(format!("TLV of length {len} at byte {i}"));
+        }
+        let end = (i + len).min(data.len());
+        if kind == 9 {
+            return Ok(Some((t, &data[i + 4..end])));
+        }
+        i += (len + 3) & !3;
+    }
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -249,6 +300,26 @@ mod tests {
             decode(113, &sll, sll.len() as u32),
             Decoded::Tcp(_)
         ));
+    }
+
+    #[test]
+    fn pppoe_and_nflog() {
+        let ip = tcp_frame()[14..].to_vec();
+        // Ethernet, PPPoE session (0x8864): ver/type 0x11, code 0, session 0x0036, length, PPP 0x0021.
+        let mut f = vec![2; 12];
+        f.extend_from_slice(&[0x88, 0x64, 0x11, 0x00, 0x00, 0x36]);
+        f.extend_from_slice(&((ip.len() + 2) as u16).to_be_bytes());
+        f.extend_from_slice(&[0x00, 0x21]);
+        f.extend_from_slice(&ip);
+        assert!(matches!(decode(1, &f, f.len() as u32), Decoded::Tcp(_)));
+        // NFLOG: header (AF_INET, v0, res 0), a prefix TLV (type 10, padded), the payload TLV (type 9).
+        let mut n = vec![2, 0, 0, 0];
+        n.extend_from_slice(&[7, 0, 10, 0, b'a', b'b', b'c', 0]);
+        n.extend_from_slice(&((ip.len() + 4) as u16).to_le_bytes());
+        n.extend_from_slice(&[9, 0]);
+        n.extend_from_slice(&ip);
+        assert!(matches!(decode(239, &n, n.len() as u32), Decoded::Tcp(_)));
+        assert!(matches!(decode(239, &n[..3], 3), Decoded::Malformed(..)));
     }
 
     #[test]

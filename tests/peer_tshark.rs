@@ -1,0 +1,184 @@
+//! The peer test (issue 3): mcpcap's reassembled bytes against tshark's Follow-TCP bytes, per
+//! stream and direction, for every public capture in `../shared/corpus/public/` whose tshark
+//! view is stored in `../shared/corpus/oracle/expected/`. Skipped when ../shared is absent.
+//!
+//! tshark's Follow TCP joins both sides of a gap with no filler, so mcpcap's bytes are compared
+//! with its gaps left out. Accepted differences are listed, with the reason, in
+//! `tests/peer_differences.tsv` (capture, stream, direction, reason).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use mcpcap::anomaly::Anomalies;
+use mcpcap::decode::{decode, Decoded};
+use mcpcap::tcp::{Chunk, FlowMeta, FlowTable, ReassemblyLimits, StreamEvent, StreamSink};
+
+#[derive(Default)]
+struct Bytes {
+    /// (flow, dir) → delivered bytes without gap filler, and the gaps as
+    /// (position in those bytes, length in sequence space).
+    dirs: HashMap<(usize, usize), (Vec<u8>, Vec<(usize, u64)>)>,
+}
+
+impl StreamSink for Bytes {
+    fn event(&mut self, flow: FlowMeta, ev: StreamEvent<'_>, _ts: i64, _frame: u64) {
+        if let StreamEvent::Chunk(d, c) = ev {
+            let e = self.dirs.entry((flow.index, d)).or_default();
+            match c {
+                Chunk::Data { bytes, .. } => e.0.extend_from_slice(bytes),
+                Chunk::Gap { len, .. } => {
+                    let at = e.0.len();
+                    e.1.push((at, len));
+                }
+            }
+        }
+    }
+}
+
+fn endpoint(ip: std::net::IpAddr, port: u16) -> String {
+    match ip {
+        std::net::IpAddr::V4(v) => format!("{v}:{port}"),
+        std::net::IpAddr::V6(v) => format!("[{v}]:{port}"),
+    }
+}
+
+struct Row {
+    stream: String,
+    a: String,
+    b: String,
+    first: f64,
+    lost: u64,
+}
+
+fn streams(dir: &Path) -> Vec<Row> {
+    let text = std::fs::read_to_string(dir.join("streams.tsv")).unwrap_or_default();
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let c: Vec<&str> = l.split('\t').collect();
+            (c.len() >= 19).then(|| Row { stream: c[0].to_string(), a: c[1].to_string(), b: c[2].to_string(), first: c[3].parse().unwrap_or(0.0), lost: c[13].parse().unwrap_or(0) })
+        })
+        .collect()
+}
+
+/// Which known peer behaviour explains a difference, checked on the bytes themselves.
+fn classify(mine: &[u8], gaps: &[(usize, u64)], theirs: &[u8]) -> Option<&'static str> {
+    let first_gap = gaps.first()?.0;
+    // tshark 4.0 Follow TCP writes `[N bytes missing in capture file]` and a NUL where bytes are
+    // missing: the same bytes on both sides, and N equal to our gap length in sequence space.
+    if theirs == with_markers(mine, gaps, gaps.len()) {
+        return Some("gap_marker");
+    }
+    // ... and may stop after some marker, emitting nothing of the rest.
+    if (1..gaps.len()).any(|k| theirs == with_markers(&mine[..gaps[k].0], gaps, k)) {
+        return Some("gap_marker_then_stop");
+    }
+    // tshark's Follow TCP stops at the first capture gap: its bytes are exactly ours before it.
+    if theirs == &mine[..first_gap] {
+        return Some("tshark_stops_at_gap");
+    }
+    // tshark stops at a later gap: its bytes are ours up to that gap.
+    if gaps.iter().any(|g| theirs == &mine[..g.0]) {
+        return Some("tshark_stops_at_later_gap");
+    }
+    None
+}
+
+/// `mine` with tshark's marker in place of the first `k` gaps.
+fn with_markers(mine: &[u8], gaps: &[(usize, u64)], k: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(mine.len() + 40 * k);
+    let mut at = 0;
+    for &(pos, len) in &gaps[..k] {
+        out.extend_from_slice(&mine[at..pos]);
+        out.extend_from_slice(format!("[{len} bytes missing in capture file]\0").as_bytes());
+        at = pos;
+    }
+    out.extend_from_slice(&mine[at..]);
+    out
+}
+
+#[test]
+fn reassembly_matches_tshark_follow_tcp() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
+    let expected = root.join("oracle/expected");
+    if !expected.exists() {
+        eprintln!("../shared/corpus/oracle not present; skipped");
+        return;
+    }
+    let accepted: HashMap<(String, String, String), String> = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peer_differences.tsv"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| {
+            let c: Vec<&str> = l.splitn(4, '\t').collect();
+            (c.len() == 4).then(|| ((c[0].to_string(), c[1].to_string(), c[2].to_string()), c[3].to_string()))
+        })
+        .collect();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&expected).unwrap().filter_map(|e| e.ok().map(|e| e.path())).collect();
+    dirs.sort();
+    let (mut compared, mut identical, mut explained, mut differing) = (0, 0, 0, 0);
+    let mut report = Vec::new();
+    for dir in dirs {
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        let Some((source, file)) = name.split_once("__") else { continue };
+        let capture = if source == "generated" { root.join("generated").join(file) } else { root.join("public").join(source).join(file) };
+        let Ok(data) = std::fs::read(&capture) else { continue };
+        let mut table = FlowTable::new(ReassemblyLimits::default());
+        let mut sink = Bytes::default();
+        let mut anomalies = Anomalies::default();
+        let _ = mcpcap::capture::read_capture(&data[..], 1, &mut anomalies, |f| {
+            if let Decoded::Tcp(seg) = decode(f.linktype, f.data, f.orig_len) {
+                table.segment(&seg, f.ts, f.number, &mut sink);
+            }
+        });
+        table.finish(&mut sink);
+        // Our flows by unordered endpoint pair, in order of first packet.
+        let mut ours: HashMap<(String, String), Vec<usize>> = HashMap::new();
+        for f in &table.flows {
+            let (x, y) = (endpoint(f.ends[0].0, f.ends[0].1), endpoint(f.ends[1].0, f.ends[1].1));
+            let key = if x <= y { (x, y) } else { (y, x) };
+            ours.entry(key).or_default().push(f.index);
+        }
+        let mut rows = streams(&dir);
+        rows.sort_by(|p, q| p.first.partial_cmp(&q.first).unwrap_or(std::cmp::Ordering::Equal));
+        for row in rows {
+            let key = if row.a <= row.b { (row.a.clone(), row.b.clone()) } else { (row.b.clone(), row.a.clone()) };
+            let flow = ours.get_mut(&key).and_then(|v| if v.is_empty() { None } else { Some(v.remove(0)) });
+            for (label, from) in [("a2b", &row.a), ("b2a", &row.b)] {
+                let theirs = std::fs::read(dir.join("payload").join(format!("stream_{}.{label}.bin", row.stream))).unwrap_or_default();
+                let (mine, gaps) = match flow {
+                    Some(fi) => {
+                        let f = &table.flows[fi];
+                        let d = if endpoint(f.ends[0].0, f.ends[0].1) == *from { 0 } else { 1 };
+                        sink.dirs.get(&(fi, d)).cloned().unwrap_or_default()
+                    }
+                    None => (Vec::new(), Vec::new()),
+                };
+                if theirs.is_empty() && mine.is_empty() {
+                    continue;
+                }
+                compared += 1;
+                let k = (name.clone(), row.stream.clone(), label.to_string());
+                if mine == theirs {
+                    identical += 1;
+                    continue;
+                }
+                let rule = classify(&mine, &gaps, &theirs);
+                match (accepted.get(&k), rule) {
+                    (Some(reason), Some(r)) if reason.starts_with(r) => explained += 1,
+                    _ => {
+                        differing += 1;
+                        let common = mine.iter().zip(&theirs).take_while(|(x, y)| x == y).count();
+                        let gap_total: u64 = gaps.iter().map(|g| g.1).sum();
+                        report.push(format!("{name}\t{}\t{label}\t{}\tmcpcap {} bytes (+{gap_total} in {} gaps, first at {:?}), tshark {} bytes (lost_segment {}), first difference at {common}", row.stream, rule.unwrap_or("?"), mine.len(), gaps.len(), gaps.first().map(|g| g.0), theirs.len(), row.lost));
+                    }
+                }
+            }
+        }
+    }
+    println!("peer test: {compared} streams compared, {identical} identical, {explained} explained, {differing} differing");
+    for r in &report {
+        println!("DIFF\t{r}");
+    }
+    assert_eq!(differing, 0, "unexplained differences (see DIFF lines)");
+}
