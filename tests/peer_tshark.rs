@@ -48,6 +48,9 @@ struct Row {
     b: String,
     first: f64,
     lost: u64,
+    /// Packets and tcp.len bytes (retransmissions included), a→b and b→a.
+    packets: [u64; 2],
+    bytes: [u64; 2],
 }
 
 fn streams(dir: &Path) -> Vec<Row> {
@@ -56,7 +59,7 @@ fn streams(dir: &Path) -> Vec<Row> {
         .skip(1)
         .filter_map(|l| {
             let c: Vec<&str> = l.split('\t').collect();
-            (c.len() >= 19).then(|| Row { stream: c[0].to_string(), a: c[1].to_string(), b: c[2].to_string(), first: c[3].parse().unwrap_or(0.0), lost: c[13].parse().unwrap_or(0) })
+            (c.len() >= 19).then(|| Row { stream: c[0].to_string(), a: c[1].to_string(), b: c[2].to_string(), first: c[3].parse().unwrap_or(0.0), lost: c[13].parse().unwrap_or(0), packets: [c[5].parse().unwrap_or(0), c[6].parse().unwrap_or(0)], bytes: [c[7].parse().unwrap_or(0), c[8].parse().unwrap_or(0)] })
         })
         .collect()
 }
@@ -97,15 +100,57 @@ fn with_markers(mine: &[u8], gaps: &[(usize, u64)], k: usize) -> Vec<u8> {
     out
 }
 
-#[test]
-fn reassembly_matches_tshark_follow_tcp() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
-    let expected = root.join("oracle/expected");
-    if !expected.exists() {
-        eprintln!("../shared/corpus/oracle not present; skipped");
-        return;
+/// Reassemble one capture with mcpcap's flow table; returns the table and the bytes per direction.
+fn reassemble(data: &[u8]) -> (FlowTable, Bytes) {
+    let mut table = FlowTable::new(ReassemblyLimits::default());
+    let mut sink = Bytes::default();
+    let mut anomalies = Anomalies::default();
+    let _ = mcpcap::capture::read_capture(data, 1, &mut anomalies, |f| {
+        if let Decoded::Tcp(seg) = decode(f.linktype, f.data, f.orig_len) {
+            table.segment(&seg, f.ts, f.number, &mut sink);
+        }
+    });
+    table.finish(&mut sink);
+    (table, sink)
+}
+
+/// Pair tshark's streams with mcpcap's flows: same endpoints, in order of first packet.
+fn pair(table: &FlowTable, rows: &mut [Row]) -> Vec<Option<usize>> {
+    let mut ours: HashMap<(String, String), Vec<usize>> = HashMap::new();
+    for f in &table.flows {
+        let (x, y) = (endpoint(f.ends[0].0, f.ends[0].1), endpoint(f.ends[1].0, f.ends[1].1));
+        let key = if x <= y { (x, y) } else { (y, x) };
+        ours.entry(key).or_default().push(f.index);
     }
-    let accepted: HashMap<(String, String, String), String> = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peer_differences.tsv"))
+    rows.sort_by(|p, q| p.first.partial_cmp(&q.first).unwrap_or(std::cmp::Ordering::Equal));
+    rows.iter()
+        .map(|row| {
+            let key = if row.a <= row.b { (row.a.clone(), row.b.clone()) } else { (row.b.clone(), row.a.clone()) };
+            ours.get_mut(&key).and_then(|v| if v.is_empty() { None } else { Some(v.remove(0)) })
+        })
+        .collect()
+}
+
+/// Every public capture with its tshark oracle directory.
+fn corpus() -> Vec<(String, PathBuf, Vec<u8>)> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
+    let Ok(entries) = std::fs::read_dir(root.join("oracle/expected")) else { return Vec::new() };
+    let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    dirs.sort();
+    dirs.into_iter()
+        .filter_map(|dir| {
+            let name = dir.file_name()?.to_string_lossy().to_string();
+            let (source, file) = name.split_once("__")?;
+            let capture = if source == "generated" { root.join("generated").join(file) } else { root.join("public").join(source).join(file) };
+            let data = std::fs::read(capture).ok()?;
+            Some((name, dir, data))
+        })
+        .collect()
+}
+
+/// Accepted differences: (capture, stream, direction or `counts`) → reason.
+fn accepted() -> HashMap<(String, String, String), String> {
+    std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peer_differences.tsv"))
         .unwrap_or_default()
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
@@ -113,37 +158,54 @@ fn reassembly_matches_tshark_follow_tcp() {
             let c: Vec<&str> = l.splitn(4, '\t').collect();
             (c.len() == 4).then(|| ((c[0].to_string(), c[1].to_string(), c[2].to_string()), c[3].to_string()))
         })
-        .collect();
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&expected).unwrap().filter_map(|e| e.ok().map(|e| e.path())).collect();
-    dirs.sort();
+        .collect()
+}
+
+/// The flows table's packets and bytes per direction against tshark's per-stream counts
+/// (`-z conv,tcp` style: every packet, tcp.len summed with retransmissions).
+#[test]
+fn flow_counts_match_tshark() {
+    let accepted = accepted();
+    let (mut streams_checked, mut explained, mut mismatches) = (0, 0, Vec::new());
+    for (name, dir, data) in corpus() {
+        let (table, _) = reassemble(&data);
+        let mut rows = streams(&dir);
+        let flows = pair(&table, &mut rows);
+        for (row, flow) in rows.iter().zip(flows) {
+            let Some(fi) = flow else {
+                mismatches.push(format!("{name} stream {}: no mcpcap flow", row.stream));
+                continue;
+            };
+            let f = &table.flows[fi];
+            let a = if endpoint(f.ends[0].0, f.ends[0].1) == row.a { 0 } else { 1 };
+            let ours = ([f.packets[a], f.packets[1 - a]], [f.wire_bytes[a], f.wire_bytes[1 - a]]);
+            streams_checked += 1;
+            if ours != (row.packets, row.bytes) {
+                if accepted.contains_key(&(name.clone(), row.stream.clone(), "counts".to_string())) {
+                    explained += 1;
+                    continue;
+                }
+                mismatches.push(format!("{name} stream {}: mcpcap packets {:?} bytes {:?}, tshark packets {:?} bytes {:?}", row.stream, ours.0, ours.1, row.packets, row.bytes));
+            }
+        }
+    }
+    println!("flow counts: {streams_checked} streams checked, {explained} explained, {} differ", mismatches.len());
+    for m in &mismatches {
+        println!("COUNT\t{m}");
+    }
+    assert!(mismatches.is_empty());
+}
+
+#[test]
+fn reassembly_matches_tshark_follow_tcp() {
+    let accepted = accepted();
     let (mut compared, mut identical, mut explained, mut differing) = (0, 0, 0, 0);
     let mut report = Vec::new();
-    for dir in dirs {
-        let name = dir.file_name().unwrap().to_string_lossy().to_string();
-        let Some((source, file)) = name.split_once("__") else { continue };
-        let capture = if source == "generated" { root.join("generated").join(file) } else { root.join("public").join(source).join(file) };
-        let Ok(data) = std::fs::read(&capture) else { continue };
-        let mut table = FlowTable::new(ReassemblyLimits::default());
-        let mut sink = Bytes::default();
-        let mut anomalies = Anomalies::default();
-        let _ = mcpcap::capture::read_capture(&data[..], 1, &mut anomalies, |f| {
-            if let Decoded::Tcp(seg) = decode(f.linktype, f.data, f.orig_len) {
-                table.segment(&seg, f.ts, f.number, &mut sink);
-            }
-        });
-        table.finish(&mut sink);
-        // Our flows by unordered endpoint pair, in order of first packet.
-        let mut ours: HashMap<(String, String), Vec<usize>> = HashMap::new();
-        for f in &table.flows {
-            let (x, y) = (endpoint(f.ends[0].0, f.ends[0].1), endpoint(f.ends[1].0, f.ends[1].1));
-            let key = if x <= y { (x, y) } else { (y, x) };
-            ours.entry(key).or_default().push(f.index);
-        }
+    for (name, dir, data) in corpus() {
+        let (table, sink) = reassemble(&data);
         let mut rows = streams(&dir);
-        rows.sort_by(|p, q| p.first.partial_cmp(&q.first).unwrap_or(std::cmp::Ordering::Equal));
-        for row in rows {
-            let key = if row.a <= row.b { (row.a.clone(), row.b.clone()) } else { (row.b.clone(), row.a.clone()) };
-            let flow = ours.get_mut(&key).and_then(|v| if v.is_empty() { None } else { Some(v.remove(0)) });
+        let flows = pair(&table, &mut rows);
+        for (row, flow) in rows.iter().zip(flows) {
             for (label, from) in [("a2b", &row.a), ("b2a", &row.b)] {
                 let theirs = std::fs::read(dir.join("payload").join(format!("stream_{}.{label}.bin", row.stream))).unwrap_or_default();
                 let (mine, gaps) = match flow {
@@ -158,19 +220,28 @@ fn reassembly_matches_tshark_follow_tcp() {
                     continue;
                 }
                 compared += 1;
-                let k = (name.clone(), row.stream.clone(), label.to_string());
                 if mine == theirs {
                     identical += 1;
                     continue;
                 }
                 let rule = classify(&mine, &gaps, &theirs);
+                let k = (name.clone(), row.stream.clone(), label.to_string());
                 match (accepted.get(&k), rule) {
                     (Some(reason), Some(r)) if reason.starts_with(r) => explained += 1,
                     _ => {
                         differing += 1;
                         let common = mine.iter().zip(&theirs).take_while(|(x, y)| x == y).count();
                         let gap_total: u64 = gaps.iter().map(|g| g.1).sum();
-                        report.push(format!("{name}\t{}\t{label}\t{}\tmcpcap {} bytes (+{gap_total} in {} gaps, first at {:?}), tshark {} bytes (lost_segment {}), first difference at {common}", row.stream, rule.unwrap_or("?"), mine.len(), gaps.len(), gaps.first().map(|g| g.0), theirs.len(), row.lost));
+                        report.push(format!(
+                            "{name}\t{}\t{label}\t{}\tmcpcap {} bytes (+{gap_total} in {} gaps, first at {:?}), tshark {} bytes (lost_segment {}), first difference at {common}",
+                            row.stream,
+                            rule.unwrap_or("?"),
+                            mine.len(),
+                            gaps.len(),
+                            gaps.first().map(|g| g.0),
+                            theirs.len(),
+                            row.lost
+                        ));
                     }
                 }
             }

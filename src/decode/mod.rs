@@ -132,28 +132,16 @@ pub fn decode(linktype: i32, data: &[u8], orig_len: u32) -> Decoded<'_> {
             }
         }
     }
-    let (src, dst, fragmented, ip_payload_len, ip_incomplete) = match &p.net {
+    let (src, dst, fragmented, ip_payload, ip_incomplete) = match &p.net {
         Some(LaxNetSlice::Ipv4(v4)) => {
             let h = v4.header();
             let pl = v4.payload();
-            (
-                IpAddr::V4(h.source_addr()),
-                IpAddr::V4(h.destination_addr()),
-                pl.fragmented,
-                pl.payload.len(),
-                pl.incomplete,
-            )
+            (IpAddr::V4(h.source_addr()), IpAddr::V4(h.destination_addr()), pl.fragmented, (pl.ip_number, pl.payload), pl.incomplete)
         }
         Some(LaxNetSlice::Ipv6(v6)) => {
             let h = v6.header();
             let pl = v6.payload();
-            (
-                IpAddr::V6(h.source_addr()),
-                IpAddr::V6(h.destination_addr()),
-                pl.fragmented,
-                pl.payload.len(),
-                pl.incomplete,
-            )
+            (IpAddr::V6(h.source_addr()), IpAddr::V6(h.destination_addr()), pl.fragmented, (pl.ip_number, pl.payload), pl.incomplete)
         }
         Some(LaxNetSlice::Arp(_)) | None => {
             if let Some((e, _)) = &p.stop_err {
@@ -165,17 +153,11 @@ pub fn decode(linktype: i32, data: &[u8], orig_len: u32) -> Decoded<'_> {
     if fragmented {
         return Decoded::Fragment;
     }
-    let _ = ip_payload_len;
+    // Bytes of the frame the snaplen cut off (they belong to the end of the TCP payload).
+    let missing = if ip_incomplete { orig_len.saturating_sub(data.len() as u32) } else { 0 };
     match &p.transport {
         Some(TransportSlice::Tcp(tcp)) => {
             let payload = tcp.payload();
-            // When the snaplen cut the frame, the wire length of the payload is what the
-            // frame's original length implies beyond what we hold.
-            let missing = if ip_incomplete {
-                orig_len.saturating_sub(data.len() as u32)
-            } else {
-                0
-            };
             Decoded::Tcp(Segment {
                 src,
                 dst,
@@ -192,6 +174,28 @@ pub fn decode(linktype: i32, data: &[u8], orig_len: u32) -> Decoded<'_> {
             })
         }
         Some(_) => Decoded::NotTcp,
+        // The snaplen cut the TCP options: the fixed 20-byte header (RFC 9293 §3.1) still says
+        // which connection and sequence range the segment is; its payload is all missing.
+        None if ip_payload.0 == etherparse::IpNumber::TCP && ip_payload.1.len() >= 20 && ip_incomplete => {
+            let t = ip_payload.1;
+            let doff = ((t[12] >> 4) as u32) * 4;
+            let declared = (t.len() as u32).saturating_add(missing);
+            let flags = t[13];
+            Decoded::Tcp(Segment {
+                src,
+                dst,
+                sport: u16::from_be_bytes([t[0], t[1]]),
+                dport: u16::from_be_bytes([t[2], t[3]]),
+                seq: u32::from_be_bytes([t[4], t[5], t[6], t[7]]),
+                ack_no: u32::from_be_bytes([t[8], t[9], t[10], t[11]]),
+                syn: flags & 0x02 != 0,
+                ack: flags & 0x10 != 0,
+                fin: flags & 0x01 != 0,
+                rst: flags & 0x04 != 0,
+                payload: &[],
+                wire_len: declared.saturating_sub(doff),
+            })
+        }
         None => match &p.stop_err {
             Some((e, _)) => Decoded::Malformed("decode.transport", e.to_string()),
             None => Decoded::NotTcp,

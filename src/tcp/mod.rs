@@ -178,6 +178,10 @@ impl FlowTable {
                 // Trailing ACKs and retransmissions after the close: counted, nothing delivered.
                 let f = &mut self.flows[i];
                 f.packets[d] += 1;
+                f.wire_bytes[d] += seg.wire_len as u64;
+                if seg.wire_len > 0 {
+                    f.dirs[d].stats.retransmitted += 1;
+                }
                 f.ts_last = ts;
                 f.frame_last = frame;
                 return;
