@@ -13,11 +13,15 @@ use mcpcap::anomaly::Anomalies;
 use mcpcap::decode::{decode, Decoded};
 use mcpcap::tcp::{Chunk, FlowMeta, FlowTable, ReassemblyLimits, StreamEvent, StreamSink};
 
+/// Delivered bytes of one direction without gap filler, and its gaps as (position in those
+/// bytes, length in sequence space).
+type DirBytes = (Vec<u8>, Vec<(usize, u64)>);
+
 #[derive(Default)]
 struct Bytes {
     /// (flow, dir) → delivered bytes without gap filler, and the gaps as
     /// (position in those bytes, length in sequence space).
-    dirs: HashMap<(usize, usize), (Vec<u8>, Vec<(usize, u64)>)>,
+    dirs: HashMap<(usize, usize), DirBytes>,
 }
 
 impl StreamSink for Bytes {

@@ -368,7 +368,7 @@ mod tests {
             b.extend_from_slice(&(data.len() as u32).to_le_bytes());
             b.extend_from_slice(&(data.len() as u32).to_le_bytes());
             b.extend_from_slice(data);
-            while b.len() % 4 != 0 {
+            while !b.len().is_multiple_of(4) {
                 b.push(0);
             }
             b
