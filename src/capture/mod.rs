@@ -82,6 +82,30 @@ pub fn read_capture<R: Read + Send>(
     anomalies: &mut Anomalies,
     mut sink: impl FnMut(Frame<'_>),
 ) -> Result<FileSummary, CaptureError> {
+    read_capture_while(input, first_number, anomalies, |f| {
+        sink(f);
+        true
+    })
+}
+
+/// The capture time of the first frame of a file (µs since the Unix epoch), reading only up to it;
+/// `None` when the file holds no frame. Used to put several files of one capture in time order.
+pub fn first_timestamp<R: Read + Send>(input: R) -> Result<Option<i64>, CaptureError> {
+    let mut first = None;
+    read_capture_while(input, 1, &mut Anomalies::default(), |f| {
+        first = Some(f.ts);
+        false
+    })?;
+    Ok(first)
+}
+
+/// As [`read_capture`], but `sink` returns whether to go on; reading stops after the first `false`.
+pub fn read_capture_while<R: Read + Send>(
+    input: R,
+    first_number: u64,
+    anomalies: &mut Anomalies,
+    mut sink: impl FnMut(Frame<'_>) -> bool,
+) -> Result<FileSummary, CaptureError> {
     let mut reader = match create_reader(BLOCK_BUFFER, input) {
         Ok(r) => r,
         Err(PcapError::Eof) => return Err(CaptureError::Empty),
@@ -95,6 +119,7 @@ pub fn read_capture<R: Read + Send>(
     let mut number = first_number;
     let mut position: u64 = 0;
     let mut capacity = BLOCK_BUFFER;
+    let mut go_on = true;
     loop {
         match reader.next() {
             Ok((offset, block)) => {
@@ -111,7 +136,7 @@ pub fn read_capture<R: Read + Send>(
                         };
                         let ts = (b.ts_sec as i64) * 1_000_000 + sub;
                         let caplen = (b.caplen as usize).min(b.data.len());
-                        sink(Frame {
+                        go_on = sink(Frame {
                             number,
                             ts,
                             linktype: legacy_linktype,
@@ -144,7 +169,7 @@ pub fn read_capture<R: Read + Send>(
                                 let raw = ((epb.ts_high as u64) << 32) | epb.ts_low as u64;
                                 let ts = ts_to_micros(raw, iface.resolution, iface.offset);
                                 let caplen = (epb.caplen as usize).min(epb.data.len());
-                                sink(Frame {
+                                go_on = sink(Frame {
                                     number,
                                     ts,
                                     linktype: iface.linktype,
@@ -167,7 +192,7 @@ pub fn read_capture<R: Read + Send>(
                         match ifaces.first() {
                             Some(iface) => {
                                 let caplen = (spb.origlen as usize).min(spb.data.len());
-                                sink(Frame {
+                                go_on = sink(Frame {
                                     number,
                                     ts: 0,
                                     linktype: iface.linktype,
@@ -189,6 +214,9 @@ pub fn read_capture<R: Read + Send>(
                 }
                 position += offset as u64;
                 reader.consume(offset);
+                if !go_on {
+                    break;
+                }
             }
             Err(PcapError::Eof) => break,
             Err(PcapError::Incomplete(_)) => {

@@ -129,7 +129,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     let mut read_any = false;
     let mut readable_frames = 0u64;
     let mut capture_anomalies = mcpcap::anomaly::Anomalies::default();
-    for path in &args.captures {
+    for path in &capture_order(&args.captures) {
         let file = match std::fs::File::open(path) {
             Ok(f) => f,
             Err(e) => {
@@ -310,6 +310,43 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     };
     let failed = threshold.is_some_and(|t| analysis.findings.iter().any(|f| f.severity >= t));
     Ok(if failed { EXIT_FINDINGS } else { EXIT_OK })
+}
+
+/// The files of the run in capture order: directories expand to the files in them (by name),
+/// and files are read in order of their first frame's time, so that rotated files
+/// (`tcpdump -C/-G`) given in any order form one capture. A file that cannot be opened or is
+/// not a capture gets its one-line message here and is left out.
+fn capture_order(args: &[PathBuf]) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = Vec::new();
+    for p in args {
+        if p.is_dir() {
+            match std::fs::read_dir(p) {
+                Ok(rd) => {
+                    let mut inside: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|f| f.is_file()).collect();
+                    inside.sort();
+                    if inside.is_empty() {
+                        eprintln!("mcpcap: {}: directory holds no files", p.display());
+                    }
+                    files.extend(inside);
+                }
+                Err(e) => eprintln!("mcpcap: {}: {}", p.display(), e),
+            }
+        } else {
+            files.push(p.clone());
+        }
+    }
+    let mut keyed: Vec<(i64, usize, PathBuf)> = Vec::new();
+    for (i, f) in files.into_iter().enumerate() {
+        let first = std::fs::File::open(&f).map_err(|e| e.to_string()).and_then(|file| {
+            mcpcap::capture::first_timestamp(std::io::BufReader::new(file)).map_err(|e| e.to_string())
+        });
+        match first {
+            Ok(ts) => keyed.push((ts.unwrap_or(i64::MIN), i, f)),
+            Err(e) => eprintln!("mcpcap: {}: {}", f.display(), e),
+        }
+    }
+    keyed.sort_by_key(|(ts, i, _)| (*ts, *i));
+    keyed.into_iter().map(|(_, _, f)| f).collect()
 }
 
 fn select(t: &Table, names: &[&str]) -> Table {
