@@ -198,6 +198,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             tables::anomalies(&[
                 &capture_anomalies,
                 &analyzer.anomalies,
+                &analyzer.flows.anomalies,
                 &analyzer.http.anomalies,
             ]),
         ]
@@ -232,7 +233,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             let c = &analyzer.counters;
             let _ = writeln!(out, "{} frames, {} TCP segments, {} flows, {} exchanges, {} sessions, {} resumptions, {} findings, {} anomalies\n",
                 c.frames, c.tcp_segments, analyzer.flows.flows.len(), exchanges.len(), analysis.model.sessions.len(), analysis.resumptions.len(), analysis.findings.len(),
-                capture_anomalies.rows.len() + analyzer.anomalies.rows.len() + analyzer.http.anomalies.rows.len());
+                capture_anomalies.rows.len() + analyzer.anomalies.rows.len() + analyzer.flows.anomalies.rows.len() + analyzer.http.anomalies.rows.len());
             let shown: Vec<Table> = if which == "analyze" {
                 let t = all();
                 vec![

@@ -12,6 +12,7 @@ pub mod reassembly;
 use std::collections::HashMap;
 use std::net::IpAddr;
 
+use crate::anomaly::{Anomalies, Anomaly};
 use crate::decode::Segment;
 pub use reassembly::{Chunk, DirStats, Reassembler, ReassemblyLimits};
 
@@ -144,6 +145,8 @@ pub struct FlowTable {
     active: HashMap<Key, usize>,
     /// Reassembly limits.
     pub limits: ReassemblyLimits,
+    /// Reassembly anomalies: `tcp.ooo_buffer_full`, `tcp.overlap_conflict`.
+    pub anomalies: Anomalies,
 }
 
 impl FlowTable {
@@ -252,6 +255,7 @@ impl FlowTable {
                 sink.event(meta, StreamEvent::Chunk(peer, c), ts, frame)
             });
         }
+        let before = flow.dirs[d].stats;
         if !seg.syn || !seg.payload.is_empty() {
             let seq = if seg.syn {
                 seg.seq.wrapping_add(1)
@@ -261,6 +265,15 @@ impl FlowTable {
             flow.dirs[d].segment(seq, seg.payload, seg.wire_len, seg.fin, &limits, &mut |c| {
                 sink.event(meta, StreamEvent::Chunk(d, c), ts, frame)
             });
+        }
+        let after = flow.dirs[d].stats;
+        if after.ooo_overflows > before.ooo_overflows {
+            let detail = format!("more than {} bytes waiting behind a hole; the hole became a gap", limits.max_ooo_bytes);
+            self.anomalies.add(Anomaly::new("tcp.ooo_buffer_full", Some(frame), Some(meta.flow_id()), detail));
+        }
+        if after.overlap_conflicts > before.overlap_conflicts {
+            let detail = "overlapping copies of buffered bytes differ; the first copy was kept".to_string();
+            self.anomalies.add(Anomaly::new("tcp.overlap_conflict", Some(frame), Some(meta.flow_id()), detail));
         }
         // After a RST the connection is closed when a new SYN reuses the 5-tuple or the capture
         // ends: segments the network still delivers after it (reordered or held back by a

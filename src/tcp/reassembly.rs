@@ -61,8 +61,11 @@ pub struct DirStats {
     pub retransmitted: u64,
     /// Segments that arrived ahead of a hole.
     pub out_of_order: u64,
-    /// Overlaps whose bytes differ from what was already delivered (first wins; not checked yet for delivered data).
+    /// Times the out-of-order buffer limit forced a hole to become a gap.
     pub ooo_overflows: u64,
+    /// Overlapping copies of buffered bytes that differ (first copy wins). Bytes already
+    /// delivered are not kept, so overlaps with them are not compared.
+    pub overlap_conflicts: u64,
 }
 
 /// Reassembly state of one direction.
@@ -202,20 +205,24 @@ impl Reassembler {
     }
 
     fn store(&mut self, off: u64, payload: &[u8]) {
-        // Keep the longest segment at one offset; overlaps are trimmed on delivery. Of a
+        // One buffer per offset; overlaps at other offsets are trimmed on delivery. Of a
         // snaplen-cut segment only the captured bytes are kept; the rest becomes a gap later.
-        let mut data = payload.to_vec();
         match self.pending.get_mut(&off) {
-            Some(existing) if existing.len() >= data.len() => {
-                self.stats.retransmitted += 1;
-            }
             Some(existing) => {
-                self.pending_bytes += data.len() - existing.len();
-                std::mem::swap(existing, &mut data);
+                self.stats.retransmitted += 1;
+                let common = existing.len().min(payload.len());
+                if existing[..common] != payload[..common] {
+                    self.stats.overlap_conflicts += 1;
+                }
+                // First wins: only bytes beyond the buffered copy are taken from the new one.
+                if payload.len() > existing.len() {
+                    self.pending_bytes += payload.len() - existing.len();
+                    existing.extend_from_slice(&payload[existing.len()..]);
+                }
             }
             None => {
-                self.pending_bytes += data.len();
-                self.pending.insert(off, data);
+                self.pending_bytes += payload.len();
+                self.pending.insert(off, payload.to_vec());
             }
         }
     }
@@ -373,6 +380,24 @@ mod tests {
         assert_eq!(got.len(), 20);
         assert_eq!(got[9], Some(b'x'));
         assert_eq!(got[19], Some(b'q'));
+    }
+
+    #[test]
+    fn overlap_conflict_first_wins() {
+        let mut r = Reassembler::default();
+        r.syn(0);
+        let mut out: Vec<u8> = Vec::new();
+        let limits = ReassemblyLimits::default();
+        let mut sink = |c: Chunk<'_>| {
+            if let Chunk::Data { bytes, .. } = c {
+                out.extend_from_slice(bytes)
+            }
+        };
+        r.segment(4, b"cdef", 4, false, &limits, &mut sink); // future: buffered
+        r.segment(4, b"XYefgh", 6, false, &limits, &mut sink); // same offset, differs, longer
+        r.segment(1, b"ab", 2, false, &limits, &mut sink); // fills the hole
+        assert_eq!(r.stats.overlap_conflicts, 1);
+        assert_eq!(out, b"abcdefgh");
     }
 
     proptest! {
