@@ -393,8 +393,8 @@ mod tests {
                 out.extend_from_slice(bytes)
             }
         };
-        r.segment(4, b"cdef", 4, false, &limits, &mut sink); // future: buffered
-        r.segment(4, b"XYefgh", 6, false, &limits, &mut sink); // same offset, differs, longer
+        r.segment(3, b"cdef", 4, false, &limits, &mut sink); // future: buffered
+        r.segment(3, b"XYefgh", 6, false, &limits, &mut sink); // same offset, differs, longer
         r.segment(1, b"ab", 2, false, &limits, &mut sink); // fills the hole
         assert_eq!(r.stats.overlap_conflicts, 1);
         assert_eq!(out, b"abcdefgh");
