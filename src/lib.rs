@@ -103,6 +103,11 @@ impl Analyzer {
 
     /// Process one frame.
     pub fn frame(&mut self, f: &Frame<'_>) {
+        self.frame_tap(f, &mut tcp::NoSink);
+    }
+
+    /// Process one frame; `tap` also receives every stream event (e.g. to dump the bytes).
+    pub fn frame_tap(&mut self, f: &Frame<'_>, tap: &mut impl tcp::StreamSink) {
         self.counters.frames += 1;
         self.counters.ts_first = Some(self.counters.ts_first.map_or(f.ts, |t| t.min(f.ts)));
         self.counters.ts_last = Some(self.counters.ts_last.map_or(f.ts, |t| t.max(f.ts)));
@@ -116,7 +121,7 @@ impl Analyzer {
                     return;
                 }
                 self.counters.tcp_segments += 1;
-                self.flows.segment(&seg, f.ts, f.number, &mut self.http);
+                self.flows.segment(&seg, f.ts, f.number, &mut tcp::Tee(&mut self.http, tap));
             }
             Decoded::NotTcp => self.counters.not_tcp += 1,
             Decoded::Fragment => {
@@ -147,7 +152,12 @@ impl Analyzer {
 
     /// End of capture: close every connection and return the exchanges in time order.
     pub fn finish(&mut self) -> Vec<http::Exchange> {
-        self.flows.finish(&mut self.http);
+        self.finish_tap(&mut tcp::NoSink)
+    }
+
+    /// As [`Analyzer::finish`], with the events of the closing connections also given to `tap`.
+    pub fn finish_tap(&mut self, tap: &mut impl tcp::StreamSink) -> Vec<http::Exchange> {
+        self.flows.finish(&mut tcp::Tee(&mut self.http, tap));
         let mut ex = std::mem::take(&mut self.http.exchanges);
         ex.sort_by_key(|e| (e.ts(), e.flow_index, e.trans_depth));
         ex

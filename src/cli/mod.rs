@@ -1,5 +1,7 @@
 //! Command line: argument parsing, file handling, exit codes. Nothing else.
 
+mod dump;
+
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
@@ -75,6 +77,10 @@ struct AnalyzeArgs {
     /// JSON pointer to an application sequence field in JSON-RPC messages (repeatable).
     #[arg(long = "app-seq")]
     app_seq: Vec<String>,
+    /// Write each direction's reassembled bytes to DIR/<flow_id>.orig.bin and .resp.bin
+    /// (gaps are holes of the missing length, so file offsets are stream offsets).
+    #[arg(long = "dump-streams", value_name = "DIR")]
+    dump_streams: Option<PathBuf>,
 }
 
 /// Run the command line; returns the exit status.
@@ -126,6 +132,10 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         app_seq: args.app_seq.clone(),
         ..Default::default()
     });
+    let mut dump = match &args.dump_streams {
+        Some(dir) => Some(dump::Dump::new(dir)?),
+        None => None,
+    };
     let mut read_any = false;
     let mut readable_frames = 0u64;
     let mut capture_anomalies = mcpcap::anomaly::Anomalies::default();
@@ -140,8 +150,9 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         let first = analyzer.counters.frames + 1;
         let unsupported_before = analyzer.anomalies.count("capture.unsupported_linktype");
         let reader = std::io::BufReader::with_capacity(1 << 20, file);
-        let res = mcpcap::capture::read_capture(reader, first, &mut capture_anomalies, |f| {
-            analyzer.frame(&f)
+        let res = mcpcap::capture::read_capture(reader, first, &mut capture_anomalies, |f| match dump.as_mut() {
+            Some(d) => analyzer.frame_tap(&f, d),
+            None => analyzer.frame(&f),
         });
         match res {
             Ok(summary) => {
@@ -182,7 +193,15 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     if !read_any || (readable_frames == 0 && analyzer.counters.frames > 0) {
         return Ok(EXIT_USAGE);
     }
-    let exchanges = analyzer.finish();
+    let exchanges = match dump.as_mut() {
+        Some(d) => analyzer.finish_tap(d),
+        None => analyzer.finish(),
+    };
+    if let Some(d) = dump {
+        let flows = &analyzer.flows.flows;
+        let client = &analyzer.http.client_dir;
+        d.finish(|fi| client.get(&fi).copied().unwrap_or_else(|| flows[fi].client_guess()))?;
+    }
     let app_seq = analyzer.app_seq_pointers().to_vec();
     let analysis = mcpcap::analyze_exchanges(&exchanges, &app_seq);
     let findings_t = tables::findings(&analysis);

@@ -395,7 +395,7 @@ pub fn exchanges(a: &Analysis, ex: &[Exchange]) -> Table {
 pub fn flows(flows: &[Flow], client_dir: &HashMap<usize, usize>) -> Table {
     let rows: Vec<(&Flow, usize)> = flows
         .iter()
-        .map(|f| (f, client_dir.get(&f.index).copied().unwrap_or(0)))
+        .map(|f| (f, client_dir.get(&f.index).copied().unwrap_or_else(|| f.client_guess())))
         .collect();
     Table {
         name: "flows",

@@ -76,6 +76,17 @@ impl Flow {
         }
     }
 
+    /// The client's direction when nothing better is known: the SYN sender; on a mid-stream
+    /// start the side without the lower well-known port (below 1024), else the first sender.
+    pub fn client_guess(&self) -> Dir {
+        let (p0, p1) = (self.ends[0].1, self.ends[1].1);
+        if !self.client_by_syn && p0 < 1024 && p0 < p1 {
+            1
+        } else {
+            0
+        }
+    }
+
     /// Zeek conn.log `history`: upper case for the client, lower case for the server.
     /// `client` is the direction index of the client.
     pub fn history_string(&self, client: Dir) -> String {
@@ -93,7 +104,7 @@ impl Flow {
 }
 
 /// Something that happened on a flow's byte streams.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub enum StreamEvent<'a> {
     /// A new connection.
     Open,
@@ -125,6 +136,23 @@ impl FlowMeta {
 pub trait StreamSink {
     /// One event. `ts` is microseconds since the Unix epoch; `frame` the frame that completed it.
     fn event(&mut self, flow: FlowMeta, ev: StreamEvent<'_>, ts: i64, frame: u64);
+}
+
+/// Hands every event to two sinks, the first first.
+pub struct Tee<'a, A, B>(pub &'a mut A, pub &'a mut B);
+
+impl<A: StreamSink, B: StreamSink> StreamSink for Tee<'_, A, B> {
+    fn event(&mut self, flow: FlowMeta, ev: StreamEvent<'_>, ts: i64, frame: u64) {
+        self.0.event(flow, ev, ts, frame);
+        self.1.event(flow, ev, ts, frame);
+    }
+}
+
+/// A sink that ignores everything.
+pub struct NoSink;
+
+impl StreamSink for NoSink {
+    fn event(&mut self, _: FlowMeta, _: StreamEvent<'_>, _: i64, _: u64) {}
 }
 
 type Key = ((IpAddr, u16), (IpAddr, u16));

@@ -32,7 +32,7 @@ impl Default for ReassemblyLimits {
 }
 
 /// What reassembly hands to the layer above, in stream order.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Chunk<'a> {
     /// In-order bytes at `offset` (bytes from the start of the direction's stream).
     Data {
