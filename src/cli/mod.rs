@@ -328,7 +328,8 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         FailOn::Info => Some(Severity::Info),
         FailOn::Never => None,
     };
-    let failed = threshold.is_some_and(|t| analysis.findings.iter().any(|f| f.severity >= t));
+    // Only `analyze` judges; the single-table commands exit 0 once they have written their table.
+    let failed = which == "analyze" && threshold.is_some_and(|t| analysis.findings.iter().any(|f| f.severity >= t));
     Ok(if failed { EXIT_FINDINGS } else { EXIT_OK })
 }
 
