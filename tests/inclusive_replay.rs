@@ -62,3 +62,24 @@ fn cursor_id_reused_for_other_data_is_a_regression() {
     let k = kinds(&capture(3, 9));
     assert!(k.contains(&"id_regression".to_string()), "{k:?}");
 }
+
+/// A capture taken at the server: events 4 and 5 were on the wire when the connection broke,
+/// but the client had processed only up to 3 and resumes from there. Replaying 4 and 5 is the
+/// correct behaviour, not a duplicate.
+#[test]
+fn replay_of_events_sent_after_the_cursor_is_correct() {
+    let mut cap = Capture::new();
+    let p = |v: u64| progress(&json!(2), v, 100);
+    let mut call = cap.connect();
+    call.client(&mut cap, &post(Some("s1"), &tools_call(2, &json!(2))));
+    let evs: Vec<Ev> = (1..=5).map(|i| Ev::id(i, p(i))).collect();
+    call.server(&mut cap, &sse_response(Some("s1"), &evs, false));
+    call.server_reset(&mut cap);
+    let mut r = cap.connect();
+    r.client(&mut cap, &get(Some("s1"), Some("3")));
+    let mut evs: Vec<Ev> = (4..=5).map(|i| Ev::id(i, p(i))).collect();
+    evs.push(Ev::id(6, result(2)));
+    r.server(&mut cap, &sse_response(Some("s1"), &evs, true));
+    r.close(&mut cap);
+    assert_eq!(kinds(&cap), ["resume_ok"]);
+}

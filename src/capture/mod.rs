@@ -279,7 +279,8 @@ pub fn ts_to_micros(raw: u64, resolution: u64, offset_secs: i64) -> i64 {
     let secs = raw / resolution;
     let frac = raw % resolution;
     let micros = (frac as u128 * 1_000_000 / resolution as u128) as i64;
-    (secs as i64)
+    i64::try_from(secs)
+        .unwrap_or(i64::MAX)
         .saturating_add(offset_secs)
         .saturating_mul(1_000_000)
         .saturating_add(micros)

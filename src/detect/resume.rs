@@ -286,25 +286,27 @@ pub(super) fn check(
             if dense {
                 fs == ls + 1
             } else {
-                fs > ls || (strict_time && fs == ls && !ids_before.contains(fid))
+                fs > ls || (strict_time && fs == ls && !ids_upto.contains(fid))
             }
         } else {
             // Opaque ids: a never-seen id is how a replay looks — unless it belongs to another stream of an ordered format.
             let other_stream =
                 pf.format == pl.format && pf.format.ordered() && pf.prefix != pl.prefix;
-            !ids_before.contains(fid) && !other_stream
+            !ids_upto.contains(fid) && !other_stream
         };
     }
 
-    // duplicate_delivery on the stream: ids or progress payloads the client already had.
-    let progress_before: HashSet<(String, u64)> = before
+    // duplicate_delivery on the stream: ids or progress payloads the client already had — up to
+    // L: events the capture shows on the wire after L never reached the client's handler, and a
+    // replay that re-sends them is correct.
+    let progress_before: HashSet<(String, u64)> = upto
         .iter()
         .flat_map(|(_, _, ev)| ev.messages.iter())
         .filter_map(|m| Some((m.progress_token.clone()?, m.progress?.to_bits())))
         .collect();
     // An id is delivered twice when the same id comes with the same data; an id reused for other
     // data is a restarted sequence (id_restart/id_regression), not a duplicate.
-    let before_by_id: HashSet<(&str, u64)> = before
+    let before_by_id: HashSet<(&str, u64)> = upto
         .iter()
         .filter(|(_, _, ev)| ev.sse.has_own_id)
         .filter_map(|(_, _, ev)| Some((ev.sse.id.as_deref()?, ev.data_hash)))

@@ -432,9 +432,10 @@ impl DirParser {
                 Err(e) => return self.bad_head(e, out),
             }
         };
-        let te_chunked = head
-            .header("transfer-encoding")
-            .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+        // RFC 9112 §6.3: chunked framing applies when chunked is the final transfer coding.
+        let te_chunked = head.header("transfer-encoding").is_some_and(|v| {
+            v.rsplit(',').next().is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"))
+        });
         let cl = head
             .header("content-length")
             .map(|v| v.trim().parse::<u64>());
@@ -487,7 +488,9 @@ impl DirParser {
             self.end_message(true, out);
         }
         if self.state == State::Tunnel {
+            // The HTTP message ends here; what follows is another protocol.
             self.in_message = false;
+            out(HttpEvent::End { complete: true });
         }
         HeadResult::Done(n)
     }

@@ -26,7 +26,7 @@ pub struct Flow {
     pub index: usize,
     /// The two endpoints; `ends[0]` is the client when known.
     pub ends: [(IpAddr, u16); 2],
-    /// Whether a SYN (without ACK) fixed the client.
+    /// Whether a SYN or SYN-ACK fixed the client (`ends` are swapped when the SYN-ACK came first).
     pub client_by_syn: bool,
     /// Per-direction reassembly.
     pub dirs: [Reassembler; 2],

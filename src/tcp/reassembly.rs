@@ -61,7 +61,7 @@ pub struct DirStats {
     pub retransmitted: u64,
     /// Segments that arrived ahead of a hole.
     pub out_of_order: u64,
-    /// Times the out-of-order buffer limit forced a hole to become a gap.
+    /// Times the out-of-order buffer limit forced holes to become gaps (anomaly `tcp.ooo_buffer_full`).
     pub ooo_overflows: u64,
     /// Overlapping copies of buffered bytes that differ (first copy wins). Bytes already
     /// delivered are not kept, so overlaps with them are not compared.
@@ -119,11 +119,13 @@ impl Reassembler {
         }
     }
 
-    fn offset_of(&self, seq: u32) -> u64 {
+    /// The stream offset of `seq`: the representative nearest to the next expected offset
+    /// (RFC 9293 §3.4 modular comparison); negative before the base.
+    fn offset_of(&self, seq: u32) -> i64 {
         let base = self.base.unwrap_or(seq);
         let next_seq = base.wrapping_add(self.next as u32);
         let delta = seq.wrapping_sub(next_seq) as i32 as i64;
-        (self.next as i64 + delta).max(0) as u64
+        self.next as i64 + delta
     }
 
     /// Offer one segment: `payload` as captured, `wire_len` its length on the wire
@@ -143,8 +145,23 @@ impl Reassembler {
             }
             self.base = Some(seq);
         }
+        let mut wire_len = wire_len.max(payload.len() as u32) as u64;
+        let mut payload = payload;
         let off = self.offset_of(seq);
-        let wire_len = wire_len.max(payload.len() as u32) as u64;
+        // Bytes before the stream's first byte (a mid-stream start that later sees older data)
+        // cannot be placed: they are dropped, the rest of the segment is kept.
+        let off = if off < 0 {
+            let skip = off.unsigned_abs();
+            if skip >= wire_len {
+                self.stats.retransmitted += 1;
+                return;
+            }
+            payload = &payload[(skip as usize).min(payload.len())..];
+            wire_len -= skip;
+            0
+        } else {
+            off as u64
+        };
         let end = off + wire_len;
         if fin && self.fin.is_none() {
             self.fin = Some(end);
@@ -168,7 +185,9 @@ impl Reassembler {
             self.store(off, payload);
             if self.pending_bytes > limits.max_ooo_bytes {
                 self.stats.ooo_overflows += 1;
-                self.flush_first_hole(out);
+                while self.pending_bytes > limits.max_ooo_bytes {
+                    self.flush_first_hole(out);
+                }
             }
         }
     }
@@ -275,7 +294,7 @@ impl Reassembler {
         if self.base.is_none() {
             return;
         }
-        let a = self.offset_of(ack_no);
+        let a = self.offset_of(ack_no).max(0) as u64;
         // An ACK of the FIN covers one sequence number beyond the data.
         let a = match self.fin {
             Some(f) if a > f => f,
@@ -380,6 +399,33 @@ mod tests {
         assert_eq!(got.len(), 20);
         assert_eq!(got[9], Some(b'x'));
         assert_eq!(got[19], Some(b'q'));
+    }
+
+    #[test]
+    fn data_before_a_mid_stream_base_is_dropped() {
+        let got = run(&[(1000, b"FGHIJ".to_vec()), (990, b"0123456789FGHIJKLMNO".to_vec())], None, ReassemblyLimits::default());
+        assert_eq!(got, b"FGHIJKLMNO".iter().map(|b| Some(*b)).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn ooo_buffer_stays_bounded() {
+        let mut r = Reassembler::default();
+        r.syn(0);
+        let limits = ReassemblyLimits { max_ooo_bytes: 1000 };
+        let mut gaps = 0;
+        let mut sink = |c: Chunk<'_>| {
+            if let Chunk::Gap { .. } = c {
+                gaps += 1
+            }
+        };
+        for i in 0..2000u32 {
+            r.segment(10 + 2 * i, b"x", 1, false, &limits, &mut sink);
+        }
+        for i in 0..2000u32 {
+            r.segment(100_000 + 1400 * i, &[0u8; 1400], 1400, false, &limits, &mut sink);
+            assert!(r.pending_bytes <= 1000 + 1400);
+        }
+        assert!(gaps > 0);
     }
 
     #[test]
