@@ -142,3 +142,21 @@ fn no_panic_on_prefixes_and_corruption() {
         }
     }
 }
+
+/// A healthy capture that simply stops — at any point — never yields an error finding: what
+/// the capture did not see is unverifiable, not lost.
+#[test]
+fn healthy_capture_cut_anywhere_has_no_error() {
+    for name in ["healthy_ts.pcap", "healthy_py.pcap", "resume_ok_ts.pcap"] {
+        let bytes = fixture(name);
+        for n in (24..bytes.len()).step_by(97) {
+            let mut a = mcpcap::Analyzer::new(mcpcap::Options::default());
+            let mut anomalies = mcpcap::anomaly::Anomalies::default();
+            let _ = mcpcap::capture::read_capture(&bytes[..n], 1, &mut anomalies, |f| a.frame(&f));
+            let ex = a.finish();
+            let analysis = mcpcap::analyze_exchanges(&ex, &["/params/app_seq".to_string()]);
+            let errors: Vec<_> = analysis.findings.iter().filter(|f| f.severity != mcpcap::detect::Severity::Info).collect();
+            assert!(errors.is_empty(), "{name} cut at {n}: {errors:#?}");
+        }
+    }
+}

@@ -38,8 +38,13 @@ fn responses_in(e: &Exchange) -> Vec<(&str, i64, u64)> {
     v
 }
 
+/// How long after a broken stream a client may still reconnect, in microseconds: beyond the SDKs'
+/// reconnect budgets (TS and Python: 2 tries from 1 s; Go: 5 tries with backoff up to 30 s).
+pub const RECONNECT_HORIZON_US: i64 = 30_000_000;
+
 /// `lost_response`: a client request of the session that got no response on any stream.
 pub(super) fn lost_responses(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
+    let capture_end = exchanges.iter().filter_map(|e| e.ts_end.or(e.ts_request)).max().unwrap_or(0);
     for s in &model.sessions {
         let answered: HashSet<&str> = s
             .exchanges
@@ -48,11 +53,13 @@ pub(super) fn lost_responses(model: &Model, exchanges: &[Exchange], out: &mut Ve
             .map(|(id, _, _)| id)
             .collect();
         // Bytes missing from the capture on any response of the session could hide the answer.
-        let gap = s
+        let gap = s.exchanges.iter().map(|&xi| &exchanges[xi]).find(|e| e.resp_gap);
+        // ... and so could a resumed stream still open when the capture stopped.
+        let open_resume = s
             .exchanges
             .iter()
             .map(|&xi| &exchanges[xi])
-            .find(|e| e.resp_gap);
+            .find(|e| e.open_at_capture_end && e.req_header("last-event-id").is_some());
         for &xi in &s.exchanges {
             let e = &exchanges[xi];
             if e.method() != "POST" || e.status() >= 300 {
@@ -64,9 +71,27 @@ pub(super) fn lost_responses(model: &Model, exchanges: &[Exchange], out: &mut Ve
                     continue;
                 }
                 let method = m.method.clone().unwrap_or_default();
-                let (kind, severity, detail) = match gap {
-                    None => ("lost_response", Severity::Error, format!("Request {id} ({method}), sent in frame {} on flow {}, never received a JSON-RPC response on any stream of the session by the end of the capture.", e.frame(), flow_id(e))),
-                    Some(g) => ("response_unverifiable", Severity::Info, format!("Request {id} ({method}), sent in frame {} on flow {}, has no captured response, but the capture lost bytes of the session's responses (flow {}, frames {}–{}), which could hold it.", e.frame(), flow_id(e), flow_id(g), g.frame(), g.frame_last.unwrap_or(0))),
+                // A stream that broke without its response, with nothing more of the session in
+                // the capture and the capture ending soon after: the client's reconnect may simply
+                // not have been captured.
+                let broke_at = e.ts_end.unwrap_or(e.ts());
+                let followed = s.exchanges.iter().any(|&x| exchanges[x].ts() > broke_at);
+                let broke_unseen = (e.response.is_none() || !e.resp_complete) && !followed && capture_end.saturating_sub(broke_at) < RECONNECT_HORIZON_US;
+                let open = if e.open_at_capture_end || broke_unseen { Some(e) } else { open_resume };
+                let (kind, severity, detail) = match (gap, open) {
+                    (None, Some(o)) => (
+                        "response_unverifiable",
+                        Severity::Info,
+                        format!(
+                            "Request {id} ({method}), sent in frame {} on flow {}, has no captured response, but the capture ended while a stream that could carry it was still open or about to be resumed (flow {}, from frame {}).",
+                            e.frame(),
+                            flow_id(e),
+                            flow_id(o),
+                            o.frame()
+                        ),
+                    ),
+                    (None, None) => ("lost_response", Severity::Error, format!("Request {id} ({method}), sent in frame {} on flow {}, never received a JSON-RPC response on any stream of the session by the end of the capture.", e.frame(), flow_id(e))),
+                    (Some(g), _) => ("response_unverifiable", Severity::Info, format!("Request {id} ({method}), sent in frame {} on flow {}, has no captured response, but the capture lost bytes of the session's responses (flow {}, frames {}–{}), which could hold it.", e.frame(), flow_id(e), flow_id(g), g.frame(), g.frame_last.unwrap_or(0))),
                 };
                 out.push(Finding {
                     session_id: s.label(),

@@ -90,6 +90,9 @@ pub struct Exchange {
     pub resp_messages: Vec<Message>,
     /// SSE comment lines.
     pub sse_comments: u64,
+    /// The capture ended while this exchange was still in progress on an open connection:
+    /// its response (or more of it) may have come after the capture stopped.
+    pub open_at_capture_end: bool,
 }
 
 impl Exchange {
@@ -148,6 +151,7 @@ struct Conn {
     resp_interim: bool,
     sse: Option<SseParser>,
     depth: u32,
+    open_at_end: bool,
 }
 
 /// The HTTP stage: a [`StreamSink`] that turns connections into [`Exchange`]s.
@@ -207,6 +211,7 @@ impl StreamSink for HttpLayer {
                         resp_interim: false,
                         sse: None,
                         depth: 0,
+                        open_at_end: false,
                     },
                 );
                 if let Some(d) = client_dir {
@@ -286,10 +291,16 @@ impl StreamSink for HttpLayer {
                     self.with_parser(fi, d, ts, frame, |p, out| p.end(out));
                 }
             }
+            StreamEvent::CaptureEnd => {
+                if let Some(conn) = self.conns.get_mut(&fi) {
+                    conn.open_at_end = true;
+                }
+            }
             StreamEvent::Close => {
                 if let Some(mut conn) = self.conns.remove(&fi) {
                     // Requests never answered stay as exchanges without a response.
-                    for e in conn.exchanges.drain(conn.emitted..) {
+                    for mut e in conn.exchanges.drain(conn.emitted..) {
+                        e.open_at_capture_end |= conn.open_at_end;
                         self.exchanges.push(e);
                     }
                 }
@@ -501,6 +512,7 @@ fn on_event(
             } else if let Some(i) = conn.resp_idx.take() {
                 let e = &mut conn.exchanges[i];
                 e.resp_complete = complete;
+                e.open_at_capture_end = !complete && conn.open_at_end;
                 e.ts_end = Some(ts);
                 e.frame_last = Some(frame);
                 if let Some(mut sse) = conn.sse.take() {

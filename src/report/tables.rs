@@ -383,6 +383,7 @@ pub fn exchanges(a: &Analysis, ex: &[Exchange]) -> Table {
             col!("request_gap", Bool, r, |(_, e)| Some(e.req_gap)),
             col!("response_gap", Bool, r, |(_, e)| Some(e.resp_gap)),
             col!("response_complete", Bool, r, |(_, e)| Some(e.resp_complete)),
+            col!("open_at_capture_end", Bool, r, |(_, e)| Some(e.open_at_capture_end)),
             col!("frame_first", U64, r, |(_, e)| Some(e.frame())),
             col!("frame_last", U64, r, |(_, e)| e
                 .frame_last

@@ -112,6 +112,9 @@ pub enum StreamEvent<'a> {
     Chunk(Dir, Chunk<'a>),
     /// Direction `dir` ended (FIN delivered or RST).
     End(Dir),
+    /// The capture ended while the connection was still open (no RST, not both FINs): what
+    /// it carried next is unknown. Followed by the End and Close events.
+    CaptureEnd,
     /// The connection ended (both directions, RST, or end of capture).
     Close,
 }
@@ -342,7 +345,11 @@ impl FlowTable {
         let mut open: Vec<usize> = self.active.values().copied().collect();
         open.sort_unstable();
         for i in open {
-            let (ts, frame) = (self.flows[i].ts_last, self.flows[i].frame_last);
+            let f = &self.flows[i];
+            let (ts, frame) = (f.ts_last, f.frame_last);
+            if !f.closed && !f.rst[0] && !f.rst[1] && !(f.fin[0] && f.fin[1]) {
+                sink.event(f.meta(), StreamEvent::CaptureEnd, ts, frame);
+            }
             self.close(i, ts, frame, sink);
         }
     }
