@@ -184,3 +184,31 @@ fn unanswered_request_behind_a_capture_gap_is_unverifiable() {
     assert_eq!(fs[0]["severity"], "info");
     assert_eq!(fs[0]["request_id"], "7");
 }
+
+/// Two stateless clients on one address run the same call with the same event ids; one resumes.
+/// Without a session the cursor cannot be attributed to either stream: unverifiable, no error.
+#[test]
+fn stateless_resumption_with_ambiguous_cursor_is_unverifiable() {
+    let mut cap = Capture::new();
+    let ev = |i: u64| Ev::id(i, json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "t2", "progress": i}}));
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x", "_meta": {"progressToken": "t2"}}});
+    let mut a = cap.connect();
+    a.client(&mut cap, &post(None, &call));
+    a.server(&mut cap, &sse_response(None, &(1..=3).map(ev).collect::<Vec<_>>(), false));
+    a.server_reset(&mut cap);
+    let mut b = cap.connect();
+    b.client(&mut cap, &post(None, &call));
+    let mut evs: Vec<Ev> = (1..=7).map(ev).collect();
+    evs.push(Ev::id(8, json!({"jsonrpc": "2.0", "id": 2, "result": {}})));
+    b.server(&mut cap, &sse_response(None, &evs, true));
+    b.close(&mut cap);
+    let mut r = cap.connect();
+    r.client(&mut cap, &get(None, Some("3")));
+    let mut evs: Vec<Ev> = (4..=7).map(ev).collect();
+    evs.push(Ev::id(8, json!({"jsonrpc": "2.0", "id": 2, "result": {}})));
+    r.server(&mut cap, &sse_response(None, &evs, true));
+    r.close(&mut cap);
+    let fs = analyze(&cap);
+    let bad: Vec<&Value> = fs.iter().filter(|f| f["severity"] != "info").collect();
+    assert!(bad.is_empty(), "{fs:#?}");
+}

@@ -92,6 +92,9 @@ pub(super) fn check(
         out.push(f);
         return result(Verdict::Rejected, None, &format!("HTTP {status}"));
     }
+    if r.ambiguous {
+        return result(Verdict::Unverifiable, None, "without a session, Last-Event-ID was delivered on several streams of this client");
+    }
     let Some(st) = r.stream else {
         let mut f = ctx.finding("unknown_last_event_id", Severity::Warning, None, format!(
             "The resumption GET (frame {}, flow {}) presented Last-Event-ID {} that no captured stream of this session delivered: the capture is incomplete or the client invented a cursor.",

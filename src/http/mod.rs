@@ -46,6 +46,8 @@ pub struct EventRec {
 pub struct Exchange {
     /// Index of the flow.
     pub flow_index: usize,
+    /// The client's address (the side that sent the request), when known.
+    pub client: Option<std::net::IpAddr>,
     /// 1-based position of the exchange on its connection (Zeek `trans_depth`).
     pub trans_depth: u32,
     /// The request head, when captured.
@@ -152,6 +154,7 @@ struct Conn {
     sse: Option<SseParser>,
     depth: u32,
     open_at_end: bool,
+    ends: [(std::net::IpAddr, u16); 2],
 }
 
 /// The HTTP stage: a [`StreamSink`] that turns connections into [`Exchange`]s.
@@ -212,6 +215,7 @@ impl StreamSink for HttpLayer {
                         sse: None,
                         depth: 0,
                         open_at_end: false,
+                        ends: flow.ends,
                     },
                 );
                 if let Some(d) = client_dir {
@@ -373,6 +377,7 @@ fn on_event(
             conn.depth += 1;
             conn.exchanges.push(Exchange {
                 flow_index: fi,
+                client: conn.client_dir.map(|d| conn.ends[d].0),
                 trans_depth: conn.depth,
                 request: Some(head),
                 ts_request: Some(ts),
@@ -399,6 +404,7 @@ fn on_event(
                 conn.depth += 1;
                 conn.exchanges.push(Exchange {
                     flow_index: fi,
+                    client: conn.client_dir.map(|d| conn.ends[d].0),
                     trans_depth: conn.depth,
                     ..Default::default()
                 });

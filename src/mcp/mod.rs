@@ -83,6 +83,8 @@ pub struct Resumption {
     pub stream: Option<usize>,
     /// Where `L` was delivered: (exchange, event index).
     pub cursor: Option<(usize, usize)>,
+    /// Without a session, `L` was delivered on several streams of the same client address.
+    pub ambiguous: bool,
 }
 
 /// The session model of a capture.
@@ -146,7 +148,9 @@ impl Model {
         };
         let mut by_id: HashMap<Option<String>, usize> = HashMap::new();
         // Per session: event id → deliveries.
-        let mut delivered: Vec<HashMap<String, Vec<Delivery>>> = Vec::new();
+        // Without a session, the cursor index is per client address: unrelated stateless
+        // clients reuse the same ids.
+        let mut delivered: HashMap<(usize, Option<std::net::IpAddr>), HashMap<String, Vec<Delivery>>> = HashMap::new();
         for (xi, e) in exchanges.iter().enumerate() {
             let sid = session_key_of(e);
             let si = *by_id.entry(sid.clone()).or_insert_with(|| {
@@ -155,10 +159,10 @@ impl Model {
                     exchanges: Vec::new(),
                     protocol_version: None,
                 });
-                delivered.push(HashMap::new());
                 m.sessions.len() - 1
             });
             m.exchange_session[xi] = si;
+            let index_key = (si, if sid.is_none() { e.client } else { None });
             let s = &mut m.sessions[si];
             s.exchanges.push(xi);
             if s.protocol_version.is_none() {
@@ -174,8 +178,9 @@ impl Model {
             let stream = match (e.method(), leid) {
                 ("GET", Some(l)) => {
                     // Link to the stream that delivered L most recently before this request.
-                    let found = delivered[si]
-                        .get(&l)
+                    let found = delivered
+                        .get(&index_key)
+                        .and_then(|ids| ids.get(&l))
                         .and_then(|v| {
                             v.iter()
                                 .filter(|d| d.3 <= e.ts())
@@ -183,9 +188,13 @@ impl Model {
                                 .or(v.last())
                         })
                         .copied();
+                    // Without a session, the same id on several streams of one client address
+                    // cannot be attributed: the resumption stays unlinked (and ambiguous).
+                    let ambiguous = sid.is_none()
+                        && delivered.get(&index_key).and_then(|ids| ids.get(&l)).is_some_and(|v| v.iter().any(|d| d.0 != v[0].0));
                     let (stream, cursor) = match found {
-                        Some((st, dx, ei, _)) => (Some(st), Some((dx, ei))),
-                        None => (None, None),
+                        Some((st, dx, ei, _)) if !ambiguous => (Some(st), Some((dx, ei))),
+                        _ => (None, None),
                     };
                     m.resumptions.push(Resumption {
                         session: si,
@@ -193,6 +202,7 @@ impl Model {
                         last_event_id: l,
                         stream,
                         cursor,
+                        ambiguous,
                     });
                     if sse_ok {
                         match stream {
@@ -216,7 +226,9 @@ impl Model {
                 for (ei, ev) in e.events.iter().enumerate() {
                     if ev.sse.has_own_id && !ev.sse.truncated {
                         if let Some(id) = &ev.sse.id {
-                            delivered[si]
+                            delivered
+                                .entry(index_key)
+                                .or_default()
                                 .entry(id.clone())
                                 .or_default()
                                 .push((st, xi, ei, ev.sse.ts));

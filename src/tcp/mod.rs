@@ -66,6 +66,7 @@ impl Flow {
     pub fn meta(&self) -> FlowMeta {
         FlowMeta {
             index: self.index,
+            ends: self.ends,
             client_by_syn: self.client_by_syn,
         }
     }
@@ -124,6 +125,8 @@ pub enum StreamEvent<'a> {
 pub struct FlowMeta {
     /// Index of the flow (`F<index>`).
     pub index: usize,
+    /// The endpoints; `ends[0]` sent direction 0.
+    pub ends: [(IpAddr, u16); 2],
     /// Whether a SYN fixed the client: then direction 0 is the client's.
     pub client_by_syn: bool,
 }
