@@ -121,7 +121,8 @@ impl Analyzer {
                     return;
                 }
                 self.counters.tcp_segments += 1;
-                self.flows.segment(&seg, f.ts, f.number, &mut tcp::Tee(&mut self.http, tap));
+                self.flows
+                    .segment(&seg, f.ts, f.number, &mut tcp::Tee(&mut self.http, tap));
             }
             Decoded::NotTcp => self.counters.not_tcp += 1,
             Decoded::Fragment => {

@@ -155,7 +155,11 @@ fn healthy_capture_cut_anywhere_has_no_error() {
             let _ = mcpcap::capture::read_capture(&bytes[..n], 1, &mut anomalies, |f| a.frame(&f));
             let ex = a.finish();
             let analysis = mcpcap::analyze_exchanges(&ex, &["/params/app_seq".to_string()]);
-            let errors: Vec<_> = analysis.findings.iter().filter(|f| f.severity != mcpcap::detect::Severity::Info).collect();
+            let errors: Vec<_> = analysis
+                .findings
+                .iter()
+                .filter(|f| f.severity != mcpcap::detect::Severity::Info)
+                .collect();
             assert!(errors.is_empty(), "{name} cut at {n}: {errors:#?}");
         }
     }

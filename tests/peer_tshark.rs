@@ -63,7 +63,15 @@ fn streams(dir: &Path) -> Vec<Row> {
         .skip(1)
         .filter_map(|l| {
             let c: Vec<&str> = l.split('\t').collect();
-            (c.len() >= 19).then(|| Row { stream: c[0].to_string(), a: c[1].to_string(), b: c[2].to_string(), first: c[3].parse().unwrap_or(0.0), lost: c[13].parse().unwrap_or(0), packets: [c[5].parse().unwrap_or(0), c[6].parse().unwrap_or(0)], bytes: [c[7].parse().unwrap_or(0), c[8].parse().unwrap_or(0)] })
+            (c.len() >= 19).then(|| Row {
+                stream: c[0].to_string(),
+                a: c[1].to_string(),
+                b: c[2].to_string(),
+                first: c[3].parse().unwrap_or(0.0),
+                lost: c[13].parse().unwrap_or(0),
+                packets: [c[5].parse().unwrap_or(0), c[6].parse().unwrap_or(0)],
+                bytes: [c[7].parse().unwrap_or(0), c[8].parse().unwrap_or(0)],
+            })
         })
         .collect()
 }
@@ -122,15 +130,32 @@ fn reassemble(data: &[u8]) -> (FlowTable, Bytes) {
 fn pair(table: &FlowTable, rows: &mut [Row]) -> Vec<Option<usize>> {
     let mut ours: HashMap<(String, String), Vec<usize>> = HashMap::new();
     for f in &table.flows {
-        let (x, y) = (endpoint(f.ends[0].0, f.ends[0].1), endpoint(f.ends[1].0, f.ends[1].1));
+        let (x, y) = (
+            endpoint(f.ends[0].0, f.ends[0].1),
+            endpoint(f.ends[1].0, f.ends[1].1),
+        );
         let key = if x <= y { (x, y) } else { (y, x) };
         ours.entry(key).or_default().push(f.index);
     }
-    rows.sort_by(|p, q| p.first.partial_cmp(&q.first).unwrap_or(std::cmp::Ordering::Equal));
+    rows.sort_by(|p, q| {
+        p.first
+            .partial_cmp(&q.first)
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
     rows.iter()
         .map(|row| {
-            let key = if row.a <= row.b { (row.a.clone(), row.b.clone()) } else { (row.b.clone(), row.a.clone()) };
-            ours.get_mut(&key).and_then(|v| if v.is_empty() { None } else { Some(v.remove(0)) })
+            let key = if row.a <= row.b {
+                (row.a.clone(), row.b.clone())
+            } else {
+                (row.b.clone(), row.a.clone())
+            };
+            ours.get_mut(&key).and_then(|v| {
+                if v.is_empty() {
+                    None
+                } else {
+                    Some(v.remove(0))
+                }
+            })
         })
         .collect()
 }
@@ -138,14 +163,20 @@ fn pair(table: &FlowTable, rows: &mut [Row]) -> Vec<Option<usize>> {
 /// Every public capture with its tshark oracle directory.
 fn corpus() -> Vec<(String, PathBuf, Vec<u8>)> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
-    let Ok(entries) = std::fs::read_dir(root.join("oracle/expected")) else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir(root.join("oracle/expected")) else {
+        return Vec::new();
+    };
     let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     dirs.sort();
     dirs.into_iter()
         .filter_map(|dir| {
             let name = dir.file_name()?.to_string_lossy().to_string();
             let (source, file) = name.split_once("__")?;
-            let capture = if source == "generated" { root.join("generated").join(file) } else { root.join("public").join(source).join(file) };
+            let capture = if source == "generated" {
+                root.join("generated").join(file)
+            } else {
+                root.join("public").join(source).join(file)
+            };
             let data = std::fs::read(capture).ok()?;
             Some((name, dir, data))
         })
@@ -154,15 +185,22 @@ fn corpus() -> Vec<(String, PathBuf, Vec<u8>)> {
 
 /// Accepted differences: (capture, stream, direction or `counts`) → reason.
 fn accepted() -> HashMap<(String, String, String), String> {
-    std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peer_differences.tsv"))
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .filter_map(|l| {
-            let c: Vec<&str> = l.splitn(4, '\t').collect();
-            (c.len() == 4).then(|| ((c[0].to_string(), c[1].to_string(), c[2].to_string()), c[3].to_string()))
+    std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peer_differences.tsv"),
+    )
+    .unwrap_or_default()
+    .lines()
+    .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    .filter_map(|l| {
+        let c: Vec<&str> = l.splitn(4, '\t').collect();
+        (c.len() == 4).then(|| {
+            (
+                (c[0].to_string(), c[1].to_string(), c[2].to_string()),
+                c[3].to_string(),
+            )
         })
-        .collect()
+    })
+    .collect()
 }
 
 /// The flows table's packets and bytes per direction against tshark's per-stream counts
@@ -181,11 +219,19 @@ fn flow_counts_match_tshark() {
                 continue;
             };
             let f = &table.flows[fi];
-            let a = if endpoint(f.ends[0].0, f.ends[0].1) == row.a { 0 } else { 1 };
-            let ours = ([f.packets[a], f.packets[1 - a]], [f.wire_bytes[a], f.wire_bytes[1 - a]]);
+            let a = if endpoint(f.ends[0].0, f.ends[0].1) == row.a {
+                0
+            } else {
+                1
+            };
+            let ours = (
+                [f.packets[a], f.packets[1 - a]],
+                [f.wire_bytes[a], f.wire_bytes[1 - a]],
+            );
             streams_checked += 1;
             if ours != (row.packets, row.bytes) {
-                if accepted.contains_key(&(name.clone(), row.stream.clone(), "counts".to_string())) {
+                if accepted.contains_key(&(name.clone(), row.stream.clone(), "counts".to_string()))
+                {
                     explained += 1;
                     continue;
                 }
@@ -193,7 +239,10 @@ fn flow_counts_match_tshark() {
             }
         }
     }
-    println!("flow counts: {streams_checked} streams checked, {explained} explained, {} differ", mismatches.len());
+    println!(
+        "flow counts: {streams_checked} streams checked, {explained} explained, {} differ",
+        mismatches.len()
+    );
     for m in &mismatches {
         println!("COUNT\t{m}");
     }
@@ -211,11 +260,19 @@ fn reassembly_matches_tshark_follow_tcp() {
         let flows = pair(&table, &mut rows);
         for (row, flow) in rows.iter().zip(flows) {
             for (label, from) in [("a2b", &row.a), ("b2a", &row.b)] {
-                let theirs = std::fs::read(dir.join("payload").join(format!("stream_{}.{label}.bin", row.stream))).unwrap_or_default();
+                let theirs = std::fs::read(
+                    dir.join("payload")
+                        .join(format!("stream_{}.{label}.bin", row.stream)),
+                )
+                .unwrap_or_default();
                 let (mine, gaps) = match flow {
                     Some(fi) => {
                         let f = &table.flows[fi];
-                        let d = if endpoint(f.ends[0].0, f.ends[0].1) == *from { 0 } else { 1 };
+                        let d = if endpoint(f.ends[0].0, f.ends[0].1) == *from {
+                            0
+                        } else {
+                            1
+                        };
                         sink.dirs.get(&(fi, d)).cloned().unwrap_or_default()
                     }
                     None => (Vec::new(), Vec::new()),

@@ -4,14 +4,27 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const TABLES: [&str; 8] = ["sessions", "streams", "resumptions", "findings", "events", "exchanges", "flows", "anomalies"];
+const TABLES: [&str; 8] = [
+    "sessions",
+    "streams",
+    "resumptions",
+    "findings",
+    "events",
+    "exchanges",
+    "flows",
+    "anomalies",
+];
 
 /// Split a classic pcap after every `n` records into files `<dir>/part<k>.pcap`.
 fn split(pcap: &[u8], n: usize, dir: &Path) -> Vec<PathBuf> {
     let big = pcap[..4] == [0xa1, 0xb2, 0xc3, 0xd4] || pcap[..4] == [0xa1, 0xb2, 0x3c, 0x4d];
     let u32_at = |i: usize| {
         let b = [pcap[i], pcap[i + 1], pcap[i + 2], pcap[i + 3]];
-        if big { u32::from_be_bytes(b) } else { u32::from_le_bytes(b) }
+        if big {
+            u32::from_be_bytes(b)
+        } else {
+            u32::from_le_bytes(b)
+        }
     };
     std::fs::create_dir_all(dir).unwrap();
     let (header, mut i) = (&pcap[..24], 24);
@@ -22,7 +35,10 @@ fn split(pcap: &[u8], n: usize, dir: &Path) -> Vec<PathBuf> {
         if count % n == 0 {
             parts.push(header.to_vec());
         }
-        parts.last_mut().unwrap().extend_from_slice(&pcap[i..i + len]);
+        parts
+            .last_mut()
+            .unwrap()
+            .extend_from_slice(&pcap[i..i + len]);
         i += len;
         count += 1;
     }
@@ -38,9 +54,26 @@ fn split(pcap: &[u8], n: usize, dir: &Path) -> Vec<PathBuf> {
 }
 
 fn tables(args: &[&Path], out: &Path) -> Vec<String> {
-    let o = Command::new(env!("CARGO_BIN_EXE_mcpcap")).args(["analyze", "--format", "csv", "--fail-on", "never", "--port", "3300", "--out"]).arg(out).args(args).output().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+        .args([
+            "analyze",
+            "--format",
+            "csv",
+            "--fail-on",
+            "never",
+            "--port",
+            "3300",
+            "--out",
+        ])
+        .arg(out)
+        .args(args)
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    TABLES.iter().map(|t| std::fs::read_to_string(out.join(format!("{t}.csv"))).unwrap()).collect()
+    TABLES
+        .iter()
+        .map(|t| std::fs::read_to_string(out.join(format!("{t}.csv"))).unwrap())
+        .collect()
 }
 
 #[test]
@@ -76,7 +109,8 @@ fn dump_streams_writes_each_direction() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let csv = std::fs::read_to_string(out.join("flows.csv")).unwrap();
     let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
-    let col = |row: &[&str], name: &str| row[header.iter().position(|h| *h == name).unwrap()].to_string();
+    let col =
+        |row: &[&str], name: &str| row[header.iter().position(|h| *h == name).unwrap()].to_string();
     let mut flows = 0;
     for line in csv.lines().skip(1) {
         let row: Vec<&str> = line.split(',').collect();
@@ -89,7 +123,10 @@ fn dump_streams_writes_each_direction() {
             assert_eq!(len, bytes, "{}", file.display());
         }
         let orig = std::fs::read(out.join("streams").join(format!("{id}.orig.bin"))).unwrap();
-        assert!(orig.starts_with(b"POST ") || orig.starts_with(b"GET ") || orig.starts_with(b"DELETE "), "{id}");
+        assert!(
+            orig.starts_with(b"POST ") || orig.starts_with(b"GET ") || orig.starts_with(b"DELETE "),
+            "{id}"
+        );
         flows += 1;
     }
     assert_eq!(flows, 3);

@@ -190,11 +190,19 @@ fn unanswered_request_behind_a_capture_gap_is_unverifiable() {
 #[test]
 fn stateless_resumption_with_ambiguous_cursor_is_unverifiable() {
     let mut cap = Capture::new();
-    let ev = |i: u64| Ev::id(i, json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "t2", "progress": i}}));
+    let ev = |i: u64| {
+        Ev::id(
+            i,
+            json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "t2", "progress": i}}),
+        )
+    };
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x", "_meta": {"progressToken": "t2"}}});
     let mut a = cap.connect();
     a.client(&mut cap, &post(None, &call));
-    a.server(&mut cap, &sse_response(None, &(1..=3).map(ev).collect::<Vec<_>>(), false));
+    a.server(
+        &mut cap,
+        &sse_response(None, &(1..=3).map(ev).collect::<Vec<_>>(), false),
+    );
     a.server_reset(&mut cap);
     let mut b = cap.connect();
     b.client(&mut cap, &post(None, &call));

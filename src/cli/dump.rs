@@ -24,7 +24,12 @@ impl Dump {
     /// A sink writing into `dir` (created if missing).
     pub fn new(dir: &Path) -> Result<Dump, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        Ok(Dump { dir: dir.to_path_buf(), open: HashMap::new(), written: Vec::new(), error: None })
+        Ok(Dump {
+            dir: dir.to_path_buf(),
+            open: HashMap::new(),
+            written: Vec::new(),
+            error: None,
+        })
     }
 
     fn path(&self, flow: usize, d: usize) -> PathBuf {
@@ -76,7 +81,8 @@ impl Dump {
         for &(flow, d) in &self.written {
             let side = if d == client(flow) { "orig" } else { "resp" };
             let to = self.dir.join(format!("F{flow}.{side}.bin"));
-            std::fs::rename(self.path(flow, d), &to).map_err(|e| format!("{}: {e}", to.display()))?;
+            std::fs::rename(self.path(flow, d), &to)
+                .map_err(|e| format!("{}: {e}", to.display()))?;
         }
         Ok(())
     }

@@ -150,9 +150,11 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         let first = analyzer.counters.frames + 1;
         let unsupported_before = analyzer.anomalies.count("capture.unsupported_linktype");
         let reader = std::io::BufReader::with_capacity(1 << 20, file);
-        let res = mcpcap::capture::read_capture(reader, first, &mut capture_anomalies, |f| match dump.as_mut() {
-            Some(d) => analyzer.frame_tap(&f, d),
-            None => analyzer.frame(&f),
+        let res = mcpcap::capture::read_capture(reader, first, &mut capture_anomalies, |f| {
+            match dump.as_mut() {
+                Some(d) => analyzer.frame_tap(&f, d),
+                None => analyzer.frame(&f),
+            }
         });
         match res {
             Ok(summary) => {
@@ -200,7 +202,12 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     if let Some(d) = dump {
         let flows = &analyzer.flows.flows;
         let client = &analyzer.http.client_dir;
-        d.finish(|fi| client.get(&fi).copied().unwrap_or_else(|| flows[fi].client_guess()))?;
+        d.finish(|fi| {
+            client
+                .get(&fi)
+                .copied()
+                .unwrap_or_else(|| flows[fi].client_guess())
+        })?;
     }
     let app_seq = analyzer.app_seq_pointers().to_vec();
     let analysis = mcpcap::analyze_exchanges(&exchanges, &app_seq);
@@ -329,7 +336,8 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         FailOn::Never => None,
     };
     // Only `analyze` judges; the single-table commands exit 0 once they have written their table.
-    let failed = which == "analyze" && threshold.is_some_and(|t| analysis.findings.iter().any(|f| f.severity >= t));
+    let failed = which == "analyze"
+        && threshold.is_some_and(|t| analysis.findings.iter().any(|f| f.severity >= t));
     Ok(if failed { EXIT_FINDINGS } else { EXIT_OK })
 }
 
@@ -343,7 +351,10 @@ fn capture_order(args: &[PathBuf]) -> Vec<PathBuf> {
         if p.is_dir() {
             match std::fs::read_dir(p) {
                 Ok(rd) => {
-                    let mut inside: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|f| f.is_file()).collect();
+                    let mut inside: Vec<PathBuf> = rd
+                        .filter_map(|e| e.ok().map(|e| e.path()))
+                        .filter(|f| f.is_file())
+                        .collect();
                     inside.sort();
                     if inside.is_empty() {
                         eprintln!("mcpcap: {}: directory holds no files", p.display());
@@ -358,9 +369,12 @@ fn capture_order(args: &[PathBuf]) -> Vec<PathBuf> {
     }
     let mut keyed: Vec<(i64, usize, PathBuf)> = Vec::new();
     for (i, f) in files.into_iter().enumerate() {
-        let first = std::fs::File::open(&f).map_err(|e| e.to_string()).and_then(|file| {
-            mcpcap::capture::first_timestamp(std::io::BufReader::new(file)).map_err(|e| e.to_string())
-        });
+        let first = std::fs::File::open(&f)
+            .map_err(|e| e.to_string())
+            .and_then(|file| {
+                mcpcap::capture::first_timestamp(std::io::BufReader::new(file))
+                    .map_err(|e| e.to_string())
+            });
         match first {
             Ok(ts) => keyed.push((ts.unwrap_or(i64::MIN), i, f)),
             Err(e) => eprintln!("mcpcap: {}: {}", f.display(), e),

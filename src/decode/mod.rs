@@ -136,12 +136,24 @@ pub fn decode(linktype: i32, data: &[u8], orig_len: u32) -> Decoded<'_> {
         Some(LaxNetSlice::Ipv4(v4)) => {
             let h = v4.header();
             let pl = v4.payload();
-            (IpAddr::V4(h.source_addr()), IpAddr::V4(h.destination_addr()), pl.fragmented, (pl.ip_number, pl.payload), pl.incomplete)
+            (
+                IpAddr::V4(h.source_addr()),
+                IpAddr::V4(h.destination_addr()),
+                pl.fragmented,
+                (pl.ip_number, pl.payload),
+                pl.incomplete,
+            )
         }
         Some(LaxNetSlice::Ipv6(v6)) => {
             let h = v6.header();
             let pl = v6.payload();
-            (IpAddr::V6(h.source_addr()), IpAddr::V6(h.destination_addr()), pl.fragmented, (pl.ip_number, pl.payload), pl.incomplete)
+            (
+                IpAddr::V6(h.source_addr()),
+                IpAddr::V6(h.destination_addr()),
+                pl.fragmented,
+                (pl.ip_number, pl.payload),
+                pl.incomplete,
+            )
         }
         Some(LaxNetSlice::Arp(_)) | None => {
             if let Some((e, _)) = &p.stop_err {
@@ -154,7 +166,11 @@ pub fn decode(linktype: i32, data: &[u8], orig_len: u32) -> Decoded<'_> {
         return Decoded::Fragment;
     }
     // Bytes of the frame the snaplen cut off (they belong to the end of the TCP payload).
-    let missing = if ip_incomplete { orig_len.saturating_sub(data.len() as u32) } else { 0 };
+    let missing = if ip_incomplete {
+        orig_len.saturating_sub(data.len() as u32)
+    } else {
+        0
+    };
     match &p.transport {
         Some(TransportSlice::Tcp(tcp)) => {
             let payload = tcp.payload();
@@ -176,7 +192,10 @@ pub fn decode(linktype: i32, data: &[u8], orig_len: u32) -> Decoded<'_> {
         Some(_) => Decoded::NotTcp,
         // The snaplen cut the TCP options: the fixed 20-byte header (RFC 9293 §3.1) still says
         // which connection and sequence range the segment is; its payload is all missing.
-        None if ip_payload.0 == etherparse::IpNumber::TCP && ip_payload.1.len() >= 20 && ip_incomplete => {
+        None if ip_payload.0 == etherparse::IpNumber::TCP
+            && ip_payload.1.len() >= 20
+            && ip_incomplete =>
+        {
             let t = ip_payload.1;
             let doff = ((t[12] >> 4) as u32) * 4;
             let declared = (t.len() as u32).saturating_add(missing);

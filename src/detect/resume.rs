@@ -93,7 +93,11 @@ pub(super) fn check(
         return result(Verdict::Rejected, None, &format!("HTTP {status}"));
     }
     if r.ambiguous {
-        return result(Verdict::Unverifiable, None, "without a session, Last-Event-ID was delivered on several streams of this client");
+        return result(
+            Verdict::Unverifiable,
+            None,
+            "without a session, Last-Event-ID was delivered on several streams of this client",
+        );
     }
     let Some(st) = r.stream else {
         let mut f = ctx.finding("unknown_last_event_id", Severity::Warning, None, format!(

@@ -44,7 +44,11 @@ pub const RECONNECT_HORIZON_US: i64 = 30_000_000;
 
 /// `lost_response`: a client request of the session that got no response on any stream.
 pub(super) fn lost_responses(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
-    let capture_end = exchanges.iter().filter_map(|e| e.ts_end.or(e.ts_request)).max().unwrap_or(0);
+    let capture_end = exchanges
+        .iter()
+        .filter_map(|e| e.ts_end.or(e.ts_request))
+        .max()
+        .unwrap_or(0);
     for s in &model.sessions {
         let answered: HashSet<&str> = s
             .exchanges
@@ -53,7 +57,11 @@ pub(super) fn lost_responses(model: &Model, exchanges: &[Exchange], out: &mut Ve
             .map(|(id, _, _)| id)
             .collect();
         // Bytes missing from the capture on any response of the session could hide the answer.
-        let gap = s.exchanges.iter().map(|&xi| &exchanges[xi]).find(|e| e.resp_gap);
+        let gap = s
+            .exchanges
+            .iter()
+            .map(|&xi| &exchanges[xi])
+            .find(|e| e.resp_gap);
         // ... and so could a resumed stream still open when the capture stopped.
         let open_resume = s
             .exchanges
@@ -76,8 +84,14 @@ pub(super) fn lost_responses(model: &Model, exchanges: &[Exchange], out: &mut Ve
                 // not have been captured.
                 let broke_at = e.ts_end.unwrap_or(e.ts());
                 let followed = s.exchanges.iter().any(|&x| exchanges[x].ts() > broke_at);
-                let broke_unseen = (e.response.is_none() || !e.resp_complete) && !followed && capture_end.saturating_sub(broke_at) < RECONNECT_HORIZON_US;
-                let open = if e.open_at_capture_end || broke_unseen { Some(e) } else { open_resume };
+                let broke_unseen = (e.response.is_none() || !e.resp_complete)
+                    && !followed
+                    && capture_end.saturating_sub(broke_at) < RECONNECT_HORIZON_US;
+                let open = if e.open_at_capture_end || broke_unseen {
+                    Some(e)
+                } else {
+                    open_resume
+                };
                 let (kind, severity, detail) = match (gap, open) {
                     (None, Some(o)) => (
                         "response_unverifiable",

@@ -113,6 +113,8 @@ pub struct DirParser {
     buf: Vec<u8>,
     limits: HttpLimits,
     in_message: bool,
+    /// In Resync: whether the next byte starts a line.
+    line_start: bool,
 }
 
 const METHODS: [&[u8]; 9] = [
@@ -146,6 +148,7 @@ impl DirParser {
             buf: Vec::new(),
             limits,
             in_message: false,
+            line_start: false,
         }
     }
 
@@ -203,6 +206,7 @@ impl DirParser {
             State::Tunnel => {}
             State::Head if !self.in_message && self.buf.is_empty() => {
                 self.state = State::Resync;
+                self.line_start = false;
             }
             _ => {
                 if self.in_message {
@@ -239,6 +243,7 @@ impl DirParser {
             self.end_message(false, out);
         }
         self.state = State::Resync;
+        self.line_start = false;
     }
 
     fn end_message(&mut self, complete: bool, out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule) {
@@ -255,7 +260,7 @@ impl DirParser {
             match self.state {
                 State::Tunnel => return input.len(),
                 State::Resync => {
-                    match find_start_line(rest, self.is_request) {
+                    match find_start_line(rest, self.is_request, self.line_start) {
                         Some(i) => {
                             if i > 0 {
                                 out(HttpEvent::Anomaly(
@@ -267,8 +272,19 @@ impl DirParser {
                             self.state = State::Head;
                         }
                         None => {
-                            // Keep a short tail in case a start line is split.
-                            let keep = rest.len().min(8);
+                            // Keep the start of the last line, short enough to be a split start
+                            // line; anything else cannot begin a message.
+                            const KEEP: usize = 16;
+                            let (tail, at_start) = match memchr::memrchr(b'\n', rest) {
+                                Some(nl) => (&rest[nl + 1..], true),
+                                None => (rest, self.line_start),
+                            };
+                            let keep = if at_start && tail.len() <= KEEP {
+                                tail.len()
+                            } else {
+                                0
+                            };
+                            self.line_start = keep > 0 || rest.last() == Some(&b'\n');
                             return input.len() - keep;
                         }
                     }
@@ -286,6 +302,7 @@ impl DirParser {
                         HeadResult::Partial => return pos,
                         HeadResult::Bad => {
                             self.state = State::Resync;
+                            self.line_start = false;
                             pos += 1;
                         }
                         HeadResult::Done(n) => pos += n,
@@ -434,7 +451,9 @@ impl DirParser {
         };
         // RFC 9112 §6.3: chunked framing applies when chunked is the final transfer coding.
         let te_chunked = head.header("transfer-encoding").is_some_and(|v| {
-            v.rsplit(',').next().is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"))
+            v.rsplit(',')
+                .next()
+                .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"))
         });
         let cl = head
             .header("content-length")
@@ -538,10 +557,16 @@ fn parse_chunk_size(line: &[u8]) -> Option<u64> {
     Some(v)
 }
 
-fn find_start_line(b: &[u8], is_request: bool) -> Option<usize> {
+/// The first line start in `b` that looks like a start line; `b[0]` counts as a line start
+/// only when `first_at_line_start`.
+fn find_start_line(b: &[u8], is_request: bool, first_at_line_start: bool) -> Option<usize> {
     let mut i = 0;
     while i < b.len() {
-        let at_line_start = i == 0 || b[i - 1] == b'\n';
+        let at_line_start = if i == 0 {
+            first_at_line_start
+        } else {
+            b[i - 1] == b'\n'
+        };
         if at_line_start {
             let r = &b[i..];
             if (is_request && looks_like_request(r)) || (!is_request && looks_like_response(r)) {
@@ -650,6 +675,28 @@ mod tests {
             run(false, input, &[]),
             vec![Ev::Head(204, String::new()), Ev::End(true)]
         );
+    }
+
+    /// After a gap, a method name in the middle of a line (split across pushes) is not a start line.
+    #[test]
+    fn resync_ignores_mid_line_methods() {
+        let mut p = DirParser::new(true, HttpLimits::default());
+        let heads = std::cell::Cell::new(0);
+        let mut out = |e: HttpEvent<'_>| {
+            if let HttpEvent::Head(_) = e {
+                heads.set(heads.get() + 1);
+            }
+            BodyRule::ByHeaders
+        };
+        p.push(b"POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", &mut out);
+        p.gap(5, &mut out);
+        p.push(b"yyyyyyyyyyyyGET /x H", &mut out);
+        p.push(b"TTP/1.1\r\n\r\n", &mut out);
+        assert_eq!(heads.get(), 1);
+        // A real start line after a newline, split across pushes, is found.
+        p.push(b"zz\r\nGE", &mut out);
+        p.push(b"T /b HTTP/1.1\r\n\r\n", &mut out);
+        assert_eq!(heads.get(), 2);
     }
 
     #[test]

@@ -150,7 +150,10 @@ impl Model {
         // Per session: event id → deliveries.
         // Without a session, the cursor index is per client address: unrelated stateless
         // clients reuse the same ids.
-        let mut delivered: HashMap<(usize, Option<std::net::IpAddr>), HashMap<String, Vec<Delivery>>> = HashMap::new();
+        let mut delivered: HashMap<
+            (usize, Option<std::net::IpAddr>),
+            HashMap<String, Vec<Delivery>>,
+        > = HashMap::new();
         for (xi, e) in exchanges.iter().enumerate() {
             let sid = session_key_of(e);
             let si = *by_id.entry(sid.clone()).or_insert_with(|| {
@@ -191,7 +194,10 @@ impl Model {
                     // Without a session, the same id on several streams of one client address
                     // cannot be attributed: the resumption stays unlinked (and ambiguous).
                     let ambiguous = sid.is_none()
-                        && delivered.get(&index_key).and_then(|ids| ids.get(&l)).is_some_and(|v| v.iter().any(|d| d.0 != v[0].0));
+                        && delivered
+                            .get(&index_key)
+                            .and_then(|ids| ids.get(&l))
+                            .is_some_and(|v| v.iter().any(|d| d.0 != v[0].0));
                     let (stream, cursor) = match found {
                         Some((st, dx, ei, _)) if !ambiguous => (Some(st), Some((dx, ei))),
                         _ => (None, None),

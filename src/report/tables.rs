@@ -383,7 +383,9 @@ pub fn exchanges(a: &Analysis, ex: &[Exchange]) -> Table {
             col!("request_gap", Bool, r, |(_, e)| Some(e.req_gap)),
             col!("response_gap", Bool, r, |(_, e)| Some(e.resp_gap)),
             col!("response_complete", Bool, r, |(_, e)| Some(e.resp_complete)),
-            col!("open_at_capture_end", Bool, r, |(_, e)| Some(e.open_at_capture_end)),
+            col!("open_at_capture_end", Bool, r, |(_, e)| Some(
+                e.open_at_capture_end
+            )),
             col!("frame_first", U64, r, |(_, e)| Some(e.frame())),
             col!("frame_last", U64, r, |(_, e)| e
                 .frame_last
@@ -396,7 +398,15 @@ pub fn exchanges(a: &Analysis, ex: &[Exchange]) -> Table {
 pub fn flows(flows: &[Flow], client_dir: &HashMap<usize, usize>) -> Table {
     let rows: Vec<(&Flow, usize)> = flows
         .iter()
-        .map(|f| (f, client_dir.get(&f.index).copied().unwrap_or_else(|| f.client_guess())))
+        .map(|f| {
+            (
+                f,
+                client_dir
+                    .get(&f.index)
+                    .copied()
+                    .unwrap_or_else(|| f.client_guess()),
+            )
+        })
         .collect();
     Table {
         name: "flows",

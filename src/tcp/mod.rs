@@ -302,12 +302,26 @@ impl FlowTable {
         }
         let after = flow.dirs[d].stats;
         if after.ooo_overflows > before.ooo_overflows {
-            let detail = format!("more than {} bytes waiting behind a hole; the hole became a gap", limits.max_ooo_bytes);
-            self.anomalies.add(Anomaly::new("tcp.ooo_buffer_full", Some(frame), Some(meta.flow_id()), detail));
+            let detail = format!(
+                "more than {} bytes waiting behind a hole; the hole became a gap",
+                limits.max_ooo_bytes
+            );
+            self.anomalies.add(Anomaly::new(
+                "tcp.ooo_buffer_full",
+                Some(frame),
+                Some(meta.flow_id()),
+                detail,
+            ));
         }
         if after.overlap_conflicts > before.overlap_conflicts {
-            let detail = "overlapping copies of buffered bytes differ; the first copy was kept".to_string();
-            self.anomalies.add(Anomaly::new("tcp.overlap_conflict", Some(frame), Some(meta.flow_id()), detail));
+            let detail =
+                "overlapping copies of buffered bytes differ; the first copy was kept".to_string();
+            self.anomalies.add(Anomaly::new(
+                "tcp.overlap_conflict",
+                Some(frame),
+                Some(meta.flow_id()),
+                detail,
+            ));
         }
         // After a RST the connection is closed when a new SYN reuses the 5-tuple or the capture
         // ends: segments the network still delivers after it (reordered or held back by a

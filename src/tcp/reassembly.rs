@@ -403,15 +403,27 @@ mod tests {
 
     #[test]
     fn data_before_a_mid_stream_base_is_dropped() {
-        let got = run(&[(1000, b"FGHIJ".to_vec()), (990, b"0123456789FGHIJKLMNO".to_vec())], None, ReassemblyLimits::default());
-        assert_eq!(got, b"FGHIJKLMNO".iter().map(|b| Some(*b)).collect::<Vec<_>>());
+        let got = run(
+            &[
+                (1000, b"FGHIJ".to_vec()),
+                (990, b"0123456789FGHIJKLMNO".to_vec()),
+            ],
+            None,
+            ReassemblyLimits::default(),
+        );
+        assert_eq!(
+            got,
+            b"FGHIJKLMNO".iter().map(|b| Some(*b)).collect::<Vec<_>>()
+        );
     }
 
     #[test]
     fn ooo_buffer_stays_bounded() {
         let mut r = Reassembler::default();
         r.syn(0);
-        let limits = ReassemblyLimits { max_ooo_bytes: 1000 };
+        let limits = ReassemblyLimits {
+            max_ooo_bytes: 1000,
+        };
         let mut gaps = 0;
         let mut sink = |c: Chunk<'_>| {
             if let Chunk::Gap { .. } = c {
@@ -422,7 +434,14 @@ mod tests {
             r.segment(10 + 2 * i, b"x", 1, false, &limits, &mut sink);
         }
         for i in 0..2000u32 {
-            r.segment(100_000 + 1400 * i, &[0u8; 1400], 1400, false, &limits, &mut sink);
+            r.segment(
+                100_000 + 1400 * i,
+                &[0u8; 1400],
+                1400,
+                false,
+                &limits,
+                &mut sink,
+            );
             assert!(r.pending_bytes <= 1000 + 1400);
         }
         assert!(gaps > 0);
