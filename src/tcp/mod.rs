@@ -364,7 +364,8 @@ impl FlowTable {
         for i in open {
             let f = &self.flows[i];
             let (ts, frame) = (f.ts_last, f.frame_last);
-            if !f.closed && !f.rst[0] && !f.rst[1] && !(f.fin[0] && f.fin[1]) {
+            let ended = f.closed || f.rst[0] || f.rst[1] || (f.fin[0] && f.fin[1]);
+            if !ended {
                 sink.event(f.meta(), StreamEvent::CaptureEnd, ts, frame);
             }
             self.close(i, ts, frame, sink);
