@@ -63,8 +63,9 @@ pub struct DirStats {
     pub out_of_order: u64,
     /// Times the out-of-order buffer limit forced holes to become gaps (anomaly `tcp.ooo_buffer_full`).
     pub ooo_overflows: u64,
-    /// Overlapping copies of buffered bytes that differ (first copy wins). Bytes already
-    /// delivered are not kept, so overlaps with them are not compared.
+    /// Overlapping copies that differ (first copy wins): among buffered segments byte for byte;
+    /// against delivered data (not kept) by a retransmission repeating one of the last
+    /// segments' boundaries, on their first and last 8 bytes.
     pub overlap_conflicts: u64,
 }
 
@@ -84,6 +85,33 @@ pub struct Reassembler {
     fin: Option<u64>,
     /// Counters.
     pub stats: DirStats,
+    /// Samples of the last segments delivered whole, to compare retransmissions with.
+    recent: std::collections::VecDeque<Sample>,
+}
+
+/// Segments remembered per direction for [`Sample`] comparison.
+const RECENT_SEGMENTS: usize = 16;
+
+/// The boundaries and the first and last 8 bytes of a delivered segment: delivered bytes are not
+/// kept, so a retransmission with the same boundaries is compared on these samples
+/// (`tcp.overlap_conflict` when they differ; first copy wins).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Sample {
+    offset: u64,
+    len: u64,
+    head: [u8; 8],
+    tail: [u8; 8],
+}
+
+impl Sample {
+    fn of(offset: u64, payload: &[u8]) -> Sample {
+        let mut head = [0u8; 8];
+        let mut tail = [0u8; 8];
+        let n = payload.len().min(8);
+        head[..n].copy_from_slice(&payload[..n]);
+        tail[..n].copy_from_slice(&payload[payload.len() - n..]);
+        Sample { offset, len: payload.len() as u64, head, tail }
+    }
 }
 
 impl Reassembler {
@@ -171,6 +199,14 @@ impl Reassembler {
         }
         if end <= self.next {
             self.stats.retransmitted += 1;
+            // A retransmission that repeats a recent segment's boundaries is compared with it.
+            if payload.len() as u64 == wire_len {
+                if let Some(r) = self.recent.iter().find(|r| r.offset == off && r.len == wire_len) {
+                    if *r != Sample::of(off, payload) {
+                        self.stats.overlap_conflicts += 1;
+                    }
+                }
+            }
             return;
         }
         if off <= self.next {
@@ -201,6 +237,12 @@ impl Reassembler {
         skip: usize,
         out: &mut impl FnMut(Chunk<'_>),
     ) {
+        if skip == 0 && payload.len() as u64 == wire_len && !payload.is_empty() {
+            if self.recent.len() == RECENT_SEGMENTS {
+                self.recent.pop_front();
+            }
+            self.recent.push_back(Sample::of(off, payload));
+        }
         if skip < payload.len() {
             let bytes = &payload[skip..];
             out(Chunk::Data {
@@ -462,6 +504,10 @@ mod tests {
         r.segment(3, b"XYefgh", 6, false, &limits, &mut sink); // same offset, differs, longer
         r.segment(1, b"ab", 2, false, &limits, &mut sink); // fills the hole
         assert_eq!(r.stats.overlap_conflicts, 1);
+        r.segment(1, b"ab", 2, false, &limits, &mut sink); // same retransmission: fine
+        assert_eq!(r.stats.overlap_conflicts, 1);
+        r.segment(1, b"aB", 2, false, &limits, &mut sink); // differing retransmission
+        assert_eq!(r.stats.overlap_conflicts, 2);
         assert_eq!(out, b"abcdefgh");
     }
 
