@@ -8,6 +8,7 @@
 //! request), feeds `text/event-stream` bodies to the SSE parser as they
 //! arrive, and parses JSON bodies and SSE `data` as JSON-RPC.
 
+pub mod coding;
 pub mod framing;
 
 use std::collections::HashMap;
@@ -155,6 +156,12 @@ struct Conn {
     depth: u32,
     open_at_end: bool,
     ends: [(std::net::IpAddr, u16); 2],
+    /// Content-coding decoder of the response body in progress.
+    decoder: Option<coding::BodyDecoder>,
+    /// The response body's coding could not be decoded (corrupt, or a gap in it).
+    undecodable: bool,
+    /// Decoded bytes of the response body in progress.
+    decoded: u64,
 }
 
 /// The HTTP stage: a [`StreamSink`] that turns connections into [`Exchange`]s.
@@ -216,6 +223,9 @@ impl StreamSink for HttpLayer {
                         depth: 0,
                         open_at_end: false,
                         ends: flow.ends,
+                        decoder: None,
+                        undecodable: false,
+                        decoded: 0,
                     },
                 );
                 if let Some(d) = client_dir {
@@ -419,8 +429,13 @@ fn on_event(
                 .unwrap_or("")
                 .to_ascii_lowercase();
             e.is_sse = ct.starts_with("text/event-stream");
+            conn.decoder = None;
+            conn.undecodable = false;
+            conn.decoded = 0;
             if let Some(enc) = head.header("content-encoding") {
-                if !enc.eq_ignore_ascii_case("identity") {
+                conn.decoder = coding::BodyDecoder::for_encoding(enc);
+                if conn.decoder.is_none() && !enc.trim().eq_ignore_ascii_case("identity") {
+                    conn.undecodable = true;
                     anomalies.add(Anomaly::new(
                         "http.content_encoding_unsupported",
                         Some(frame),
@@ -458,6 +473,32 @@ fn on_event(
                 e.resp_body_len += bytes.len() as u64;
                 e.ts_end = Some(ts);
                 e.frame_last = Some(frame);
+                let decoded;
+                let bytes: &[u8] = match conn.decoder.as_mut() {
+                    Some(d) => match d.push(bytes) {
+                        Ok(v) => {
+                            decoded = v;
+                            &decoded
+                        }
+                        Err(err) => {
+                            anomalies.add(Anomaly::new("http.bad_content_coding", Some(frame), Some(flow_id.to_string()), format!("{:?} body does not decode: {err}", d)));
+                            conn.decoder = None;
+                            conn.undecodable = true;
+                            e.resp_gap = true;
+                            &[]
+                        }
+                    },
+                    None if conn.undecodable => &[],
+                    None => bytes,
+                };
+                conn.decoded += bytes.len() as u64;
+                if conn.decoded > coding::MAX_DECODED && !conn.undecodable {
+                    anomalies.add(Anomaly::new("http.decoded_too_large", Some(frame), Some(flow_id.to_string()), format!("decoded body over {} bytes; the rest is not parsed", coding::MAX_DECODED)));
+                    conn.undecodable = true;
+                    conn.decoder = None;
+                    e.resp_gap = true;
+                }
+                let bytes = if conn.decoded > coding::MAX_DECODED { &[][..] } else { bytes };
                 if let Some(sse) = conn.sse.as_mut() {
                     let app = &opts.app_seq;
                     let events = &mut e.events;
@@ -486,6 +527,11 @@ fn on_event(
             } else if let Some(i) = conn.resp_idx {
                 let e = &mut conn.exchanges[i];
                 e.resp_gap = true;
+                if conn.decoder.take().is_some() {
+                    // A compressed stream cannot be decoded past missing bytes.
+                    conn.undecodable = true;
+                    anomalies.add(Anomaly::new("http.coding_gap", Some(frame), Some(flow_id.to_string()), format!("{len} bytes missing inside an encoded body; the rest is not decoded")));
+                }
                 if let Some(sse) = conn.sse.as_mut() {
                     sse.gap(len, frame, &mut |mut a| {
                         a.flow_id = Some(flow_id.to_string());
@@ -516,6 +562,18 @@ fn on_event(
             } else if conn.resp_interim {
                 conn.resp_interim = false;
             } else if let Some(i) = conn.resp_idx.take() {
+                // The decoder's last bytes go through the body path first.
+                if let Some(mut d) = conn.decoder.take() {
+                    match d.finish() {
+                        Ok(rest) if !rest.is_empty() => {
+                            conn.decoder = None;
+                            let _ = on_body_decoded(conn, i, &rest, ts, frame, opts, anomalies, flow_id);
+                        }
+                        Ok(_) => {}
+                        Err(err) if complete => anomalies.add(Anomaly::new("http.bad_content_coding", Some(frame), Some(flow_id.to_string()), format!("{d:?} body ends badly: {err}"))),
+                        Err(_) => {}
+                    }
+                }
                 let e = &mut conn.exchanges[i];
                 e.resp_complete = complete;
                 e.open_at_capture_end = !complete && conn.open_at_end;
@@ -563,6 +621,20 @@ fn on_event(
             BodyRule::ByHeaders
         }
     }
+}
+
+/// Decoded response bytes after the body ended (the decoder's tail), through the same path as body bytes.
+#[allow(clippy::too_many_arguments)]
+fn on_body_decoded(conn: &mut Conn, i: usize, bytes: &[u8], ts: i64, frame: u64, opts: &HttpOptions, anomalies: &mut Anomalies, flow_id: FlowTag) -> Option<()> {
+    let e = conn.exchanges.get_mut(i)?;
+    if let Some(sse) = conn.sse.as_mut() {
+        let app = &opts.app_seq;
+        let events = &mut e.events;
+        sse.push(bytes, ts, frame, &mut |ev| events.push(event_rec(ev, app)), &mut |a| anomalies.add(a));
+    } else {
+        append_bounded(&mut e.resp_body, bytes, anomalies, frame, flow_id);
+    }
+    Some(())
 }
 
 fn append_bounded(
