@@ -228,9 +228,8 @@ impl StreamSink for HttpLayer {
                         decoded: 0,
                     },
                 );
-                if let Some(d) = client_dir {
+                if let (Some(d), Some(c)) = (client_dir, self.conns.get_mut(&fi)) {
                     self.client_dir.insert(fi, d);
-                    let c = self.conns.get_mut(&fi).expect("just inserted");
                     c.parsers[d] = Some(DirParser::new(true, self.options.limits));
                     c.parsers[1 - d] = Some(DirParser::new(false, self.options.limits));
                 }
@@ -269,9 +268,11 @@ impl StreamSink for HttpLayer {
                                     }
                                     let held = std::mem::take(&mut conn.probe[d]);
                                     self.push(fi, d, &held, ts, frame);
-                                    let other = std::mem::take(
-                                        &mut self.conns.get_mut(&fi).expect("conn").probe[1 - d],
-                                    );
+                                    let other = self
+                                        .conns
+                                        .get_mut(&fi)
+                                        .map(|c| std::mem::take(&mut c.probe[1 - d]))
+                                        .unwrap_or_default();
                                     if !other.is_empty() {
                                         self.push(fi, 1 - d, &other, ts, frame);
                                     }
