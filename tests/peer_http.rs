@@ -19,7 +19,10 @@ struct Msg {
 }
 
 fn unescape(v: &str) -> String {
-    v.replace("\\t", "\t").replace("\\r", "\r").replace("\\n", "\n").replace("\\\\", "\\")
+    v.replace("\\t", "\t")
+        .replace("\\r", "\r")
+        .replace("\\n", "\n")
+        .replace("\\\\", "\\")
 }
 
 /// (requests, responses) of http.tsv, each as the compared fields.
@@ -33,9 +36,24 @@ fn http_rows(dir: &std::path::Path) -> (Vec<Msg>, Vec<Msg>) {
         }
         let frame = c[0].parse().unwrap_or(0);
         if c[2] == "request" {
-            req.push(Msg { frame, stream: c[1].clone(), fields: vec![c[3].clone(), c[4].clone(), c[12].clone(), c[13].clone()] });
+            req.push(Msg {
+                frame,
+                stream: c[1].clone(),
+                fields: vec![c[3].clone(), c[4].clone(), c[12].clone(), c[13].clone()],
+            });
         } else {
-            resp.push(Msg { frame, stream: c[1].clone(), fields: vec![c[6].clone(), c[7].clone(), c[8].clone(), c[9].clone(), c[10].clone(), c[12].clone()] });
+            resp.push(Msg {
+                frame,
+                stream: c[1].clone(),
+                fields: vec![
+                    c[6].clone(),
+                    c[7].clone(),
+                    c[8].clone(),
+                    c[9].clone(),
+                    c[10].clone(),
+                    c[12].clone(),
+                ],
+            });
         }
     }
     (req, resp)
@@ -43,17 +61,34 @@ fn http_rows(dir: &std::path::Path) -> (Vec<Msg>, Vec<Msg>) {
 
 /// All values of a header, joined as tshark joins repeated headers.
 fn all(h: &Head, name: &str) -> String {
-    h.headers.iter().filter(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim().to_string()).collect::<Vec<_>>().join(", ")
+    h.headers
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.trim().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn request_fields(e: &Exchange) -> Option<Vec<String>> {
     let h = e.request.as_ref()?;
-    Some(vec![h.method.clone(), h.target.clone(), all(h, "mcp-session-id"), all(h, "last-event-id")])
+    Some(vec![
+        h.method.clone(),
+        h.target.clone(),
+        all(h, "mcp-session-id"),
+        all(h, "last-event-id"),
+    ])
 }
 
 fn response_fields(e: &Exchange) -> Option<Vec<String>> {
     let h = e.response.as_ref()?;
-    Some(vec![h.status.to_string(), all(h, "content-type"), all(h, "content-length"), all(h, "transfer-encoding"), all(h, "content-encoding"), all(h, "mcp-session-id")])
+    Some(vec![
+        h.status.to_string(),
+        all(h, "content-type"),
+        all(h, "content-length"),
+        all(h, "transfer-encoding"),
+        all(h, "content-encoding"),
+        all(h, "mcp-session-id"),
+    ])
 }
 
 /// Whether `small` is a subsequence of `big`.
@@ -63,15 +98,18 @@ fn subsequence(small: &[Vec<String>], big: &[Vec<String>]) -> bool {
 }
 
 fn accepted() -> std::collections::HashMap<(String, String), String> {
-    std::fs::read_to_string(std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peer_http_differences.tsv"))
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .filter_map(|l| {
-            let c: Vec<&str> = l.splitn(3, '\t').collect();
-            (c.len() == 3).then(|| ((c[0].to_string(), c[1].to_string()), c[2].to_string()))
-        })
-        .collect()
+    std::fs::read_to_string(
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/peer_http_differences.tsv"),
+    )
+    .unwrap_or_default()
+    .lines()
+    .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    .filter_map(|l| {
+        let c: Vec<&str> = l.splitn(3, '\t').collect();
+        (c.len() == 3).then(|| ((c[0].to_string(), c[1].to_string()), c[2].to_string()))
+    })
+    .collect()
 }
 
 #[test]
@@ -88,20 +126,35 @@ fn exchanges_match_tshark_http() {
         let mut rows = streams(&dir);
         let flows = pair(&a.flows, &mut rows);
         for (row, flow) in rows.iter().zip(flows) {
-            let mut theirs_req: Vec<&Msg> = treq.iter().filter(|m| m.stream == row.stream).collect();
-            let mut theirs_resp: Vec<&Msg> = tresp.iter().filter(|m| m.stream == row.stream).collect();
+            let mut theirs_req: Vec<&Msg> =
+                treq.iter().filter(|m| m.stream == row.stream).collect();
+            let mut theirs_resp: Vec<&Msg> =
+                tresp.iter().filter(|m| m.stream == row.stream).collect();
             theirs_req.sort_by_key(|m| m.frame);
             theirs_resp.sort_by_key(|m| m.frame);
-            let mut ours: Vec<&Exchange> = exchanges.iter().filter(|e| Some(e.flow_index) == flow).collect();
+            let mut ours: Vec<&Exchange> = exchanges
+                .iter()
+                .filter(|e| Some(e.flow_index) == flow)
+                .collect();
             ours.sort_by_key(|e| e.trans_depth);
-            let ours_req: Vec<Vec<String>> = ours.iter().filter_map(|e| request_fields(e)).collect();
-            let ours_resp: Vec<Vec<String>> = ours.iter().filter_map(|e| response_fields(e)).collect();
-            if theirs_req.is_empty() && theirs_resp.is_empty() && ours_req.is_empty() && ours_resp.is_empty() {
+            let ours_req: Vec<Vec<String>> =
+                ours.iter().filter_map(|e| request_fields(e)).collect();
+            let ours_resp: Vec<Vec<String>> =
+                ours.iter().filter_map(|e| response_fields(e)).collect();
+            if theirs_req.is_empty()
+                && theirs_resp.is_empty()
+                && ours_req.is_empty()
+                && ours_resp.is_empty()
+            {
                 continue;
             }
             streams_compared += 1;
             let tr: Vec<Vec<String>> = theirs_req.iter().map(|m| m.fields.clone()).collect();
-            let ts: Vec<Vec<String>> = theirs_resp.iter().map(|m| m.fields.clone()).filter(|f| !f[0].starts_with('1')).collect();
+            let ts: Vec<Vec<String>> = theirs_resp
+                .iter()
+                .map(|m| m.fields.clone())
+                .filter(|f| !f[0].starts_with('1'))
+                .collect();
             let reason = accepted.get(&(name.clone(), row.stream.clone()));
             if tr == ours_req && ts == ours_resp {
                 identical += 1;
@@ -109,7 +162,9 @@ fn exchanges_match_tshark_http() {
                 // mcpcap reports messages tshark does not: responses without a captured request
                 // (one-sided captures, mid-stream starts) and messages after a capture gap.
                 explained += 1;
-            } else if (subsequence(&ours_req, &tr) && ts == ours_resp && reason.is_some_and(|r| r.starts_with("malformed_request_line")))
+            } else if (subsequence(&ours_req, &tr)
+                && ts == ours_resp
+                && reason.is_some_and(|r| r.starts_with("malformed_request_line")))
                 || reason.is_some_and(|r| r.starts_with("manual"))
             {
                 explained += 1;

@@ -233,13 +233,30 @@ fn gzip_encoded_bodies_are_decoded() {
     };
     let mut cap = Capture::new();
     let mut c = cap.connect();
-    c.client(&mut cap, &post(None, &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})));
-    let body = gz(json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}).to_string().as_bytes());
+    c.client(
+        &mut cap,
+        &post(
+            None,
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        ),
+    );
+    let body = gz(json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}})
+        .to_string()
+        .as_bytes());
     let mut resp = format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
     resp.extend_from_slice(&body);
     c.server(&mut cap, &resp);
-    c.client(&mut cap, &post(None, &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x"}})));
-    let events = format!("id: 1\ndata: {}\n\n", json!({"jsonrpc": "2.0", "id": 2, "result": {}}));
+    c.client(
+        &mut cap,
+        &post(
+            None,
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x"}}),
+        ),
+    );
+    let events = format!(
+        "id: 1\ndata: {}\n\n",
+        json!({"jsonrpc": "2.0", "id": 2, "result": {}})
+    );
     let body = gz(events.as_bytes());
     let mut resp = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
     for part in body.chunks(7) {

@@ -32,8 +32,12 @@ impl BodyDecoder {
     pub fn for_encoding(ce: &str) -> Option<BodyDecoder> {
         match ce.trim().to_ascii_lowercase().as_str() {
             "gzip" | "x-gzip" => Some(BodyDecoder::Gzip(flate2::write::GzDecoder::new(Vec::new()))),
-            "deflate" => Some(BodyDecoder::Deflate(flate2::write::ZlibDecoder::new(Vec::new()))),
-            "br" => Some(BodyDecoder::Brotli(Box::new(brotli_decompressor::DecompressorWriter::new(Vec::new(), 4096)))),
+            "deflate" => Some(BodyDecoder::Deflate(flate2::write::ZlibDecoder::new(
+                Vec::new(),
+            ))),
+            "br" => Some(BodyDecoder::Brotli(Box::new(
+                brotli_decompressor::DecompressorWriter::new(Vec::new(), 4096),
+            ))),
             _ => None,
         }
     }

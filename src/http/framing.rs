@@ -458,6 +458,33 @@ impl DirParser {
         let cl = head
             .header("content-length")
             .map(|v| v.trim().parse::<u64>());
+        // RFC 9112 §6.3: Transfer-Encoding overrides Content-Length; both, or several different
+        // Content-Length values, are a framing conflict (a smuggling signature) worth a row.
+        let lengths: Vec<&str> = head
+            .headers
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+            .map(|(_, v)| v.trim())
+            .collect();
+        if te_chunked && !lengths.is_empty() {
+            out(HttpEvent::Anomaly(
+                "http.conflicting_framing",
+                "both Transfer-Encoding: chunked and Content-Length; chunked wins".into(),
+            ));
+        } else if lengths.windows(2).any(|w| w[0] != w[1]) {
+            out(HttpEvent::Anomaly(
+                "http.conflicting_framing",
+                format!("several Content-Length values {lengths:?}; the first is used"),
+            ));
+        }
+        if head.status == 101 {
+            // Recorded by name: after a 101 the connection leaves HTTP/1.x (WebSocket, h2c, …).
+            let up = head.header("upgrade").unwrap_or("an unnamed protocol");
+            out(HttpEvent::Anomaly(
+                "http.upgrade",
+                format!("connection upgraded to {up}; HTTP parsing ends"),
+            ));
+        }
         let is_request = self.is_request;
         let status = head.status;
         self.in_message = true;
@@ -688,7 +715,10 @@ mod tests {
             }
             BodyRule::ByHeaders
         };
-        p.push(b"POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", &mut out);
+        p.push(
+            b"POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+            &mut out,
+        );
         p.gap(5, &mut out);
         p.push(b"yyyyyyyyyyyyGET /x H", &mut out);
         p.push(b"TTP/1.1\r\n\r\n", &mut out);
@@ -697,6 +727,35 @@ mod tests {
         p.push(b"zz\r\nGE", &mut out);
         p.push(b"T /b HTTP/1.1\r\n\r\n", &mut out);
         assert_eq!(heads.get(), 2);
+    }
+
+    #[test]
+    fn conflicting_framing_and_upgrade_are_named() {
+        let codes = std::cell::RefCell::new(Vec::new());
+        let mut p = DirParser::new(false, HttpLimits::default());
+        let mut out = |e: HttpEvent<'_>| {
+            if let HttpEvent::Anomaly(code, _) = e {
+                codes.borrow_mut().push(code);
+            }
+            BodyRule::ByHeaders
+        };
+        p.push(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", &mut out);
+        p.push(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabc",
+            &mut out,
+        );
+        p.push(
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n",
+            &mut out,
+        );
+        assert_eq!(
+            *codes.borrow(),
+            [
+                "http.conflicting_framing",
+                "http.conflicting_framing",
+                "http.upgrade"
+            ]
+        );
     }
 
     #[test]

@@ -482,7 +482,12 @@ fn on_event(
                             &decoded
                         }
                         Err(err) => {
-                            anomalies.add(Anomaly::new("http.bad_content_coding", Some(frame), Some(flow_id.to_string()), format!("{:?} body does not decode: {err}", d)));
+                            anomalies.add(Anomaly::new(
+                                "http.bad_content_coding",
+                                Some(frame),
+                                Some(flow_id.to_string()),
+                                format!("{:?} body does not decode: {err}", d),
+                            ));
                             conn.decoder = None;
                             conn.undecodable = true;
                             e.resp_gap = true;
@@ -494,12 +499,24 @@ fn on_event(
                 };
                 conn.decoded += bytes.len() as u64;
                 if conn.decoded > coding::MAX_DECODED && !conn.undecodable {
-                    anomalies.add(Anomaly::new("http.decoded_too_large", Some(frame), Some(flow_id.to_string()), format!("decoded body over {} bytes; the rest is not parsed", coding::MAX_DECODED)));
+                    anomalies.add(Anomaly::new(
+                        "http.decoded_too_large",
+                        Some(frame),
+                        Some(flow_id.to_string()),
+                        format!(
+                            "decoded body over {} bytes; the rest is not parsed",
+                            coding::MAX_DECODED
+                        ),
+                    ));
                     conn.undecodable = true;
                     conn.decoder = None;
                     e.resp_gap = true;
                 }
-                let bytes = if conn.decoded > coding::MAX_DECODED { &[][..] } else { bytes };
+                let bytes = if conn.decoded > coding::MAX_DECODED {
+                    &[][..]
+                } else {
+                    bytes
+                };
                 if let Some(sse) = conn.sse.as_mut() {
                     let app = &opts.app_seq;
                     let events = &mut e.events;
@@ -531,7 +548,14 @@ fn on_event(
                 if conn.decoder.take().is_some() {
                     // A compressed stream cannot be decoded past missing bytes.
                     conn.undecodable = true;
-                    anomalies.add(Anomaly::new("http.coding_gap", Some(frame), Some(flow_id.to_string()), format!("{len} bytes missing inside an encoded body; the rest is not decoded")));
+                    anomalies.add(Anomaly::new(
+                        "http.coding_gap",
+                        Some(frame),
+                        Some(flow_id.to_string()),
+                        format!(
+                            "{len} bytes missing inside an encoded body; the rest is not decoded"
+                        ),
+                    ));
                 }
                 if let Some(sse) = conn.sse.as_mut() {
                     sse.gap(len, frame, &mut |mut a| {
@@ -568,10 +592,17 @@ fn on_event(
                     match d.finish() {
                         Ok(rest) if !rest.is_empty() => {
                             conn.decoder = None;
-                            let _ = on_body_decoded(conn, i, &rest, ts, frame, opts, anomalies, flow_id);
+                            let _ = on_body_decoded(
+                                conn, i, &rest, ts, frame, opts, anomalies, flow_id,
+                            );
                         }
                         Ok(_) => {}
-                        Err(err) if complete => anomalies.add(Anomaly::new("http.bad_content_coding", Some(frame), Some(flow_id.to_string()), format!("{d:?} body ends badly: {err}"))),
+                        Err(err) if complete => anomalies.add(Anomaly::new(
+                            "http.bad_content_coding",
+                            Some(frame),
+                            Some(flow_id.to_string()),
+                            format!("{d:?} body ends badly: {err}"),
+                        )),
                         Err(_) => {}
                     }
                 }
@@ -626,12 +657,27 @@ fn on_event(
 
 /// Decoded response bytes after the body ended (the decoder's tail), through the same path as body bytes.
 #[allow(clippy::too_many_arguments)]
-fn on_body_decoded(conn: &mut Conn, i: usize, bytes: &[u8], ts: i64, frame: u64, opts: &HttpOptions, anomalies: &mut Anomalies, flow_id: FlowTag) -> Option<()> {
+fn on_body_decoded(
+    conn: &mut Conn,
+    i: usize,
+    bytes: &[u8],
+    ts: i64,
+    frame: u64,
+    opts: &HttpOptions,
+    anomalies: &mut Anomalies,
+    flow_id: FlowTag,
+) -> Option<()> {
     let e = conn.exchanges.get_mut(i)?;
     if let Some(sse) = conn.sse.as_mut() {
         let app = &opts.app_seq;
         let events = &mut e.events;
-        sse.push(bytes, ts, frame, &mut |ev| events.push(event_rec(ev, app)), &mut |a| anomalies.add(a));
+        sse.push(
+            bytes,
+            ts,
+            frame,
+            &mut |ev| events.push(event_rec(ev, app)),
+            &mut |a| anomalies.add(a),
+        );
     } else {
         append_bounded(&mut e.resp_body, bytes, anomalies, frame, flow_id);
     }

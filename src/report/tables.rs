@@ -359,6 +359,10 @@ pub fn exchanges(a: &Analysis, ex: &[Exchange]) -> Table {
             col!("transfer_encoding", Str, r, |(_, e)| e
                 .resp_header("transfer-encoding")
                 .map(str::to_string)),
+            col!("upgrade", Str, r, |(_, e)| e
+                .resp_header("upgrade")
+                .or_else(|| e.req_header("upgrade"))
+                .map(str::to_string)),
             col!("request_body_len", U64, r, |(_, e)| Some(e.req_body_len)),
             col!("response_body_len", U64, r, |(_, e)| Some(e.resp_body_len)),
             col!("mcp_session_id", Str, r, |(_, e)| {

@@ -315,7 +315,8 @@ impl FlowTable {
         }
         if after.overlap_conflicts > before.overlap_conflicts {
             let detail =
-                "overlapping copies of the same stream bytes differ; the first copy was kept".to_string();
+                "overlapping copies of the same stream bytes differ; the first copy was kept"
+                    .to_string();
             self.anomalies.add(Anomaly::new(
                 "tcp.overlap_conflict",
                 Some(frame),

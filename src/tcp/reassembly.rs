@@ -110,7 +110,12 @@ impl Sample {
         let n = payload.len().min(8);
         head[..n].copy_from_slice(&payload[..n]);
         tail[..n].copy_from_slice(&payload[payload.len() - n..]);
-        Sample { offset, len: payload.len() as u64, head, tail }
+        Sample {
+            offset,
+            len: payload.len() as u64,
+            head,
+            tail,
+        }
     }
 }
 
@@ -201,7 +206,11 @@ impl Reassembler {
             self.stats.retransmitted += 1;
             // A retransmission that repeats a recent segment's boundaries is compared with it.
             if payload.len() as u64 == wire_len {
-                if let Some(r) = self.recent.iter().find(|r| r.offset == off && r.len == wire_len) {
+                if let Some(r) = self
+                    .recent
+                    .iter()
+                    .find(|r| r.offset == off && r.len == wire_len)
+                {
                     if *r != Sample::of(off, payload) {
                         self.stats.overlap_conflicts += 1;
                     }

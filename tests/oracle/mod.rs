@@ -44,7 +44,6 @@ pub fn streams(dir: &Path) -> Vec<Row> {
         .collect()
 }
 
-
 /// Pair tshark's streams with mcpcap's flows: same endpoints, in order of first packet.
 pub fn pair(table: &FlowTable, rows: &mut [Row]) -> Vec<Option<usize>> {
     let mut ours: HashMap<(String, String), Vec<usize>> = HashMap::new();
@@ -101,4 +100,3 @@ pub fn corpus() -> Vec<(String, PathBuf, Vec<u8>)> {
         })
         .collect()
 }
-
