@@ -7,8 +7,6 @@
 //! through without being buffered. After a gap or malformed framing it
 //! resyncs at the next plausible start line.
 
-use crate::anomaly::Anomaly;
-
 /// Limits of the HTTP stage.
 #[derive(Debug, Clone, Copy)]
 pub struct HttpLimits {
@@ -608,10 +606,6 @@ fn find_start_line(b: &[u8], is_request: bool, first_at_line_start: bool) -> Opt
     None
 }
 
-/// Convert an anomaly event into a row.
-pub fn anomaly_row(code: &'static str, detail: String, frame: u64, flow_id: String) -> Anomaly {
-    Anomaly::new(code, Some(frame), Some(flow_id), detail)
-}
 
 #[cfg(test)]
 mod tests {
