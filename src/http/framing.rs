@@ -606,7 +606,6 @@ fn find_start_line(b: &[u8], is_request: bool, first_at_line_start: bool) -> Opt
     None
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

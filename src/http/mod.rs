@@ -517,23 +517,7 @@ fn on_event(
                 } else {
                     bytes
                 };
-                if let Some(sse) = conn.sse.as_mut() {
-                    let app = &opts.app_seq;
-                    let events = &mut e.events;
-                    sse.push(
-                        bytes,
-                        ts,
-                        frame,
-                        &mut |ev| events.push(event_rec(ev, app)),
-                        &mut |mut a| {
-                            a.frame = a.frame.or(Some(frame));
-                            a.flow_id = Some(flow_id.to_string());
-                            anomalies.add(a)
-                        },
-                    );
-                } else {
-                    append_bounded(&mut e.resp_body, bytes, anomalies, frame, flow_id);
-                }
+                feed_body(&mut conn.sse, e, bytes, ts, frame, opts, anomalies, flow_id);
             }
             BodyRule::ByHeaders
         }
@@ -591,10 +575,18 @@ fn on_event(
                 if let Some(mut d) = conn.decoder.take() {
                     match d.finish() {
                         Ok(rest) if !rest.is_empty() => {
-                            conn.decoder = None;
-                            let _ = on_body_decoded(
-                                conn, i, &rest, ts, frame, opts, anomalies, flow_id,
-                            );
+                            if let Some(e) = conn.exchanges.get_mut(i) {
+                                feed_body(
+                                    &mut conn.sse,
+                                    e,
+                                    &rest,
+                                    ts,
+                                    frame,
+                                    opts,
+                                    anomalies,
+                                    flow_id,
+                                );
+                            }
                         }
                         Ok(_) => {}
                         Err(err) if complete => anomalies.add(Anomaly::new(
@@ -655,33 +647,37 @@ fn on_event(
     }
 }
 
-/// Decoded response bytes after the body ended (the decoder's tail), through the same path as body bytes.
+/// Response body bytes (decoded when the body has a content coding) into the SSE parser, or
+/// kept (bounded) for JSON parsing at the end of the body.
 #[allow(clippy::too_many_arguments)]
-fn on_body_decoded(
-    conn: &mut Conn,
-    i: usize,
+fn feed_body(
+    sse: &mut Option<SseParser>,
+    e: &mut Exchange,
     bytes: &[u8],
     ts: i64,
     frame: u64,
     opts: &HttpOptions,
     anomalies: &mut Anomalies,
     flow_id: FlowTag,
-) -> Option<()> {
-    let e = conn.exchanges.get_mut(i)?;
-    if let Some(sse) = conn.sse.as_mut() {
-        let app = &opts.app_seq;
-        let events = &mut e.events;
-        sse.push(
-            bytes,
-            ts,
-            frame,
-            &mut |ev| events.push(event_rec(ev, app)),
-            &mut |a| anomalies.add(a),
-        );
-    } else {
-        append_bounded(&mut e.resp_body, bytes, anomalies, frame, flow_id);
+) {
+    match sse.as_mut() {
+        Some(sse) => {
+            let app = &opts.app_seq;
+            let events = &mut e.events;
+            sse.push(
+                bytes,
+                ts,
+                frame,
+                &mut |ev| events.push(event_rec(ev, app)),
+                &mut |mut a| {
+                    a.frame = a.frame.or(Some(frame));
+                    a.flow_id = Some(flow_id.to_string());
+                    anomalies.add(a)
+                },
+            );
+        }
+        None => append_bounded(&mut e.resp_body, bytes, anomalies, frame, flow_id),
     }
-    Some(())
 }
 
 fn append_bounded(
