@@ -4,6 +4,15 @@
 
 mod common;
 
+/// The kinds of the findings, in output order.
+fn kinds(cap: &Capture, extra: &[&str]) -> Vec<String> {
+    kinds_of(&analyze(cap, extra))
+}
+
+fn findings(cap: &Capture) -> Vec<Value> {
+    analyze(cap, &[])
+}
+
 use std::process::Command;
 
 use common::*;
@@ -42,33 +51,6 @@ fn capture(field: &str, jump_to: u64) -> Capture {
     r.server(&mut cap, &sse_response(Some("s1"), &evs, true));
     r.close(&mut cap);
     cap
-}
-
-fn kinds(cap: &Capture, extra: &[&str]) -> Vec<String> {
-    let path = temp_path("appseq", "pcap");
-    std::fs::write(&path, cap.pcap()).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
-        .args(["analyze", "--format", "ndjson", "--fail-on", "never"])
-        .args(extra)
-        .arg(&path)
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_file(&path);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<Value>(l).unwrap()["kind"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect()
 }
 
 #[test]
@@ -121,22 +103,6 @@ fn progress_capture(before: &[u64], after: &[u64]) -> Capture {
     r.server(&mut cap, &sse_response(Some("s1"), &evs, true));
     r.close(&mut cap);
     cap
-}
-
-fn findings(cap: &Capture) -> Vec<Value> {
-    let path = temp_path("appseq", "pcap");
-    std::fs::write(&path, cap.pcap()).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
-        .args(["analyze", "--format", "ndjson", "--fail-on", "never"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_file(&path);
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// The Python SDK's replay→live race: the resumption itself is fine (resume_ok), but one value

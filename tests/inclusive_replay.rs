@@ -4,10 +4,15 @@
 
 mod common;
 
-use std::process::Command;
+/// The kinds of the findings, sorted.
+fn kinds(cap: &Capture) -> Vec<String> {
+    let mut k = kinds_of(&analyze(cap, &[]));
+    k.sort();
+    k
+}
 
 use common::*;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// ids `<n>/2` (rmcp style) with progress n on the POST stream up to 3, cut; the resumed
 /// connection starts with id `first`/progress `first_progress`, then continues to the result.
@@ -27,29 +32,6 @@ fn capture(first: u64, first_progress: u64) -> Capture {
     r.server(&mut cap, &sse_response(Some("s1"), &evs, true));
     r.close(&mut cap);
     cap
-}
-
-fn kinds(cap: &Capture) -> Vec<String> {
-    let path = temp_path("inclusive", "pcap");
-    std::fs::write(&path, cap.pcap()).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
-        .args(["analyze", "--format", "ndjson", "--fail-on", "never"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_file(&path);
-    let mut k: Vec<String> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<Value>(l).unwrap()["kind"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
-    k.sort();
-    k
 }
 
 #[test]

@@ -9,27 +9,6 @@ use std::process::Command;
 use common::*;
 use serde_json::{json, Value};
 
-fn analyze(cap: &Capture) -> Vec<Value> {
-    let path = temp_path("sessions", "pcap");
-    std::fs::write(&path, cap.pcap()).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
-        .args(["analyze", "--format", "ndjson", "--fail-on", "never"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_file(&path);
-    assert!(
-        out.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 fn sessions(cap: &Capture) -> Vec<String> {
     let dir = temp_path("sessions-out", "d");
     let path = dir.with_extension("pcap");
@@ -89,7 +68,7 @@ fn legacy_sessions_are_keyed_by_query_parameter() {
     legacy_client(&mut cap, "aaa");
     legacy_client(&mut cap, "bbb");
     assert_eq!(
-        analyze(&cap),
+        analyze(&cap, &[]),
         Vec::<Value>::new(),
         "two legacy sessions reusing ids 0 and 1 are healthy"
     );
@@ -116,7 +95,7 @@ fn stateless_clients_reusing_ids_are_not_duplicates() {
             c.close(&mut cap);
         }
     }
-    assert_eq!(analyze(&cap), Vec::<Value>::new());
+    assert_eq!(analyze(&cap, &[]), Vec::<Value>::new());
     assert_eq!(sessions(&cap), vec!["none".to_string()]);
 }
 
@@ -145,7 +124,7 @@ fn stateless_unanswered_request_at_capture_end_is_unverifiable() {
         ),
     );
     c.server_reset(&mut cap);
-    let fs = analyze(&cap);
+    let fs = analyze(&cap, &[]);
     assert_eq!(fs.len(), 1, "{fs:?}");
     assert_eq!(fs[0]["kind"], "response_unverifiable");
     assert_eq!(fs[0]["session_id"], "none");
@@ -178,7 +157,7 @@ fn unanswered_request_behind_a_capture_gap_is_unverifiable() {
     c.close(&mut cap);
     let data = cap.server_data_frames(port);
     cap.lose(data[data.len() / 2]);
-    let fs = analyze(&cap);
+    let fs = analyze(&cap, &[]);
     assert_eq!(fs.len(), 1, "{fs:?}");
     assert_eq!(fs[0]["kind"], "response_unverifiable");
     assert_eq!(fs[0]["severity"], "info");
@@ -216,7 +195,7 @@ fn stateless_resumption_with_ambiguous_cursor_is_unverifiable() {
     evs.push(Ev::id(8, json!({"jsonrpc": "2.0", "id": 2, "result": {}})));
     r.server(&mut cap, &sse_response(None, &evs, true));
     r.close(&mut cap);
-    let fs = analyze(&cap);
+    let fs = analyze(&cap, &[]);
     let bad: Vec<&Value> = fs.iter().filter(|f| f["severity"] != "info").collect();
     assert!(bad.is_empty(), "{fs:#?}");
 }
@@ -265,5 +244,5 @@ fn gzip_encoded_bodies_are_decoded() {
     resp.extend_from_slice(LAST_CHUNK);
     c.server(&mut cap, &resp);
     c.close(&mut cap);
-    assert_eq!(analyze(&cap), Vec::<Value>::new());
+    assert_eq!(analyze(&cap, &[]), Vec::<Value>::new());
 }

@@ -528,3 +528,34 @@ pub fn temp_path(tag: &str, ext: &str) -> std::path::PathBuf {
         N.fetch_add(1, Ordering::Relaxed)
     ))
 }
+
+/// Run `mcpcap analyze --format ndjson --fail-on never <extra…>` on the capture and return the
+/// findings; the run must succeed with nothing on stderr.
+pub fn analyze(cap: &Capture, extra: &[&str]) -> Vec<Value> {
+    let path = temp_path("analyze", "pcap");
+    std::fs::write(&path, cap.pcap()).expect("write temp pcap");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+        .args(["analyze", "--format", "ndjson", "--fail-on", "never"])
+        .args(extra)
+        .arg(&path)
+        .output()
+        .expect("run mcpcap");
+    let _ = std::fs::remove_file(&path);
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect()
+}
+
+/// The `kind` of each finding, in output order.
+pub fn kinds_of(fs: &[Value]) -> Vec<String> {
+    fs.iter()
+        .map(|f| f["kind"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
