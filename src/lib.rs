@@ -168,5 +168,5 @@ impl Analyzer {
 /// Stages 5–6: build the session model and run the detectors.
 pub fn analyze_exchanges(exchanges: &[http::Exchange], app_seq: &[String]) -> detect::Analysis {
     let model = mcp::Model::build(exchanges);
-    detect::run(&model, exchanges, app_seq)
+    detect::run(model, exchanges, app_seq)
 }

@@ -229,27 +229,30 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             ]),
         ]
     };
-    let selected: Vec<Table> = match which {
-        "flows" => vec![tables::flows(
-            &analyzer.flows.flows,
-            &analyzer.http.client_dir,
-        )],
-        "exchanges" => vec![tables::exchanges(&analysis, &exchanges)],
-        "events" => vec![tables::events(&analysis, &exchanges)],
-        _ => all(),
+    // Tables are built only when they are written or shown.
+    let selected = || -> Vec<Table> {
+        match which {
+            "flows" => vec![tables::flows(
+                &analyzer.flows.flows,
+                &analyzer.http.client_dir,
+            )],
+            "exchanges" => vec![tables::exchanges(&analysis, &exchanges)],
+            "events" => vec![tables::events(&analysis, &exchanges)],
+            _ => all(),
+        }
     };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match format {
         Format::Csv | Format::Parquet => {
             let dir = args.out.as_ref().expect("checked above");
-            report::write_files(&selected, dir, format)?;
+            report::write_files(&selected(), dir, format)?;
         }
         Format::Ndjson => {
             let t = if which == "analyze" {
-                &findings_t
+                findings_t.clone()
             } else {
-                &selected[0]
+                selected().remove(0)
             };
             t.write_ndjson(&mut out)
                 .map_err(|e| format!("stdout: {e}"))?;
@@ -261,10 +264,9 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                 c.frames, c.tcp_segments, analyzer.flows.flows.len(), exchanges.len(), analysis.model.sessions.len(), analysis.resumptions.len(), analysis.findings.len(),
                 capture_anomalies.rows.len() + analyzer.anomalies.rows.len() + analyzer.flows.anomalies.rows.len() + analyzer.http.anomalies.rows.len());
             let shown: Vec<Table> = if which == "analyze" {
-                let t = all();
                 vec![
                     select(
-                        &t[0],
+                        &tables::sessions(&analysis, &exchanges),
                         &[
                             "session_id",
                             "protocol_version",
@@ -278,7 +280,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                         ],
                     ),
                     select(
-                        &t[2],
+                        &tables::resumptions(&analysis, &exchanges),
                         &[
                             "ts",
                             "session_id",
@@ -293,7 +295,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                         ],
                     ),
                     select(
-                        &t[3],
+                        &findings_t,
                         &[
                             "ts",
                             "session_id",
@@ -308,7 +310,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                     ),
                 ]
             } else {
-                selected
+                selected()
             };
             for t in &shown {
                 let s = report::render(t)?;

@@ -121,26 +121,33 @@ pub struct Analysis {
 }
 
 /// Run every detector.
-pub fn run(model: &Model, exchanges: &[Exchange], app_seq: &[String]) -> Analysis {
+pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String]) -> Analysis {
     let mut findings = Vec::new();
     let mut results = Vec::new();
+    // Client requests per session (id → progress token), built once for every resumption.
+    let mut requests: std::collections::HashMap<usize, std::collections::HashMap<String, String>> =
+        Default::default();
     for (i, r) in model.resumptions.iter().enumerate() {
+        let reqs = requests
+            .entry(r.session)
+            .or_insert_with(|| resume::requests_of_session(&model, exchanges, r.session));
         results.push(resume::check(
-            model,
+            &model,
             exchanges,
             i,
             r,
+            reqs,
             app_seq,
             &mut findings,
         ));
     }
-    session::lost_responses(model, exchanges, &mut findings);
-    session::duplicate_responses(model, exchanges, &mut findings);
+    session::lost_responses(&model, exchanges, &mut findings);
+    session::duplicate_responses(&model, exchanges, &mut findings);
     findings.sort_by(|a, b| {
         (a.ts, &a.session_id, a.kind, a.frame).cmp(&(b.ts, &b.session_id, b.kind, b.frame))
     });
     Analysis {
-        model: model.clone(),
+        model,
         resumptions: results,
         findings,
     }

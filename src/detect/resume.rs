@@ -62,6 +62,7 @@ pub(super) fn check(
     exchanges: &[Exchange],
     index: usize,
     r: &Resumption,
+    session_requests: &HashMap<String, String>,
     app_seq: &[String],
     out: &mut Vec<Finding>,
 ) -> ResumptionResult {
@@ -433,7 +434,6 @@ pub(super) fn check(
     }
 
     // suspect_terminal: a final response right after L, without the progress that was under way.
-    let session_requests = requests_of_session(model, exchanges, r.session);
     let mut msg_pos = 0usize;
     for ev in after.iter().copied() {
         if ev.messages.is_empty() {
@@ -586,7 +586,7 @@ fn stream_dense(upto: &[Ev]) -> bool {
 }
 
 /// Client requests of a session: JSON-RPC id → progress token (the `_meta.progressToken`, else the id).
-fn requests_of_session(
+pub(super) fn requests_of_session(
     model: &Model,
     exchanges: &[Exchange],
     session: usize,
