@@ -246,3 +246,44 @@ fn gzip_encoded_bodies_are_decoded() {
     c.close(&mut cap);
     assert_eq!(analyze(&cap, &[]), Vec::<Value>::new());
 }
+
+/// A gzip-encoded request body is decoded before JSON-RPC parsing.
+#[test]
+fn gzip_encoded_request_is_decoded() {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"})
+            .to_string()
+            .as_bytes(),
+    )
+    .unwrap();
+    let body = e.finish().unwrap();
+    let mut cap = Capture::new();
+    let mut c = cap.connect();
+    let mut req = format!("POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
+    req.extend_from_slice(&body);
+    c.client(&mut cap, &req);
+    c.server(
+        &mut cap,
+        &json_response(None, &json!({"jsonrpc": "2.0", "id": 5, "result": {}})),
+    );
+    c.close(&mut cap);
+    let path = temp_path("gzreq", "pcap");
+    std::fs::write(&path, cap.pcap()).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+        .args(["exchanges", "--format", "ndjson"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&path);
+    let rows: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["jsonrpc_methods"], "tools/list");
+    assert_eq!(rows[0]["jsonrpc_ids"], "5,5");
+    assert_eq!(analyze(&cap, &[]), Vec::<Value>::new());
+}

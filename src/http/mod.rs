@@ -158,6 +158,8 @@ struct Conn {
     ends: [(std::net::IpAddr, u16); 2],
     /// Content-coding decoder of the response body in progress.
     decoder: Option<coding::BodyDecoder>,
+    /// Content-coding decoder of the request body in progress.
+    req_decoder: Option<coding::BodyDecoder>,
     /// The response body's coding could not be decoded (corrupt, or a gap in it).
     undecodable: bool,
     /// Decoded bytes of the response body in progress.
@@ -224,6 +226,7 @@ impl StreamSink for HttpLayer {
                         open_at_end: false,
                         ends: flow.ends,
                         decoder: None,
+                        req_decoder: None,
                         undecodable: false,
                         decoded: 0,
                     },
@@ -396,6 +399,26 @@ fn on_event(
                 ..Default::default()
             });
             conn.req_idx = Some(conn.exchanges.len() - 1);
+            conn.req_decoder = None;
+            let enc = conn
+                .exchanges
+                .last()
+                .and_then(|e| e.req_header("content-encoding"))
+                .map(str::to_string);
+            if let Some(enc) = enc {
+                conn.req_decoder = coding::BodyDecoder::for_encoding(&enc);
+                if conn.req_decoder.is_none() && !enc.trim().eq_ignore_ascii_case("identity") {
+                    anomalies.add(Anomaly::new(
+                        "http.content_encoding_unsupported",
+                        Some(frame),
+                        Some(flow_id.to_string()),
+                        format!("request Content-Encoding {enc} not decoded"),
+                    ));
+                    if let Some(e) = conn.exchanges.last_mut() {
+                        e.req_gap = true;
+                    }
+                }
+            }
             BodyRule::ByHeaders
         }
         HttpEvent::Head(head) => {
@@ -467,7 +490,23 @@ fn on_event(
             if is_request {
                 if let Some(e) = conn.req_idx.and_then(|i| conn.exchanges.get_mut(i)) {
                     e.req_body_len += bytes.len() as u64;
-                    append_bounded(&mut e.req_body, bytes, anomalies, frame, flow_id);
+                    match conn.req_decoder.as_mut() {
+                        Some(d) => match d.push(bytes) {
+                            Ok(v) => append_bounded(&mut e.req_body, &v, anomalies, frame, flow_id),
+                            Err(err) => {
+                                anomalies.add(Anomaly::new(
+                                    "http.bad_content_coding",
+                                    Some(frame),
+                                    Some(flow_id.to_string()),
+                                    format!("request {d:?} body does not decode: {err}"),
+                                ));
+                                conn.req_decoder = None;
+                                e.req_gap = true;
+                            }
+                        },
+                        None if e.req_gap => {}
+                        None => append_bounded(&mut e.req_body, bytes, anomalies, frame, flow_id),
+                    }
                 }
             } else if let Some(i) = conn.resp_idx {
                 let e = &mut conn.exchanges[i];
@@ -526,6 +565,7 @@ fn on_event(
                 if let Some(e) = conn.req_idx.and_then(|i| conn.exchanges.get_mut(i)) {
                     e.req_gap = true;
                 }
+                conn.req_decoder = None;
             } else if let Some(i) = conn.resp_idx {
                 let e = &mut conn.exchanges[i];
                 e.resp_gap = true;
@@ -555,6 +595,14 @@ fn on_event(
                 if let Some(e) = conn.req_idx.take().and_then(|i| conn.exchanges.get_mut(i)) {
                     if !complete {
                         e.req_gap = true;
+                    }
+                    if let Some(mut d) = conn.req_decoder.take() {
+                        match d.finish() {
+                            Ok(rest) => {
+                                append_bounded(&mut e.req_body, &rest, anomalies, frame, flow_id)
+                            }
+                            Err(_) => e.req_gap = true,
+                        }
                     }
                     finish_json(
                         &e.req_body,
