@@ -93,4 +93,30 @@ mod tests {
         let mut d = BodyDecoder::for_encoding("gzip").unwrap();
         assert!(d.push(b"not gzip at all").is_err());
     }
+
+    #[test]
+    fn deflate_and_br() {
+        let plain = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+        let mut enc = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        enc.write_all(plain).unwrap();
+        let z = enc.finish().unwrap();
+        let mut d = BodyDecoder::for_encoding("deflate").unwrap();
+        let mut out = d.push(&z).unwrap();
+        out.extend(d.finish().unwrap());
+        assert_eq!(out, plain);
+        // The same text compressed by Python's brotli module (brotli.compress).
+        let full: &[u8] = &[
+            139, 17, 128, 123, 34, 106, 115, 111, 110, 114, 112, 99, 34, 58, 34, 50, 46, 48, 34,
+            44, 34, 105, 100, 34, 58, 49, 44, 34, 114, 101, 115, 117, 108, 116, 34, 58, 123, 125,
+            125, 3,
+        ];
+        for cut in 0..full.len() {
+            let mut d = BodyDecoder::for_encoding("br").unwrap();
+            let mut out = d.push(&full[..cut]).unwrap();
+            out.extend(d.push(&full[cut..]).unwrap());
+            out.extend(d.finish().unwrap());
+            assert_eq!(out, plain, "cut {cut}");
+        }
+        assert!(BodyDecoder::for_encoding("compress").is_none());
+    }
 }
