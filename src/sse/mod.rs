@@ -159,7 +159,7 @@ impl SseParser {
             match memchr::memchr2(b'\r', b'\n', rest) {
                 Some(n) => {
                     let line_start_offset = self.offset - self.line.len() as u64;
-                    if self.line.is_empty() {
+                    if self.line.is_empty() && n <= self.limits.max_line {
                         self.line_done(&rest[..n], line_start_offset, ts, frame, out, anomalies);
                     } else {
                         self.append_line(&rest[..n], anomalies);
@@ -258,7 +258,8 @@ impl SseParser {
             }
             None => (line, &b""[..]),
         };
-        if !self.cur_started {
+        // Only known fields make an event block; unknown ones are ignored (WHATWG).
+        if !self.cur_started && matches!(name, b"data" | b"event" | b"id" | b"retry") {
             self.cur_started = true;
             self.cur.offset = line_offset;
             self.cur.frame_first = frame;
@@ -440,6 +441,30 @@ mod tests {
             let bytewise: Vec<usize> = (1..input.len()).collect();
             assert_eq!(run(input, &bytewise), whole);
         }
+    }
+
+    /// Found by the `sse` fuzz target: a line over the limit that arrives whole was parsed,
+    /// while the same line split across pushes was skipped.
+    #[test]
+    fn long_line_whole_or_split() {
+        let mut input = vec![b'H'; 257];
+        input.extend_from_slice(b"\nx");
+        let run = |parts: &[&[u8]]| {
+            let mut p = SseParser::new(SseLimits {
+                max_line: 256,
+                max_event: 1024,
+            });
+            let mut evs = Vec::new();
+            for part in parts {
+                p.push(part, 0, 0, &mut |e| evs.push(e), &mut |_| {});
+            }
+            p.finish(0, 0, &mut |e| evs.push(e), &mut |_| {});
+            evs
+        };
+        assert_eq!(run(&[&input]), run(&[&input[..72], &input[72..]]));
+        assert!(run(&[&input]).is_empty());
+        // Unknown fields alone make no event block.
+        assert!(run(&[b"foo: bar\n\n"]).is_empty());
     }
 
     #[test]
