@@ -5,16 +5,7 @@ use std::process::Command;
 
 use polars::prelude::*;
 
-const TABLES: [&str; 8] = [
-    "sessions",
-    "streams",
-    "resumptions",
-    "findings",
-    "events",
-    "exchanges",
-    "flows",
-    "anomalies",
-];
+use mcpcap::report::TABLE_NAMES as TABLES;
 
 fn run(args: &[&str], out: Option<&PathBuf>) -> (i32, String) {
     let capture =

@@ -5,16 +5,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-const TABLES: [&str; 8] = [
-    "sessions",
-    "streams",
-    "resumptions",
-    "findings",
-    "events",
-    "exchanges",
-    "flows",
-    "anomalies",
-];
+use mcpcap::report::TABLE_NAMES as TABLES;
 
 #[test]
 fn fixture_tables_match_golden() {

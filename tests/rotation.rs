@@ -4,16 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const TABLES: [&str; 8] = [
-    "sessions",
-    "streams",
-    "resumptions",
-    "findings",
-    "events",
-    "exchanges",
-    "flows",
-    "anomalies",
-];
+use mcpcap::report::TABLE_NAMES as TABLES;
 
 /// Split a classic pcap after every `n` records into files `<dir>/part<k>.pcap`.
 fn split(pcap: &[u8], n: usize, dir: &Path) -> Vec<PathBuf> {

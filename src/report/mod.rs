@@ -8,6 +8,18 @@
 
 pub mod tables;
 
+/// The tables `analyze` writes with `--format csv|parquet`, in order (file stems).
+pub const TABLE_NAMES: [&str; 8] = [
+    "sessions",
+    "streams",
+    "resumptions",
+    "findings",
+    "events",
+    "exchanges",
+    "flows",
+    "anomalies",
+];
+
 use std::io::Write;
 use std::path::Path;
 
