@@ -335,9 +335,19 @@ pub(super) fn check(
     let duplicated = !dup_ids.is_empty() || !dup_payload.is_empty();
     if duplicated {
         let at = dup_ids.first().or(dup_payload.first()).copied();
+        let mut what = Vec::new();
+        if !dup_ids.is_empty() {
+            what.push(format!(
+                "{} event(s) with the same id and data",
+                dup_ids.len()
+            ));
+        }
+        if !dup_payload.is_empty() {
+            what.push(format!("{} progress notification(s)", dup_payload.len()));
+        }
         let mut f = ctx.finding("duplicate_delivery", Severity::Error, at, format!(
-            "After resuming from Last-Event-ID {} the client received again {} event(s) with the same id and data and {} progress notification(s) it already had on this stream, starting in frame {}.",
-            r.last_event_id, dup_ids.len(), dup_payload.len(), at.map(|ev| ev.sse.frame_first).unwrap_or(0)));
+            "After resuming from Last-Event-ID {} the client received again {} it already had on this stream, starting in frame {}.",
+            r.last_event_id, what.join(" and "), at.map(|ev| ev.sse.frame_first).unwrap_or(0)));
         f.observed = Some(format!(
             "{} ids, {} progress payloads repeated",
             dup_ids.len(),
