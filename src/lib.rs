@@ -57,9 +57,7 @@ pub struct Counters {
     pub not_tcp: u64,
     /// TCP segments left out by `--port`.
     pub filtered: u64,
-    /// First and last capture time (µs since the Unix epoch).
-    pub ts_first: Option<i64>,
-    /// Last capture time.
+    /// Time of the latest frame, µs since the Unix epoch: where the capture ends.
     pub ts_last: Option<i64>,
 }
 
@@ -109,7 +107,6 @@ impl Analyzer {
     /// Process one frame; `tap` also receives every stream event (e.g. to dump the bytes).
     pub fn frame_tap(&mut self, f: &Frame<'_>, tap: &mut impl tcp::StreamSink) {
         self.counters.frames += 1;
-        self.counters.ts_first = Some(self.counters.ts_first.map_or(f.ts, |t| t.min(f.ts)));
         self.counters.ts_last = Some(self.counters.ts_last.map_or(f.ts, |t| t.max(f.ts)));
         match decode::decode(f.linktype, f.data, f.orig_len) {
             Decoded::Tcp(seg) => {
@@ -165,8 +162,21 @@ impl Analyzer {
     }
 }
 
-/// Stages 5–6: build the session model and run the detectors.
-pub fn analyze_exchanges(exchanges: &[http::Exchange], app_seq: &[String]) -> detect::Analysis {
+/// Stages 5–6: build the session model and run the detectors. `capture_end` is the time of the
+/// capture's last frame (µs since the Unix epoch, [`Counters::ts_last`]); without it, the end
+/// of the last exchange stands in.
+pub fn analyze_exchanges(
+    exchanges: &[http::Exchange],
+    app_seq: &[String],
+    capture_end: Option<i64>,
+) -> detect::Analysis {
+    let end = capture_end.unwrap_or_else(|| {
+        exchanges
+            .iter()
+            .filter_map(|e| e.ts_end.or(e.ts_request))
+            .max()
+            .unwrap_or(0)
+    });
     let model = mcp::Model::build(exchanges);
-    detect::run(model, exchanges, app_seq)
+    detect::run(model, exchanges, app_seq, end)
 }

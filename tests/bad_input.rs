@@ -135,7 +135,7 @@ fn no_panic_on_prefixes_and_corruption() {
             let mut anomalies = mcpcap::anomaly::Anomalies::default();
             let _ = mcpcap::capture::read_capture(&c[..], 1, &mut anomalies, |f| a.frame(&f));
             let ex = a.finish();
-            let analysis = mcpcap::analyze_exchanges(&ex, &[]);
+            let analysis = mcpcap::analyze_exchanges(&ex, &[], a.counters.ts_last);
             let _ = mcpcap::report::tables::findings(&analysis)
                 .to_dataframe()
                 .unwrap();
@@ -154,7 +154,11 @@ fn healthy_capture_cut_anywhere_has_no_error() {
             let mut anomalies = mcpcap::anomaly::Anomalies::default();
             let _ = mcpcap::capture::read_capture(&bytes[..n], 1, &mut anomalies, |f| a.frame(&f));
             let ex = a.finish();
-            let analysis = mcpcap::analyze_exchanges(&ex, &["/params/app_seq".to_string()]);
+            let analysis = mcpcap::analyze_exchanges(
+                &ex,
+                &["/params/app_seq".to_string()],
+                a.counters.ts_last,
+            );
             let errors: Vec<_> = analysis
                 .findings
                 .iter()

@@ -131,6 +131,40 @@ fn stateless_unanswered_request_at_capture_end_is_unverifiable() {
     assert_eq!(fs[0]["request_id"], "7");
 }
 
+/// The same reset stream, but the capture goes on well past any reconnect budget with other
+/// traffic and the client never comes back: the response is lost.
+#[test]
+fn stateless_unanswered_request_long_before_capture_end_is_lost() {
+    let mut cap = Capture::new();
+    let mut c = cap.connect();
+    c.client(
+        &mut cap,
+        &post(
+            None,
+            &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "x"}}),
+        ),
+    );
+    c.server(
+        &mut cap,
+        &sse_response(
+            None,
+            &[Ev::id(
+                1,
+                json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {}}),
+            )],
+            false,
+        ),
+    );
+    c.server_reset(&mut cap);
+    cap.wait(60_000_000);
+    let mut other = cap.connect();
+    other.client(&mut cap, b"not http at all\r\n");
+    other.close(&mut cap);
+    let fs = analyze(&cap, &[]);
+    assert_eq!(kinds_of(&fs), ["lost_response"], "{fs:?}");
+    assert_eq!(fs[0]["request_id"], "7");
+}
+
 /// The same unanswered request, but the capture lost a segment of a response of the session:
 /// the response may have been in it, so the loss is reported as unverifiable, not as an error.
 #[test]

@@ -7,5 +7,5 @@ fuzz_target!(|data: &[u8]| {
     let mut anomalies = mcpcap::anomaly::Anomalies::default();
     let _ = mcpcap::capture::read_capture(data, 1, &mut anomalies, |f| a.frame(&f));
     let ex = a.finish();
-    let _ = mcpcap::analyze_exchanges(&ex, &[]);
+    let _ = mcpcap::analyze_exchanges(&ex, &[], a.counters.ts_last);
 });

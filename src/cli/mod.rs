@@ -210,7 +210,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         })?;
     }
     let app_seq = analyzer.app_seq_pointers().to_vec();
-    let analysis = mcpcap::analyze_exchanges(&exchanges, &app_seq);
+    let analysis = mcpcap::analyze_exchanges(&exchanges, &app_seq, analyzer.counters.ts_last);
     let findings_t = tables::findings(&analysis);
     let all = || -> Vec<Table> {
         vec![

@@ -121,7 +121,8 @@ pub struct Analysis {
 }
 
 /// Run every detector.
-pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String]) -> Analysis {
+/// `capture_end`: time of the capture's last frame, µs since the Unix epoch.
+pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end: i64) -> Analysis {
     let mut findings = Vec::new();
     let mut results = Vec::new();
     // Client requests per session (id → progress token), built once for every resumption.
@@ -141,7 +142,7 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String]) -> Analysis
             &mut findings,
         ));
     }
-    session::lost_responses(&model, exchanges, &mut findings);
+    session::lost_responses(&model, exchanges, capture_end, &mut findings);
     session::duplicate_responses(&model, exchanges, &mut findings);
     findings.sort_by(|a, b| {
         (a.ts, &a.session_id, a.kind, a.frame).cmp(&(b.ts, &b.session_id, b.kind, b.frame))

@@ -43,12 +43,12 @@ fn responses_in(e: &Exchange) -> Vec<(&str, i64, u64)> {
 pub const RECONNECT_HORIZON_US: i64 = 30_000_000;
 
 /// `lost_response`: a client request of the session that got no response on any stream.
-pub(super) fn lost_responses(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
-    let capture_end = exchanges
-        .iter()
-        .filter_map(|e| e.ts_end.or(e.ts_request))
-        .max()
-        .unwrap_or(0);
+pub(super) fn lost_responses(
+    model: &Model,
+    exchanges: &[Exchange],
+    capture_end: i64,
+    out: &mut Vec<Finding>,
+) {
     for s in &model.sessions {
         let answered: HashSet<&str> = s
             .exchanges

@@ -72,6 +72,8 @@ pub struct Capture {
     /// Largest TCP payload per segment.
     pub segment_size: usize,
     next_port: u16,
+    /// Pauses: (frame position, µs added before that frame and every later one).
+    waits: Vec<(usize, i64)>,
 }
 
 impl Default for Capture {
@@ -87,6 +89,7 @@ impl Capture {
             frames: Vec::new(),
             segment_size: 1000,
             next_port: 50000,
+            waits: Vec::new(),
         }
     }
 
@@ -132,13 +135,26 @@ impl Capture {
             .collect()
     }
 
-    /// The capture as a classic pcap file, one frame per millisecond.
+    /// Let `us` microseconds pass before the next frame.
+    pub fn wait(&mut self, us: i64) {
+        self.waits.push((self.frames.len(), us));
+    }
+
+    /// The capture as a classic pcap file, one frame per millisecond plus the pauses.
     pub fn pcap(&self) -> Vec<u8> {
         let frames: Vec<(i64, Vec<u8>)> = self
             .frames
             .iter()
             .enumerate()
-            .map(|(i, f)| (START_US + 1000 * i as i64, f.data.clone()))
+            .map(|(i, f)| {
+                let paused: i64 = self
+                    .waits
+                    .iter()
+                    .filter(|(at, _)| *at <= i)
+                    .map(|(_, us)| us)
+                    .sum();
+                (START_US + 1000 * i as i64 + paused, f.data.clone())
+            })
             .collect();
         pcap_file(&frames)
     }
