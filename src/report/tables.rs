@@ -384,6 +384,7 @@ pub fn exchanges(a: &Analysis, ex: &[Exchange]) -> Table {
                     .filter_map(|m| m.id)
             )),
             col!("sse_events", U64, r, |(_, e)| Some(e.events.len() as u64)),
+            col!("sse_comments", U64, r, |(_, e)| Some(e.sse_comments)),
             col!("request_gap", Bool, r, |(_, e)| Some(e.req_gap)),
             col!("response_gap", Bool, r, |(_, e)| Some(e.resp_gap)),
             col!("response_complete", Bool, r, |(_, e)| Some(e.resp_complete)),

@@ -48,8 +48,6 @@ pub struct SseEvent {
     pub event_type: Option<String>,
     /// The `data` buffer, lines joined with LF, final LF removed.
     pub data: String,
-    /// Whether any `data:` line was present.
-    pub has_data: bool,
     /// The `retry:` value in milliseconds, if a valid one was present.
     pub retry: Option<u64>,
     /// Set for an event cut by the end of the stream (not dispatched by a browser).
@@ -266,7 +264,6 @@ impl SseParser {
         }
         match name {
             b"data" => {
-                self.cur.has_data = true;
                 if self.data.len() + value.len() + 1 > self.limits.max_event {
                     if !self.too_large {
                         anomalies(Anomaly::new(

@@ -53,8 +53,6 @@ pub enum Chunk<'a> {
 /// Per-direction counters for the flows table.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct DirStats {
-    /// Bytes delivered in order.
-    pub delivered: u64,
     /// Bytes reported as gaps (Zeek's `missed_bytes`).
     pub missed: u64,
     /// Segments wholly or partly retransmitted.
@@ -258,7 +256,6 @@ impl Reassembler {
                 offset: self.next,
                 bytes,
             });
-            self.stats.delivered += bytes.len() as u64;
             self.next += bytes.len() as u64;
         }
         let end = off + wire_len;
@@ -318,7 +315,6 @@ impl Reassembler {
                 offset: self.next,
                 bytes,
             });
-            self.stats.delivered += bytes.len() as u64;
             self.next = end;
         }
     }
