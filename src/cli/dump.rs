@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use mcpcap::tcp::{Chunk, FlowMeta, StreamEvent, StreamSink};
+use mcpcap::tcp::{Chunk, FlowId, FlowMeta, StreamEvent, StreamSink};
 
 /// The dump sink.
 pub struct Dump {
@@ -33,7 +33,7 @@ impl Dump {
     }
 
     fn path(&self, flow: usize, d: usize) -> PathBuf {
-        self.dir.join(format!("F{flow}.d{d}.bin"))
+        self.dir.join(format!("{}.d{d}.bin", FlowId(flow)))
     }
 
     fn write(&mut self, flow: usize, d: usize, chunk: Chunk<'_>) -> std::io::Result<()> {
@@ -80,7 +80,7 @@ impl Dump {
         }
         for &(flow, d) in &self.written {
             let side = if d == client(flow) { "orig" } else { "resp" };
-            let to = self.dir.join(format!("F{flow}.{side}.bin"));
+            let to = self.dir.join(format!("{}.{side}.bin", FlowId(flow)));
             std::fs::rename(self.path(flow, d), &to)
                 .map_err(|e| format!("{}: {e}", to.display()))?;
         }

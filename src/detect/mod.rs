@@ -156,5 +156,5 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
 
 /// `F<n>` for a flow index.
 pub(crate) fn flow_id(e: &Exchange) -> String {
-    format!("F{}", e.flow_index)
+    crate::tcp::FlowId(e.flow_index).to_string()
 }

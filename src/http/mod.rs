@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use crate::anomaly::{Anomalies, Anomaly};
 use crate::jsonrpc::{self, Message};
 use crate::sse::{SseEvent, SseLimits, SseParser};
-use crate::tcp::{Chunk, Dir, FlowMeta, StreamEvent, StreamSink};
+use crate::tcp::{Chunk, Dir, FlowId, FlowMeta, StreamEvent, StreamSink};
 pub use framing::{BodyRule, DirParser, Head, HttpEvent, HttpLimits};
 
 /// Largest non-SSE body kept for JSON parsing, in bytes (anomaly `http.body_too_large`).
@@ -192,16 +192,6 @@ impl HttpLayer {
 
 const PROBE_BYTES: usize = 8;
 
-/// A flow index that prints as its `F<n>` id, formatted only when an anomaly needs it.
-#[derive(Debug, Clone, Copy)]
-struct FlowTag(usize);
-
-impl std::fmt::Display for FlowTag {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "F{}", self.0)
-    }
-}
-
 impl StreamSink for HttpLayer {
     fn event(&mut self, flow: FlowMeta, ev: StreamEvent<'_>, ts: i64, frame: u64) {
         let fi = flow.index;
@@ -349,7 +339,7 @@ impl HttpLayer {
         let is_request = parser.is_request;
         let opts = &self.options;
         let anomalies = &mut self.anomalies;
-        let flow_id = FlowTag(fi);
+        let flow_id = FlowId(fi);
         let mut done: Vec<Exchange> = Vec::new();
         {
             let mut out = |ev: HttpEvent<'_>| -> BodyRule {
@@ -374,7 +364,7 @@ fn on_event(
     frame: u64,
     opts: &HttpOptions,
     anomalies: &mut Anomalies,
-    flow_id: FlowTag,
+    flow_id: FlowId,
     done: &mut Vec<Exchange>,
 ) -> BodyRule {
     match ev {
@@ -706,7 +696,7 @@ fn feed_body(
     frame: u64,
     opts: &HttpOptions,
     anomalies: &mut Anomalies,
-    flow_id: FlowTag,
+    flow_id: FlowId,
 ) {
     match sse.as_mut() {
         Some(sse) => {
@@ -733,7 +723,7 @@ fn append_bounded(
     bytes: &[u8],
     anomalies: &mut Anomalies,
     frame: u64,
-    flow_id: FlowTag,
+    flow_id: FlowId,
 ) {
     if buf.len() + bytes.len() > MAX_JSON_BODY {
         if buf.len() < MAX_JSON_BODY {
@@ -758,7 +748,7 @@ fn finish_json(
     out: &mut Vec<Message>,
     anomalies: &mut Anomalies,
     frame: u64,
-    flow_id: FlowTag,
+    flow_id: FlowId,
     code: &'static str,
 ) {
     if body.iter().all(u8::is_ascii_whitespace) {

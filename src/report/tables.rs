@@ -8,7 +8,7 @@ use crate::anomaly::Anomalies;
 use crate::detect::{Analysis, Severity};
 use crate::http::Exchange;
 use crate::jsonrpc::Kind;
-use crate::tcp::Flow;
+use crate::tcp::{Flow, FlowId};
 
 macro_rules! col {
     ($name:expr, $kind:ident, $rows:expr, $f:expr) => {
@@ -167,7 +167,7 @@ pub fn streams(a: &Analysis, ex: &[Exchange]) -> Table {
                 format!("S{i}"),
                 m.sessions[st.session].label(),
                 st.kind.as_str(),
-                format!("F{}", o.flow_index),
+                FlowId(o.flow_index).to_string(),
                 o.trans_depth as u64,
                 o.ts(),
                 req_ids,
@@ -214,7 +214,7 @@ pub fn resumptions(a: &Analysis, ex: &[Exchange]) -> Table {
             (
                 e.ts(),
                 m.sessions[res.session].label(),
-                format!("F{}", e.flow_index),
+                FlowId(e.flow_index).to_string(),
                 e.frame(),
                 res.last_event_id.clone(),
                 res.stream.map(|s| format!("S{s}")),
@@ -259,7 +259,7 @@ pub fn events(a: &Analysis, ex: &[Exchange]) -> Table {
                 s.ts,
                 session.clone(),
                 stream.clone(),
-                format!("F{}", e.flow_index),
+                FlowId(e.flow_index).to_string(),
                 e.trans_depth as u64,
                 s.frame_first,
                 s.frame_last,

@@ -56,10 +56,20 @@ pub struct Flow {
     ended: [bool; 2],
 }
 
+/// A flow's id as every table shows it, Zeek `uid`-like: `F<index>` (index in capture order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowId(pub usize);
+
+impl std::fmt::Display for FlowId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "F{}", self.0)
+    }
+}
+
 impl Flow {
-    /// Zeek `uid`-like id: `F<index>`.
+    /// `F<index>`.
     pub fn flow_id(&self) -> String {
-        format!("F{}", self.index)
+        FlowId(self.index).to_string()
     }
 
     /// The part of the flow a stream sink sees.
@@ -134,7 +144,7 @@ pub struct FlowMeta {
 impl FlowMeta {
     /// `F<index>`.
     pub fn flow_id(&self) -> String {
-        format!("F{}", self.index)
+        FlowId(self.index).to_string()
     }
 }
 
