@@ -409,16 +409,7 @@ impl DirParser {
                     head.method = req.method.unwrap_or("").to_string();
                     head.target = req.path.unwrap_or("").to_string();
                     head.version = req.version.unwrap_or(1);
-                    head.headers = req
-                        .headers
-                        .iter()
-                        .map(|h| {
-                            (
-                                h.name.to_string(),
-                                String::from_utf8_lossy(h.value).into_owned(),
-                            )
-                        })
-                        .collect();
+                    head.headers = owned_headers(req.headers);
                     n
                 }
                 Ok(httparse::Status::Partial) => return HeadResult::Partial,
@@ -431,16 +422,7 @@ impl DirParser {
                     head.status = resp.code.unwrap_or(0);
                     head.reason = resp.reason.unwrap_or("").to_string();
                     head.version = resp.version.unwrap_or(1);
-                    head.headers = resp
-                        .headers
-                        .iter()
-                        .map(|h| {
-                            (
-                                h.name.to_string(),
-                                String::from_utf8_lossy(h.value).into_owned(),
-                            )
-                        })
-                        .collect();
+                    head.headers = owned_headers(resp.headers);
                     n
                 }
                 Ok(httparse::Status::Partial) => return HeadResult::Partial,
@@ -558,6 +540,18 @@ enum HeadResult {
     Partial,
     Bad,
     Done(usize),
+}
+
+/// The parsed header fields as owned (name, value) pairs; values decoded lossily as UTF-8.
+fn owned_headers(h: &[httparse::Header<'_>]) -> Vec<(String, String)> {
+    h.iter()
+        .map(|h| {
+            (
+                h.name.to_string(),
+                String::from_utf8_lossy(h.value).into_owned(),
+            )
+        })
+        .collect()
 }
 
 fn trim_cr(l: &[u8]) -> &[u8] {
