@@ -57,6 +57,11 @@ impl Anomalies {
             self.rows.push(a);
         }
     }
+    /// Count of every anomaly, kept or not.
+    pub fn total(&self) -> u64 {
+        self.counts.values().sum()
+    }
+
     /// Count of one code.
     pub fn count(&self, code: &str) -> u64 {
         self.counts.get(code).copied().unwrap_or(0)

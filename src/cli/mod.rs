@@ -260,9 +260,9 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         Format::Table => {
             set_table_style();
             let c = &analyzer.counters;
-            let _ = writeln!(out, "{} frames, {} TCP segments, {} flows, {} exchanges, {} sessions, {} resumptions, {} findings, {} anomalies\n",
-                c.frames, c.tcp_segments, analyzer.flows.flows.len(), exchanges.len(), analysis.model.sessions.len(), analysis.resumptions.len(), analysis.findings.len(),
-                capture_anomalies.rows.len() + analyzer.anomalies.rows.len() + analyzer.flows.anomalies.rows.len() + analyzer.http.anomalies.rows.len());
+            let _ = writeln!(out, "{} frames ({} not TCP, {} left out by --port), {} TCP segments, {} flows, {} exchanges, {} sessions, {} resumptions, {} findings, {} anomalies\n",
+                c.frames, c.not_tcp, c.filtered, c.tcp_segments, analyzer.flows.flows.len(), exchanges.len(), analysis.model.sessions.len(), analysis.resumptions.len(), analysis.findings.len(),
+                [&capture_anomalies, &analyzer.anomalies, &analyzer.flows.anomalies, &analyzer.http.anomalies].iter().map(|a| a.total()).sum::<u64>());
             let shown: Vec<Table> = if which == "analyze" {
                 vec![
                     select(

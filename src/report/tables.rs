@@ -350,6 +350,9 @@ pub fn exchanges(a: &Analysis, ex: &[Exchange]) -> Table {
                 .response
                 .as_ref()
                 .map(|h| h.status as u64)),
+            col!("info_code", Str, r, |(_, e)| join(
+                e.interim.iter().map(|c| c.to_string())
+            )),
             col!("content_type", Str, r, |(_, e)| e
                 .resp_header("content-type")
                 .map(str::to_string)),
