@@ -99,10 +99,8 @@ fn stateless_clients_reusing_ids_are_not_duplicates() {
     assert_eq!(sessions(&cap), vec!["none".to_string()]);
 }
 
-/// A stream reset before the response, and then nothing more from the client: whether it would
-/// have retried is beyond the capture, so the response is unverifiable, not lost.
-#[test]
-fn stateless_unanswered_request_at_capture_end_is_unverifiable() {
+/// A stateless `tools/call` (id 7) whose SSE response is reset after one notification.
+fn reset_before_response() -> Capture {
     let mut cap = Capture::new();
     let mut c = cap.connect();
     c.client(
@@ -124,6 +122,14 @@ fn stateless_unanswered_request_at_capture_end_is_unverifiable() {
         ),
     );
     c.server_reset(&mut cap);
+    cap
+}
+
+/// A stream reset before the response, and then nothing more from the client: whether it would
+/// have retried is beyond the capture, so the response is unverifiable, not lost.
+#[test]
+fn stateless_unanswered_request_at_capture_end_is_unverifiable() {
+    let mut cap = reset_before_response();
     let fs = analyze(&cap, &[]);
     assert_eq!(fs.len(), 1, "{fs:?}");
     assert_eq!(fs[0]["kind"], "response_unverifiable");
@@ -135,27 +141,7 @@ fn stateless_unanswered_request_at_capture_end_is_unverifiable() {
 /// traffic and the client never comes back: the response is lost.
 #[test]
 fn stateless_unanswered_request_long_before_capture_end_is_lost() {
-    let mut cap = Capture::new();
-    let mut c = cap.connect();
-    c.client(
-        &mut cap,
-        &post(
-            None,
-            &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "x"}}),
-        ),
-    );
-    c.server(
-        &mut cap,
-        &sse_response(
-            None,
-            &[Ev::id(
-                1,
-                json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {}}),
-            )],
-            false,
-        ),
-    );
-    c.server_reset(&mut cap);
+    let mut cap = reset_before_response();
     cap.wait(60_000_000);
     let mut other = cap.connect();
     other.client(&mut cap, b"not http at all\r\n");
