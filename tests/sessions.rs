@@ -129,7 +129,7 @@ fn reset_before_response() -> Capture {
 /// have retried is beyond the capture, so the response is unverifiable, not lost.
 #[test]
 fn stateless_unanswered_request_at_capture_end_is_unverifiable() {
-    let mut cap = reset_before_response();
+    let cap = reset_before_response();
     let fs = analyze(&cap, &[]);
     assert_eq!(fs.len(), 1, "{fs:?}");
     assert_eq!(fs[0]["kind"], "response_unverifiable");
