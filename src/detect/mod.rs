@@ -9,8 +9,12 @@
 //! after `L` with none of the progress that was under way is suspect.
 //! Event ids are compared only as their format allows ([`crate::mcp::ids`]).
 
+mod lifecycle;
+mod proxy;
+mod replay;
 mod resume;
 mod session;
+mod streams;
 
 use crate::http::Exchange;
 use crate::mcp::Model;
@@ -64,6 +68,39 @@ pub struct Finding {
     pub observed: Option<String>,
     /// One sentence a postmortem can quote, naming the frames that prove it.
     pub detail: String,
+}
+
+impl Finding {
+    /// A finding whose evidence starts at exchange `e` (its request, else its response).
+    pub(crate) fn at_exchange(
+        session_id: String,
+        kind: &'static str,
+        severity: Severity,
+        e: &Exchange,
+        detail: String,
+    ) -> Finding {
+        Finding {
+            session_id,
+            kind,
+            severity,
+            ts: e.ts(),
+            flow_id: flow_id(e),
+            frame: e.frame(),
+            last_event_id: e.req_header("last-event-id").map(str::to_string),
+            event_id: None,
+            request_id: None,
+            expected: None,
+            observed: None,
+            detail,
+        }
+    }
+    /// The same finding, its evidence starting at event `ev` instead.
+    pub(crate) fn at_event(mut self, ev: &crate::http::EventRec) -> Finding {
+        self.ts = ev.sse.ts;
+        self.frame = ev.sse.frame_first;
+        self.event_id = ev.sse.id.clone().filter(|_| ev.sse.has_own_id);
+        self
+    }
 }
 
 /// Verdict of one resumption.
@@ -128,6 +165,7 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
     // Client requests per session (id → progress token), built once for every resumption.
     let mut requests: std::collections::HashMap<usize, std::collections::HashMap<String, String>> =
         Default::default();
+    let replays = replay::ReplayIndex::build(&model, exchanges);
     for (i, r) in model.resumptions.iter().enumerate() {
         let reqs = requests
             .entry(r.session)
@@ -139,11 +177,20 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
             r,
             reqs,
             app_seq,
+            &replays,
             &mut findings,
         ));
     }
     session::lost_responses(&model, exchanges, capture_end, &mut findings);
     session::duplicate_responses(&model, exchanges, &mut findings);
+    streams::duplicate_event_ids(&model, exchanges, &mut findings);
+    streams::concurrent_connections(&model, exchanges, &mut findings);
+    streams::planned_polls(&model, exchanges, &mut findings);
+    streams::idle_cuts(&model, exchanges, &mut findings);
+    lifecycle::dead_sessions(&model, exchanges, &mut findings);
+    lifecycle::resumes_without_cursor(&model, exchanges, &mut findings);
+    lifecycle::empty_resume_loops(&model, exchanges, &mut findings);
+    proxy::buffered_delivery(&model, exchanges, &mut findings);
     findings.sort_by(|a, b| {
         (a.ts, &a.session_id, a.kind, a.frame).cmp(&(b.ts, &b.session_id, b.kind, b.frame))
     });

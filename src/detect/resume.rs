@@ -5,6 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::replay::ReplayIndex;
 use super::{flow_id, Finding, ResumptionResult, Severity, Verdict};
 use crate::http::{EventRec, Exchange};
 use crate::jsonrpc::Kind;
@@ -64,6 +65,7 @@ pub(super) fn check(
     r: &Resumption,
     session_requests: &HashMap<String, String>,
     app_seq: &[String],
+    replays: &ReplayIndex,
     out: &mut Vec<Finding>,
 ) -> ResumptionResult {
     let e = &exchanges[r.exchange];
@@ -180,16 +182,68 @@ pub(super) fn check(
     let resent_cursor = |ev: &EventRec| {
         ev.sse.id.as_deref() == Some(r.last_event_id.as_str()) && ev.data_hash == l_ev.data_hash
     };
+    // Events of another stream or session replayed here (checked before the ids: a foreign id is
+    // not the start of another log of this stream).
+    let named = model.sessions[r.session].id.is_some();
+    let foreign_stream: Vec<(&EventRec, usize, Option<u64>)> = after
+        .iter()
+        .filter_map(|ev| {
+            replays
+                .other_stream(model, exchanges, r.session, st, ev)
+                .map(|(o, f)| (*ev, o, f))
+        })
+        .collect();
+    let foreign_session: Vec<(&EventRec, &super::replay::Seen)> = if named {
+        after
+            .iter()
+            .filter_map(|ev| {
+                replays
+                    .other_session(r.session, ev, session_requests)
+                    .filter(|s| model.sessions[s.session].id.is_some())
+                    .map(|s| (*ev, s))
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let foreign = |ev: &EventRec| {
+        foreign_stream.iter().any(|(f, _, _)| std::ptr::eq(*f, ev))
+            || foreign_session.iter().any(|(f, _)| std::ptr::eq(*f, ev))
+    };
     let first = after
         .iter()
         .copied()
-        .find(|ev| ev.sse.has_own_id && !ev.priming && !resent_cursor(ev));
+        .find(|ev| ev.sse.has_own_id && !ev.priming && !resent_cursor(ev) && !foreign(ev));
     let first_id = first.and_then(|ev| ev.sse.id.clone());
     let mut forked = false;
     let mut gap = false;
     let mut id_gapped = false;
     let mut terminal_suspect = false;
     let mut reasons: Vec<&str> = Vec::new();
+
+    if let Some(&(ev, other, earlier)) = foreign_stream.first() {
+        let mut f = ctx.finding("cross_stream_replay", Severity::Error, Some(ev), format!(
+            "The resumption from Last-Event-ID {} (GET in frame {}, flow {}) continues stream S{st} but replayed {} event(s) of another stream, starting in frame {} with an event of stream S{other}{}: messages the client handles on the wrong stream, or twice.",
+            r.last_event_id, e.frame(), flow_id(e), foreign_stream.len(), ev.sse.frame_first,
+            earlier.map(|f| format!(" first delivered in frame {f}")).unwrap_or_else(|| " (the response to a request of that stream)".into())));
+        f.expected = Some(format!("only events of stream S{st}"));
+        f.observed = Some(format!("{} event(s) of stream S{other}", foreign_stream.len()));
+        out.push(f);
+        gap = true;
+        reasons.push("replay carried another stream's events");
+    }
+    if let Some(&(ev, seen)) = foreign_session.first() {
+        let other = model.sessions[seen.session].label();
+        let mut f = ctx.finding("cross_session_replay", Severity::Error, Some(ev), format!(
+            "The resumption from Last-Event-ID {} (GET in frame {}, flow {}) replayed {} event(s) of session {other}, starting in frame {} with the same data {} delivered to that session in frame {}: the event store leaks one session's messages into another.",
+            r.last_event_id, e.frame(), flow_id(e), foreign_session.len(), ev.sse.frame_first,
+            seen.id.as_deref().map(|i| format!("(id {i})")).unwrap_or_default(), seen.frame));
+        f.expected = Some("only this session's events".into());
+        f.observed = Some(format!("{} event(s) of session {other}", foreign_session.len()));
+        out.push(f);
+        gap = true;
+        reasons.push("replay carried another session's events");
+    }
 
     // missing_event_id: a message on the resumed connection without its own id line.
     if let Some(ev) = after
@@ -512,7 +566,13 @@ pub(super) fn check(
     };
     // resume_ok speaks of the boundary: the first events after L continue the log. A value
     // lost later inside the resumed connection is its own app_seq_desync (and makes the verdict gap).
-    let boundary_ok = !forked && !duplicated && !boundary_desync && !terminal_suspect && !id_gapped;
+    let boundary_ok = !forked
+        && !duplicated
+        && !boundary_desync
+        && !terminal_suspect
+        && !id_gapped
+        && foreign_stream.is_empty()
+        && foreign_session.is_empty();
     if boundary_ok {
         let at = first.or(after.first().copied());
         let mut f = ctx.finding("resume_ok", Severity::Info, at, format!(

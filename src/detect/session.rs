@@ -6,7 +6,20 @@ use std::collections::{HashMap, HashSet};
 use super::{flow_id, Finding, Severity};
 use crate::http::Exchange;
 use crate::jsonrpc::Kind;
-use crate::mcp::Model;
+use crate::jsonrpc::Message;
+use crate::mcp::{exchange_era, Era, Model, Session};
+
+/// Whether the same client sent request `m` of exchange `e` again later (same method and params).
+fn resent(s: &Session, exchanges: &[Exchange], e: &Exchange, m: &Message) -> bool {
+    s.exchanges.iter().map(|&x| &exchanges[x]).any(|later| {
+        later.ts() > e.ts()
+            && later.client == e.client
+            && later.method() == "POST"
+            && later.req_messages.iter().any(|n| {
+                n.kind == Kind::Request && n.params_hash == m.params_hash && n.method == m.method
+            })
+    })
+}
 
 /// JSON-RPC responses delivered to the client in one exchange: (id, ts, frame).
 fn responses_in(e: &Exchange) -> Vec<(&str, i64, u64)> {
@@ -76,6 +89,11 @@ pub(super) fn lost_responses(
             for m in e.req_messages.iter().filter(|m| m.kind == Kind::Request) {
                 let Some(id) = m.id.as_deref() else { continue };
                 if answered.contains(id) {
+                    continue;
+                }
+                // MCP 2026-07-28 has no resumption: a request whose stream broke must be re-sent,
+                // and a re-sent request (same method and params, any id) is judged on its own.
+                if exchange_era(e) == Era::V2026_07_28 && resent(s, exchanges, e, m) {
                     continue;
                 }
                 let method = m.method.clone().unwrap_or_default();

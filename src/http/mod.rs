@@ -77,6 +77,10 @@ pub struct Exchange {
     pub ts_end: Option<i64>,
     /// Frame of the response's last byte.
     pub frame_last: Option<u64>,
+    /// Time of the response's last head or body byte (µs since the Unix epoch): unlike
+    /// `ts_end`, not moved by the connection's close, so `ts_end - ts_last_byte` is how long
+    /// the response was idle before it ended.
+    pub ts_last_byte: Option<i64>,
     /// Response body bytes after de-chunking.
     pub resp_body_len: u64,
     /// Response body when not SSE, while it arrives (bounded); emptied once parsed.
@@ -462,6 +466,7 @@ fn on_event(
             e.ts_response = Some(ts);
             e.frame_response = Some(frame);
             e.ts_end = Some(ts);
+            e.ts_last_byte = Some(ts);
             e.frame_last = Some(frame);
             conn.sse = if e.is_sse {
                 Some(SseParser::new(opts.sse))
@@ -502,6 +507,7 @@ fn on_event(
                 let e = &mut conn.exchanges[i];
                 e.resp_body_len += bytes.len() as u64;
                 e.ts_end = Some(ts);
+                e.ts_last_byte = Some(ts);
                 e.frame_last = Some(frame);
                 let decoded;
                 let bytes: &[u8] = match conn.decoder.as_mut() {

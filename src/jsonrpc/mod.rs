@@ -50,8 +50,13 @@ pub struct Message {
     pub progress_total: Option<f64>,
     /// `params._meta.progressToken` of a request, as compact JSON text.
     pub request_progress_token: Option<String>,
-    /// `params.protocolVersion` of `initialize` requests and results.
+    /// `params.protocolVersion` of `initialize` requests and results, or the 2026-07-28
+    /// per-request `params._meta["io.modelcontextprotocol/protocolVersion"]`.
     pub protocol_version: Option<String>,
+    /// For requests: a 64-bit hash of `method` and `params` without `_meta` (SipHash with fixed
+    /// keys), to recognise a request re-sent under another id (MCP 2026-07-28: a broken
+    /// response stream means the request must be re-issued).
+    pub params_hash: Option<u64>,
     /// Values of the configured application sequence pointers: (pointer index, value).
     pub app_seq: Vec<(usize, f64)>,
 }
@@ -106,6 +111,7 @@ pub fn classify(v: &Value, app_seq: &[String]) -> Message {
     let protocol_version = params
         .and_then(|p| p.get("protocolVersion"))
         .or_else(|| get("result").and_then(|r| r.get("protocolVersion")))
+        .or_else(|| params.and_then(|p| p.pointer("/_meta/io.modelcontextprotocol~1protocolVersion")))
         .and_then(Value::as_str)
         .map(str::to_string);
     let app_seq = app_seq
@@ -113,9 +119,21 @@ pub fn classify(v: &Value, app_seq: &[String]) -> Message {
         .enumerate()
         .filter_map(|(i, p)| v.pointer(p).and_then(Value::as_f64).map(|x| (i, x)))
         .collect();
+    let params_hash = (kind == Kind::Request).then(|| {
+        use std::hash::{Hash, Hasher};
+        let mut p = params.cloned().unwrap_or(Value::Null);
+        if let Some(o) = p.as_object_mut() {
+            o.remove("_meta");
+        }
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        method.hash(&mut h);
+        compact(&p).hash(&mut h);
+        h.finish()
+    });
     Message {
         kind,
         method,
+        params_hash,
         id,
         progress_token,
         progress,

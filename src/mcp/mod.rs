@@ -39,6 +39,89 @@ impl StreamKind {
     }
 }
 
+/// The protocol revision whose transport rules apply (MCP specification, "Transports" of each
+/// revision; see the project's wire reference §1.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Era {
+    /// Not negotiated in the capture.
+    Unknown,
+    /// 2024-11-05: the legacy HTTP+SSE transport (`endpoint` event, `?sessionId=`).
+    Legacy,
+    /// 2025-03-26: Streamable HTTP; JSON-RPC batches allowed.
+    V2025_03_26,
+    /// 2025-06-18: `MCP-Protocol-Version` header; no batches.
+    V2025_06_18,
+    /// 2025-11-25: priming events, `retry`, server-initiated close for polling (SEP-1699).
+    V2025_11_25,
+    /// 2026-07-28: no sessions, no standalone GET, no `Last-Event-ID`; a broken response stream
+    /// means the request must be re-sent.
+    V2026_07_28,
+}
+
+impl Era {
+    /// The era of a `protocolVersion` / `MCP-Protocol-Version` value (`YYYY-MM-DD`): the latest
+    /// known revision not after it; `Unknown` when the value is not a date.
+    pub fn of_version(v: &str) -> Era {
+        let v = v.trim();
+        let b = v.as_bytes();
+        let date = b.len() == 10
+            && b.iter()
+                .enumerate()
+                .all(|(i, c)| if i == 4 || i == 7 { *c == b'-' } else { c.is_ascii_digit() });
+        if !date {
+            return Era::Unknown;
+        }
+        if v >= "2026-07-28" {
+            Era::V2026_07_28
+        } else if v >= "2025-11-25" {
+            Era::V2025_11_25
+        } else if v >= "2025-06-18" {
+            Era::V2025_06_18
+        } else if v >= "2025-03-26" {
+            Era::V2025_03_26
+        } else {
+            Era::Legacy
+        }
+    }
+    /// Name for tables: the revision date, or `unknown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Era::Unknown => "unknown",
+            Era::Legacy => "2024-11-05",
+            Era::V2025_03_26 => "2025-03-26",
+            Era::V2025_06_18 => "2025-06-18",
+            Era::V2025_11_25 => "2025-11-25",
+            Era::V2026_07_28 => "2026-07-28",
+        }
+    }
+    /// Whether the revision has sessions and resumption (everything before 2026-07-28).
+    pub fn stateful(self) -> bool {
+        self != Era::V2026_07_28
+    }
+}
+
+/// The era one exchange declares by itself: its `MCP-Protocol-Version` header, a
+/// `protocolVersion` in its messages (the `initialize` params or result, or the 2026-07-28
+/// `_meta` key), or a 2026-07-28 `Mcp-Method` header.
+pub fn exchange_era(e: &Exchange) -> Era {
+    let declared = e
+        .req_header("mcp-protocol-version")
+        .map(str::to_string)
+        .or_else(|| {
+            // The response's (negotiated) version before the request's (proposed) one.
+            e.resp_messages
+                .iter()
+                .chain(e.events.iter().flat_map(|ev| ev.messages.iter()))
+                .chain(e.req_messages.iter())
+                .find_map(|m| m.protocol_version.clone())
+        });
+    match declared.as_deref().map(Era::of_version) {
+        Some(era) if era != Era::Unknown => era,
+        _ if e.req_header("mcp-method").is_some() => Era::V2026_07_28,
+        _ => Era::Unknown,
+    }
+}
+
 /// One MCP session.
 #[derive(Debug, Clone)]
 pub struct Session {
@@ -48,6 +131,9 @@ pub struct Session {
     pub exchanges: Vec<usize>,
     /// Negotiated protocol version (from `initialize` or `MCP-Protocol-Version`).
     pub protocol_version: Option<String>,
+    /// The revision whose rules apply: from the protocol version, else from 2026-07-28
+    /// markers, else `Legacy` for a session keyed by the legacy `sessionId`.
+    pub era: Era,
 }
 
 impl Session {
@@ -161,6 +247,7 @@ impl Model {
                     id: sid.clone(),
                     exchanges: Vec::new(),
                     protocol_version: None,
+                    era: Era::Unknown,
                 });
                 m.sessions.len() - 1
             });
@@ -175,6 +262,12 @@ impl Model {
                     .chain(e.events.iter().flat_map(|ev| ev.messages.iter()))
                     .find_map(|msg| msg.protocol_version.clone())
                     .or_else(|| e.req_header("mcp-protocol-version").map(str::to_string));
+            }
+            if s.era == Era::Unknown {
+                s.era = match exchange_era(e) {
+                    Era::Unknown if sid.is_some() && session_id_of(e).is_none() => Era::Legacy,
+                    era => era,
+                };
             }
             let sse_ok = e.is_sse && (200..300).contains(&e.status());
             let leid = e.req_header("last-event-id").map(str::to_string);

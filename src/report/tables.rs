@@ -98,6 +98,7 @@ pub fn sessions(a: &Analysis, ex: &[Exchange]) -> Table {
                 count(Severity::Warning),
                 count(Severity::Info),
                 verdict,
+                s.era.as_str(),
             )
         })
         .collect();
@@ -106,6 +107,7 @@ pub fn sessions(a: &Analysis, ex: &[Exchange]) -> Table {
         columns: vec![
             col!("session_id", Str, rows, |r| Some(r.0.clone())),
             col!("protocol_version", Str, rows, |r| r.1.clone()),
+            col!("era", Str, rows, |r| Some(r.12.to_string())),
             col!("ts_first", Ts, rows, |r| r.2),
             col!("ts_last", Ts, rows, |r| r.3),
             col!("exchanges", U64, rows, |r| Some(r.4)),

@@ -1,0 +1,303 @@
+//! Session life-cycle checks: `stale_session_reuse` and `session_reinitialized` after a 404,
+//! `resume_without_cursor`, and `empty_resume_loop` (the project's wire reference §7 #3, #7,
+//! #9–#11, #14; MCP 2025-03-26 … 2025-11-25 "Session Management": a client that receives 404
+//! for its session MUST start a new session with an `initialize` request without a session id).
+
+use std::collections::HashSet;
+
+use super::streams::pending_after;
+use super::{flow_id, Finding, Severity};
+use crate::http::Exchange;
+use crate::jsonrpc::Kind;
+use crate::mcp::Model;
+
+fn is_initialize(e: &Exchange) -> bool {
+    e.method() == "POST"
+        && e.req_header("mcp-session-id").is_none()
+        && e
+            .req_messages
+            .iter()
+            .any(|m| m.kind == Kind::Request && m.method.as_deref() == Some("initialize"))
+}
+
+/// `stale_session_reuse` and `session_reinitialized`.
+///
+/// For each session the server answered 404 (to any request but a DELETE): the later requests of
+/// the same client that still carry the dead `Mcp-Session-Id` before it sends a new `initialize`
+/// are `stale_session_reuse` — a warning when the client never re-initialises in the capture (the
+/// error loop of python-sdk #1676 / typescript-sdk #1708), info when it does after all. When some
+/// later request with that id is answered 2xx the session was not dead (replicas without sticky
+/// routing) and nothing is reported here. The first `initialize` of that client after the 404 that
+/// obtained another session id is `session_reinitialized` (info), reported on the new session.
+pub(super) fn dead_sessions(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
+    let mut linked: HashSet<usize> = HashSet::new();
+    let initializes: Vec<usize> = (0..exchanges.len())
+        .filter(|&x| is_initialize(&exchanges[x]))
+        .collect();
+    for (si, s) in model.sessions.iter().enumerate() {
+        let Some(sid) = s.id.as_deref() else { continue };
+        if !s.era.stateful() {
+            continue;
+        }
+        let carries = |e: &Exchange| e.req_header("mcp-session-id") == Some(sid);
+        let Some(&dead) = s.exchanges.iter().find(|&&x| {
+            let e = &exchanges[x];
+            carries(e) && e.status() == 404 && e.method() != "DELETE"
+        }) else {
+            continue;
+        };
+        let d = &exchanges[dead];
+        let t404 = d.ts_response.unwrap_or(d.ts());
+        // The client's next initialize that started another session.
+        let reinit = initializes
+            .iter()
+            .map(|&x| (x, &exchanges[x]))
+            .filter(|(x, e)| {
+                e.ts() > t404
+                    && e.client == d.client
+                    && model.exchange_session[*x] != si
+                    && model.sessions[model.exchange_session[*x]].id.is_some()
+            })
+            .min_by_key(|(x, e)| (e.ts(), *x))
+            .map(|(x, _)| x);
+        let reinit_ts = reinit.map(|x| exchanges[x].ts()).unwrap_or(i64::MAX);
+        let later: Vec<usize> = s
+            .exchanges
+            .iter()
+            .copied()
+            .filter(|&x| {
+                let e = &exchanges[x];
+                x != dead && e.ts() > t404 && e.client == d.client && carries(e)
+            })
+            .collect();
+        let revived = later
+            .iter()
+            .any(|&x| (200..300).contains(&exchanges[x].status()));
+        if revived {
+            continue;
+        }
+        let stale: Vec<usize> = later
+            .iter()
+            .copied()
+            .filter(|&x| exchanges[x].ts() < reinit_ts && exchanges[x].method() != "DELETE")
+            .collect();
+        if let Some(&first) = stale.first() {
+            let e = &exchanges[first];
+            let statuses: Vec<String> = {
+                let mut v: Vec<u16> = stale.iter().map(|&x| exchanges[x].status()).collect();
+                v.sort_unstable();
+                v.dedup();
+                v.iter()
+                    .map(|c| if *c == 0 { "none".to_string() } else { c.to_string() })
+                    .collect()
+            };
+            let (severity, tail) = match reinit {
+                Some(x) => (
+                    Severity::Info,
+                    format!(
+                        "; it re-initialised only in frame {}",
+                        exchanges[x].frame()
+                    ),
+                ),
+                None => (
+                    Severity::Warning,
+                    " and never re-initialised in the capture".to_string(),
+                ),
+            };
+            let mut f = Finding::at_exchange(
+                s.label(),
+                "stale_session_reuse",
+                severity,
+                e,
+                format!(
+                    "The server answered 404 for session {sid} in frame {} (flow {}), yet the client sent {} more request(s) with that session id from frame {} (answered {}){tail}.",
+                    d.frame_response.unwrap_or(0),
+                    flow_id(d),
+                    stale.len(),
+                    e.frame(),
+                    statuses.join("/"),
+                ),
+            );
+            f.expected = Some("initialize without Mcp-Session-Id after a 404".into());
+            f.observed = Some(format!("{} request(s) with the dead session id", stale.len()));
+            out.push(f);
+        }
+        if let Some(x) = reinit {
+            if !linked.insert(x) {
+                continue;
+            }
+            let e = &exchanges[x];
+            let new = &model.sessions[model.exchange_session[x]];
+            let mut f = Finding::at_exchange(
+                new.label(),
+                "session_reinitialized",
+                Severity::Info,
+                e,
+                format!(
+                    "The client re-initialised in frame {} (flow {}) and obtained session {}, {} ms after the server answered 404 for session {sid} in frame {}.",
+                    e.frame(),
+                    flow_id(e),
+                    new.label(),
+                    (e.ts() - t404) / 1000,
+                    d.frame_response.unwrap_or(0)
+                ),
+            );
+            f.request_id = e
+                .req_messages
+                .iter()
+                .find(|m| m.method.as_deref() == Some("initialize"))
+                .and_then(|m| m.id.clone());
+            f.expected = Some(format!("a new session replacing {sid}"));
+            f.observed = Some(new.label());
+            out.push(f);
+        }
+    }
+}
+
+/// `resume_without_cursor` (warning): a stream that carried event ids broke while it still owed
+/// messages (a POST stream without its response, or the standalone GET stream), it was never
+/// resumed, and the session's next GET carries no `Last-Event-ID`: the client opened a fresh
+/// stream instead of resuming, so whatever the server sent in between is lost to it (wire
+/// reference §7 #3, typescript-sdk #2499, and #14, inspector #723).
+pub(super) fn resumes_without_cursor(
+    model: &Model,
+    exchanges: &[Exchange],
+    out: &mut Vec<Finding>,
+) {
+    for (sti, st) in model.streams.iter().enumerate() {
+        let s = &model.sessions[st.session];
+        if s.id.is_none() || !s.era.stateful() {
+            continue;
+        }
+        let Some(&last) = st.connections.last() else { continue };
+        let l = &exchanges[last];
+        if l.open_at_capture_end {
+            continue;
+        }
+        let Some(cursor) = st
+            .connections
+            .iter()
+            .rev()
+            .flat_map(|&x| exchanges[x].events.iter().rev())
+            .filter(|ev| !ev.sse.truncated && ev.sse.has_own_id)
+            .find_map(|ev| ev.sse.id.as_deref())
+        else {
+            continue;
+        };
+        if !pending_after(model, exchanges, sti, last) {
+            continue;
+        }
+        let end = l.ts_end.unwrap_or(l.ts());
+        let Some(&g) = s.exchanges.iter().find(|&&x| {
+            let e = &exchanges[x];
+            e.method() == "GET" && e.ts() >= end && x != last
+        }) else {
+            continue;
+        };
+        let ge = &exchanges[g];
+        if ge.req_header("last-event-id").is_some() {
+            continue;
+        }
+        // The client did present the stream's cursor later (even if refused).
+        if model
+            .resumptions
+            .iter()
+            .any(|r| r.stream == Some(sti) && exchanges[r.exchange].ts() > end)
+        {
+            continue;
+        }
+        // A session already declared dead, or ended by the client, owes nothing more.
+        let closed = s.exchanges.iter().any(|&x| {
+            let e = &exchanges[x];
+            e.ts() < ge.ts() && (e.status() == 404 || e.method() == "DELETE")
+        });
+        if closed {
+            continue;
+        }
+        let mut f = Finding::at_exchange(
+            s.label(),
+            "resume_without_cursor",
+            Severity::Warning,
+            ge,
+            format!(
+                "The {} on flow {} ended in frame {} with its last event id {cursor} and without what it still owed; the client's next GET (frame {}, flow {}) carried no Last-Event-ID, so the server could not replay what was sent in between.",
+                if st.kind == crate::mcp::StreamKind::Post {
+                    "POST response stream"
+                } else {
+                    "standalone GET stream"
+                },
+                flow_id(l),
+                l.frame_last.unwrap_or(0),
+                ge.frame(),
+                flow_id(ge)
+            ),
+        );
+        f.last_event_id = Some(cursor.to_string());
+        f.expected = Some(format!("GET with Last-Event-ID {cursor}"));
+        f.observed = Some("GET without Last-Event-ID".into());
+        out.push(f);
+    }
+}
+
+/// How many empty answers to one `Last-Event-ID` make a loop.
+const MIN_EMPTY_RESUMES: usize = 3;
+
+/// `empty_resume_loop` (warning): three or more resumption GETs of a session with the identical
+/// `Last-Event-ID`, each answered `200 text/event-stream` that ended with no event: the server
+/// neither replays nor refuses, and the client retries for ever (wire reference §7 #7,
+/// rust-sdk #958). Whatever the stream still owed never arrives.
+pub(super) fn empty_resume_loops(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
+    let empty = |x: usize| {
+        let e = &exchanges[x];
+        e.is_sse
+            && e.status() == 200
+            && !e.open_at_capture_end
+            && e.events.iter().all(|ev| ev.sse.truncated)
+    };
+    // Resumptions by (session, Last-Event-ID), in time order.
+    let mut by_cursor: Vec<((usize, &str), Vec<usize>)> = Vec::new();
+    let mut index: std::collections::HashMap<(usize, &str), usize> = Default::default();
+    for r in &model.resumptions {
+        let key = (r.session, r.last_event_id.as_str());
+        let i = *index.entry(key).or_insert_with(|| {
+            by_cursor.push((key, Vec::new()));
+            by_cursor.len() - 1
+        });
+        by_cursor[i].1.push(r.exchange);
+    }
+    for ((session, cursor), same) in &by_cursor {
+        // The longest run of consecutive empty answers.
+        let mut best: &[usize] = &[];
+        let mut start = 0;
+        for i in 0..=same.len() {
+            if i == same.len() || !empty(same[i]) {
+                if i - start > best.len() {
+                    best = &same[start..i];
+                }
+                start = i + 1;
+            }
+        }
+        if best.len() < MIN_EMPTY_RESUMES {
+            continue;
+        }
+        let (a, z) = (&exchanges[best[0]], &exchanges[best[best.len() - 1]]);
+        let every = (z.ts() - a.ts()) / (best.len() as i64 - 1) / 1000;
+        let mut f = Finding::at_exchange(
+            model.sessions[*session].label(),
+            "empty_resume_loop",
+            Severity::Warning,
+            a,
+            format!(
+                "{} resumption GETs with Last-Event-ID {} (frames {} to {}, about every {} ms) were each answered 200 with an empty event stream: the server neither replays nor refuses, and nothing the stream owed arrives.",
+                best.len(),
+                cursor,
+                a.frame(),
+                z.frame(),
+                every
+            ),
+        );
+        f.expected = Some("a replay, or an error status".into());
+        f.observed = Some(format!("{} empty 200 answers", best.len()));
+        out.push(f);
+    }
+}

@@ -1,0 +1,192 @@
+//! Where replayed events came from: `cross_stream_replay` and `cross_session_replay` (the
+//! project's wire reference §7 #5 and #6).
+//!
+//! MCP 2025-11-25 "Resumability and Redelivery": a server "MUST NOT replay messages that would
+//! have been delivered on a different stream". A resumed connection that carries an event first
+//! delivered on another stream of the session (same id and data), or the response to a request
+//! another POST stream owns, replays the wrong stream; one that carries another session's events
+//! leaks them across sessions.
+//!
+//! The index holds only what the resumed connections need: first the (session, id, data) keys
+//! and data hashes of every event on a resumed connection are collected, then one pass over all
+//! streams records where those were delivered — memory grows with the replays, not the capture.
+
+use std::collections::{HashMap, HashSet};
+
+use super::streams::mirrored;
+use crate::http::{EventRec, Exchange};
+use crate::jsonrpc::Kind;
+use crate::mcp::ids::{self, IdFormat};
+use crate::mcp::{Model, StreamKind};
+
+/// One delivery of an event's data.
+#[derive(Debug, Clone)]
+pub(super) struct Seen {
+    /// Session index.
+    pub session: usize,
+    /// Logical stream index.
+    pub stream: usize,
+    /// Time of the delivery, µs since the Unix epoch.
+    pub ts: i64,
+    /// First frame of the event.
+    pub frame: u64,
+    /// The event's own id.
+    pub id: Option<String>,
+}
+
+/// Deliveries of the events that resumed connections carry.
+#[derive(Debug, Default)]
+pub(super) struct ReplayIndex {
+    by_hash: HashMap<u64, Vec<Seen>>,
+    request_stream: HashMap<(usize, String), Vec<usize>>,
+}
+
+fn is_message(ev: &EventRec) -> bool {
+    !ev.sse.truncated && !ev.priming && ev.data_len > 0
+}
+
+/// Whether an id format carries a part unique to its stream or session (so an equal id in another
+/// session is the same event, not a coincidence of counters).
+fn unique_ids(id: &str) -> bool {
+    let p = ids::parse(id);
+    match p.format {
+        IdFormat::Integer | IdFormat::Rmcp | IdFormat::Opaque => false,
+        IdFormat::Go => !p.prefix.is_empty(),
+        _ => true,
+    }
+}
+
+impl ReplayIndex {
+    /// Index every delivery of the data carried by resumed connections.
+    pub(super) fn build(model: &Model, exchanges: &[Exchange]) -> ReplayIndex {
+        let mut wanted: HashSet<u64> = HashSet::new();
+        let mut sessions: HashSet<usize> = HashSet::new();
+        for r in &model.resumptions {
+            let e = &exchanges[r.exchange];
+            wanted.extend(e.events.iter().filter(|ev| is_message(ev)).map(|ev| ev.data_hash));
+            sessions.insert(r.session);
+        }
+        let mut idx = ReplayIndex::default();
+        if wanted.is_empty() {
+            return idx;
+        }
+        for (sti, st) in model.streams.iter().enumerate() {
+            for &xi in &st.connections {
+                for ev in exchanges[xi].events.iter().filter(|ev| is_message(ev)) {
+                    if wanted.contains(&ev.data_hash) {
+                        idx.by_hash.entry(ev.data_hash).or_default().push(Seen {
+                            session: st.session,
+                            stream: sti,
+                            ts: ev.sse.ts,
+                            frame: ev.sse.frame_first,
+                            id: ev.sse.id.clone().filter(|_| ev.sse.has_own_id),
+                        });
+                    }
+                }
+            }
+            if st.kind == StreamKind::Post && sessions.contains(&st.session) {
+                for m in exchanges[st.origin]
+                    .req_messages
+                    .iter()
+                    .filter(|m| m.kind == Kind::Request)
+                {
+                    if let Some(id) = &m.id {
+                        idx.request_stream
+                            .entry((st.session, id.clone()))
+                            .or_default()
+                            .push(sti);
+                    }
+                }
+            }
+        }
+        idx
+    }
+
+    /// Evidence that `ev`, on a resumed connection of stream `st` in `session`, belongs to another
+    /// stream of the session: an earlier delivery of the same id and data there, or (on a POST
+    /// stream) a response to a request another POST stream owns. Returns (other stream, frame of
+    /// the earlier delivery or of nothing).
+    pub(super) fn other_stream(
+        &self,
+        model: &Model,
+        exchanges: &[Exchange],
+        session: usize,
+        st: usize,
+        ev: &EventRec,
+    ) -> Option<(usize, Option<u64>)> {
+        if !is_message(ev) {
+            return None;
+        }
+        // The same stream seen at another vantage point (a proxy's other leg) is not another stream.
+        let other = |o: usize| {
+            o != st
+                && !mirrored(
+                    &exchanges[model.streams[o].origin],
+                    &exchanges[model.streams[st].origin],
+                )
+        };
+        let id = ev.sse.id.as_deref().filter(|_| ev.sse.has_own_id);
+        if let Some(seen) = self.by_hash.get(&ev.data_hash).and_then(|v| {
+            v.iter().find(|s| {
+                s.session == session
+                    && other(s.stream)
+                    && s.ts < ev.sse.ts
+                    && s.id.as_deref() == id
+                    && id.is_some()
+            })
+        }) {
+            return Some((seen.stream, Some(seen.frame)));
+        }
+        if model.streams[st].kind != StreamKind::Post {
+            return None;
+        }
+        ev.messages
+            .iter()
+            .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
+            .filter_map(|m| m.id.as_ref())
+            .find_map(|rid| {
+                // The request must belong to other streams only (a proxy's two legs both send it).
+                let owners = self.request_stream.get(&(session, rid.clone()))?;
+                if owners.iter().all(|&o| other(o)) {
+                    owners.first().map(|&o| (o, None))
+                } else {
+                    None
+                }
+            })
+    }
+
+    /// Evidence that `ev`, on a resumed connection of `session`, is another session's event: the
+    /// same data delivered earlier in another session, and either under the same id of a format
+    /// unique per stream or session, or with messages that do not belong to this session (a
+    /// response to a request it never sent, progress for a token it never issued).
+    pub(super) fn other_session(
+        &self,
+        session: usize,
+        ev: &EventRec,
+        session_requests: &HashMap<String, String>,
+    ) -> Option<&Seen> {
+        if !is_message(ev) {
+            return None;
+        }
+        let seen = self.by_hash.get(&ev.data_hash)?;
+        let id = ev.sse.id.as_deref().filter(|_| ev.sse.has_own_id);
+        let tokens: HashSet<&str> = session_requests.values().map(String::as_str).collect();
+        let foreign_message = !ev.messages.is_empty()
+            && ev.messages.iter().all(|m| match m.kind {
+                Kind::Response | Kind::Error => m
+                    .id
+                    .as_deref()
+                    .is_some_and(|i| !session_requests.contains_key(i)),
+                _ => m
+                    .progress_token
+                    .as_deref()
+                    .is_some_and(|t| !tokens.contains(t)),
+            });
+        seen.iter().find(|s| {
+            s.session != session
+                && s.ts < ev.sse.ts
+                && (foreign_message
+                    || (id.is_some() && s.id.as_deref() == id && id.is_some_and(unique_ids)))
+        })
+    }
+}

@@ -1,0 +1,377 @@
+//! Checks over the physical connections of each logical stream:
+//! `duplicate_event_id`, `concurrent_stream_connections`, `planned_poll` and `idle_cut`
+//! (the project's wire reference §7, failures #4, #17–#19, #22, and §1.7 on polling).
+
+use std::collections::{HashMap, HashSet};
+
+use super::{flow_id, Finding, Severity};
+use crate::http::{EventRec, Exchange};
+use crate::jsonrpc::Kind;
+use crate::mcp::{Model, StreamKind};
+
+/// JSON-RPC request ids a POST sent (the requests its response stream must answer).
+pub(super) fn request_ids(e: &Exchange) -> HashSet<&str> {
+    e.req_messages
+        .iter()
+        .filter(|m| m.kind == Kind::Request)
+        .filter_map(|m| m.id.as_deref())
+        .collect()
+}
+
+/// JSON-RPC response and error ids an exchange delivered (JSON body or SSE events).
+pub(super) fn answer_ids(e: &Exchange) -> impl Iterator<Item = &str> {
+    e.resp_messages
+        .iter()
+        .chain(
+            e.events
+                .iter()
+                .filter(|ev| !ev.sse.truncated)
+                .flat_map(|ev| ev.messages.iter()),
+        )
+        .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
+        .filter_map(|m| m.id.as_deref())
+}
+
+/// Whether a stream still owed something when connection `upto` (one of its connections) ended:
+/// a standalone GET stream always does; a POST stream while its requests are unanswered.
+pub(super) fn pending_after(model: &Model, exchanges: &[Exchange], st: usize, upto: usize) -> bool {
+    let stream = &model.streams[st];
+    if stream.kind != StreamKind::Post {
+        return true;
+    }
+    let reqs = request_ids(&exchanges[stream.origin]);
+    if reqs.is_empty() {
+        return false;
+    }
+    let mut answered: HashSet<&str> = HashSet::new();
+    for &xi in &stream.connections {
+        answered.extend(answer_ids(&exchanges[xi]));
+        if xi == upto {
+            break;
+        }
+    }
+    !reqs.iter().all(|r| answered.contains(r))
+}
+
+fn is_message(ev: &EventRec) -> bool {
+    !ev.sse.truncated && !ev.priming && ev.data_len > 0
+}
+
+/// `duplicate_event_id` (error): one connection delivered two events with the same `id` and the
+/// same data — one message handed to the client twice under one cursor (wire reference §7 #4:
+/// an event store written twice by a race between `storeEvent` and a concurrent resume).
+/// Duplicates across connections of a stream are judged by the resumption checks.
+pub(super) fn duplicate_event_ids(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
+    for st in &model.streams {
+        for &xi in &st.connections {
+            let e = &exchanges[xi];
+            let mut seen: HashMap<(&str, u64), &EventRec> = HashMap::new();
+            let mut dups: Vec<(&EventRec, &EventRec)> = Vec::new();
+            for ev in e.events.iter().filter(|ev| is_message(ev) && ev.sse.has_own_id) {
+                let Some(id) = ev.sse.id.as_deref() else { continue };
+                match seen.get(&(id, ev.data_hash)) {
+                    Some(first) => dups.push((first, ev)),
+                    None => {
+                        seen.insert((id, ev.data_hash), ev);
+                    }
+                }
+            }
+            let Some(&(first, again)) = dups.first() else { continue };
+            let id = again.sse.id.as_deref().unwrap_or("");
+            let mut f = Finding::at_exchange(
+                model.sessions[st.session].label(),
+                "duplicate_event_id",
+                Severity::Error,
+                e,
+                format!(
+                    "The connection (flow {}, response in frame {}) delivered event id {id} twice with the same data, in frames {} and {}{}: the client handled one message twice under one cursor.",
+                    flow_id(e),
+                    e.frame_response.unwrap_or(0),
+                    first.sse.frame_first,
+                    again.sse.frame_first,
+                    if dups.len() > 1 { format!(", and {} more event(s) likewise", dups.len() - 1) } else { String::new() }
+                ),
+            )
+            .at_event(again);
+            f.expected = Some("each event id once per stream".into());
+            f.observed = Some(format!("{} repeated event(s)", dups.len()));
+            out.push(f);
+        }
+    }
+}
+
+/// End of a connection for overlap tests: its last byte or close, or never when the capture
+/// ended with it open.
+fn conn_end(e: &Exchange) -> i64 {
+    if e.open_at_capture_end {
+        i64::MAX
+    } else {
+        e.ts_end.unwrap_or(e.ts())
+    }
+}
+
+/// The same response seen at two vantage points (a proxy's client and backend legs): same request
+/// line and `Last-Event-ID`, requests within 50 ms, and the same first events.
+pub(super) fn mirrored(a: &Exchange, b: &Exchange) -> bool {
+    let head = |e: &Exchange| {
+        e.request
+            .as_ref()
+            .map(|h| (h.method.clone(), h.target.clone()))
+    };
+    let first: fn(&Exchange) -> Vec<(Option<&str>, u64)> = |e| {
+        e.events
+            .iter()
+            .filter(|ev| !ev.sse.truncated)
+            .take(4)
+            .map(|ev| (ev.sse.id.as_deref(), ev.data_hash))
+            .collect()
+    };
+    let (fa, fb) = (first(a), first(b));
+    let n = fa.len().min(fb.len());
+    a.flow_index != b.flow_index
+        && head(a) == head(b)
+        && a.req_header("last-event-id") == b.req_header("last-event-id")
+        && (a.ts() - b.ts()).abs() < 50_000
+        && fa[..n] == fb[..n]
+}
+
+/// `concurrent_stream_connections` (warning): two connections of one logical stream — or two
+/// standalone GET streams of one session, which the SDKs keep to one (409) — both answered `200`
+/// and live at the same time (wire reference §7 #22: a replayed stream silently replaces a live
+/// one; summary item 8: rmcp's silent "shadow" GET). Messages go to one of them; the other
+/// starves without being closed.
+pub(super) fn concurrent_connections(
+    model: &Model,
+    exchanges: &[Exchange],
+    out: &mut Vec<Finding>,
+) {
+    // Groups of connections that must not overlap: each logical stream, and per session all
+    // standalone GET streams together.
+    let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+    let mut standalone: HashMap<usize, Vec<usize>> = HashMap::new();
+    for st in &model.streams {
+        if !model.sessions[st.session].id.is_some() {
+            continue;
+        }
+        if st.kind == StreamKind::Get {
+            standalone
+                .entry(st.session)
+                .or_default()
+                .extend(st.connections.iter().copied());
+        } else {
+            groups.push((st.session, st.connections.clone()));
+        }
+    }
+    let mut sessions: Vec<_> = standalone.into_iter().collect();
+    sessions.sort_unstable();
+    groups.extend(sessions);
+    let mut reported: HashSet<(usize, usize)> = HashSet::new();
+    for (session, mut conns) in groups {
+        conns.sort_by_key(|&x| (exchanges[x].ts_response.unwrap_or(i64::MAX), x));
+        for j in 1..conns.len() {
+            let b = &exchanges[conns[j]];
+            let start = b.ts_response.unwrap_or(i64::MAX);
+            let Some(&ai) = conns[..j]
+                .iter()
+                .find(|&&i| conn_end(&exchanges[i]) > start && !mirrored(&exchanges[i], b))
+            else {
+                continue;
+            };
+            if !reported.insert((session, ai)) {
+                continue;
+            }
+            let a = &exchanges[ai];
+            let ended = if a.open_at_capture_end {
+                "was still open when the capture ended".to_string()
+            } else {
+                format!(
+                    "ended only at frame {}",
+                    a.frame_last.unwrap_or(0)
+                )
+            };
+            let mut f = Finding::at_exchange(
+                model.sessions[session].label(),
+                "concurrent_stream_connections",
+                Severity::Warning,
+                b,
+                format!(
+                    "Two connections served one logical stream at once: the {} on flow {} (answered in frame {}) {}, while the {} on flow {} was answered 200 in frame {}; messages go to one of them and the other starves.",
+                    describe(a),
+                    flow_id(a),
+                    a.frame_response.unwrap_or(0),
+                    ended,
+                    describe(b),
+                    flow_id(b),
+                    b.frame_response.unwrap_or(0)
+                ),
+            );
+            f.ts = b.ts_response.unwrap_or(f.ts);
+            f.frame = b.frame_response.unwrap_or(f.frame);
+            f.expected = Some("one live connection per stream".into());
+            f.observed = Some(format!("{} and {} live together", flow_id(a), flow_id(b)));
+            out.push(f);
+        }
+    }
+}
+
+fn describe(e: &Exchange) -> String {
+    match (e.method(), e.req_header("last-event-id")) {
+        ("GET", Some(l)) => format!("resumption GET (Last-Event-ID {l})"),
+        ("GET", None) => "standalone GET".into(),
+        (m, _) => format!("{m} response stream"),
+    }
+}
+
+/// Whether a connection announced a planned close: a `retry` field, or Go's `event: close`.
+fn retry_of(e: &Exchange) -> Option<u64> {
+    let mut announced = None;
+    for ev in &e.events {
+        if let Some(r) = ev.sse.retry {
+            announced = Some(r);
+        } else if ev.sse.event_type.as_deref() == Some("close") && announced.is_none() {
+            announced = Some(0);
+        }
+    }
+    announced
+}
+
+/// The last event id a connection delivered (its own `id` lines only).
+fn last_id(e: &Exchange) -> Option<&str> {
+    e.events
+        .iter()
+        .rev()
+        .filter(|ev| !ev.sse.truncated && ev.sse.has_own_id)
+        .find_map(|ev| ev.sse.id.as_deref())
+}
+
+/// `planned_poll` (info): the server ended a connection cleanly (the body closed as framed, not
+/// cut) after announcing `retry:` and before the stream's response, and the client came back
+/// about `retry` ms later with a GET whose `Last-Event-ID` is the connection's last id — MCP
+/// 2025-11-25 "Resumability and Redelivery" polling (SEP-1699), not a failure.
+pub(super) fn planned_polls(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
+    for (si, st) in model.streams.iter().enumerate() {
+        for w in st.connections.windows(2) {
+            let (a, b) = (&exchanges[w[0]], &exchanges[w[1]]);
+            let Some(retry) = retry_of(a) else { continue };
+            if !a.resp_complete || a.open_at_capture_end || !pending_after(model, exchanges, si, w[0]) {
+                continue;
+            }
+            let (Some(l), Some(cursor)) = (b.req_header("last-event-id"), last_id(a)) else {
+                continue;
+            };
+            let end = a.ts_end.unwrap_or(a.ts());
+            let delay = b.ts() - end;
+            let budget = 3 * retry as i64 * 1000 + 1_000_000;
+            if l != cursor || delay < 0 || delay > budget {
+                continue;
+            }
+            let mut f = Finding::at_exchange(
+                model.sessions[st.session].label(),
+                "planned_poll",
+                Severity::Info,
+                a,
+                format!(
+                    "The server closed the {} on flow {} cleanly in frame {} after announcing retry {} ms, before the stream's response; the client polled back {} ms later with Last-Event-ID {} (frame {}, flow {}): planned polling, not a failure.",
+                    describe(a),
+                    flow_id(a),
+                    a.frame_last.unwrap_or(0),
+                    retry,
+                    delay / 1000,
+                    l,
+                    b.frame(),
+                    flow_id(b)
+                ),
+            );
+            f.ts = end;
+            f.frame = a.frame_last.unwrap_or(f.frame);
+            f.last_event_id = Some(l.to_string());
+            f.expected = Some(format!("a GET with Last-Event-ID {l} about {retry} ms later"));
+            f.observed = Some(format!("GET after {} ms", delay / 1000));
+            out.push(f);
+        }
+    }
+}
+
+/// Smallest idle time, in µs, that `idle_cut` treats as a timeout.
+const MIN_IDLE_US: i64 = 1_000_000;
+/// How many cuts at one idle age make a pattern.
+const MIN_CUTS: usize = 3;
+
+/// `idle_cut` (warning): three or more SSE connections of a session ended — not by their framing
+/// after a response, nor by a planned poll or the session's DELETE — each after the same idle time
+/// (within 10 % or 0.3 s, at least 1 s): an idle timeout of a proxy, CDN or client cutting quiet
+/// streams (wire reference §7 #17–#19). Messages produced while the client reconnects may be lost.
+pub(super) fn idle_cuts(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
+    for (si, s) in model.sessions.iter().enumerate() {
+        if s.id.is_none() {
+            continue;
+        }
+        let deleted_at = s
+            .exchanges
+            .iter()
+            .map(|&x| &exchanges[x])
+            .filter(|e| e.method() == "DELETE")
+            .map(|e| e.ts())
+            .min()
+            .unwrap_or(i64::MAX);
+        // (idle µs, age µs, exchange)
+        let mut cuts: Vec<(i64, i64, usize)> = Vec::new();
+        for (sti, st) in model.streams.iter().enumerate().filter(|(_, st)| st.session == si) {
+            for &xi in &st.connections {
+                let e = &exchanges[xi];
+                let (Some(end), Some(last), Some(start)) = (e.ts_end, e.ts_last_byte, e.ts_response) else {
+                    continue;
+                };
+                if e.open_at_capture_end
+                    || end >= deleted_at
+                    || (e.resp_complete && retry_of(e).is_some())
+                    || !pending_after(model, exchanges, sti, xi)
+                {
+                    continue;
+                }
+                cuts.push((end - last, end - start, xi));
+            }
+        }
+        if cuts.len() < MIN_CUTS {
+            continue;
+        }
+        let mut idles: Vec<i64> = cuts.iter().map(|c| c.0).collect();
+        idles.sort_unstable();
+        let median = idles[idles.len() / 2];
+        let tol = (median / 10).max(300_000);
+        let mut same: Vec<&(i64, i64, usize)> =
+            cuts.iter().filter(|c| (c.0 - median).abs() <= tol).collect();
+        if median < MIN_IDLE_US || same.len() < MIN_CUTS {
+            continue;
+        }
+        same.sort_by_key(|c| (exchanges[c.2].ts(), c.2));
+        let first = &exchanges[same[0].2];
+        let frames: Vec<String> = same
+            .iter()
+            .take(6)
+            .map(|c| exchanges[c.2].frame_last.unwrap_or(0).to_string())
+            .collect();
+        let ages: Vec<i64> = same.iter().map(|c| c.1).collect();
+        let secs = |us: i64| format!("{:.1}", us as f64 / 1e6);
+        let mut f = Finding::at_exchange(
+            s.label(),
+            "idle_cut",
+            Severity::Warning,
+            first,
+            format!(
+                "{} SSE connections of the session were cut after the same {} s without a byte (ages {}–{} s; cuts in frames {}{}), with no retry announced: an idle timeout between client and server ends quiet streams, and what the server sends while the client reconnects can be lost.",
+                same.len(),
+                secs(median),
+                secs(*ages.iter().min().unwrap_or(&0)),
+                secs(*ages.iter().max().unwrap_or(&0)),
+                frames.join(", "),
+                if same.len() > frames.len() { ", …" } else { "" }
+            ),
+        );
+        f.ts = first.ts_end.unwrap_or(f.ts);
+        f.frame = first.frame_last.unwrap_or(f.frame);
+        f.expected = Some("streams kept open (keep-alive comments) or closed with retry".into());
+        f.observed = Some(format!("{} cuts after {} s idle", same.len(), secs(median)));
+        out.push(f);
+    }
+}
