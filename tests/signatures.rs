@@ -1,0 +1,587 @@
+//! The failure signatures of real MCP deployments (the wire reference's §7), each proven by a
+//! pair of packet-built captures: one that triggers the detector and one, as close as possible,
+//! that must not. Real-SDK captures of the same behaviours are in `fixtures/mcp-sdk/`,
+//! `fixtures/mcp-faults/` and `fixtures/mcp-rmcp/` (see `tests/manifest.rs`).
+//!
+//! Findings are compared as the sorted multiset of (kind, severity), so a pair shows exactly what
+//! one difference on the wire changes.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+
+const SID: &str = "s1";
+
+fn kinds(fs: &[Value]) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = fs
+        .iter()
+        .map(|f| {
+            (
+                f["kind"].as_str().unwrap().to_string(),
+                f["severity"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[track_caller]
+fn assert_kinds(fs: &[Value], expected: &[(&str, &str)]) {
+    let mut want: Vec<(String, String)> = expected
+        .iter()
+        .map(|(k, s)| (k.to_string(), s.to_string()))
+        .collect();
+    want.sort();
+    let got = kinds(fs);
+    assert_eq!(
+        got,
+        want,
+        "findings:\n{}",
+        fs.iter()
+            .map(|f| format!("  {} {}: {}", f["kind"], f["severity"], f["detail"]))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+#[track_caller]
+fn one<'a>(fs: &'a [Value], kind: &str) -> &'a Value {
+    let v: Vec<&Value> = fs.iter().filter(|f| f["kind"] == kind).collect();
+    assert_eq!(v.len(), 1, "one {kind} expected: {fs:#?}");
+    v[0]
+}
+
+/// `initialize` → `Mcp-Session-Id: sid`, then `notifications/initialized`, on one connection.
+fn handshake_as(cap: &mut Capture, sid: &str) {
+    let mut c = cap.connect();
+    c.client(cap, &post(None, &initialize(1)));
+    c.server(cap, &json_response(Some(sid), &initialize_result(1)));
+    c.client(cap, &post(Some(sid), &initialized()));
+    c.server(cap, &accepted());
+    c.close(cap);
+}
+
+fn token(id: i64) -> Value {
+    json!(format!("t{id}"))
+}
+
+/// Progress events of request `req` under the given ids, progress 1, 2, … from `from`.
+fn progs(req: i64, ids: &[&str], from: u64, total: u64) -> Vec<Ev> {
+    ids.iter()
+        .enumerate()
+        .map(|(i, id)| Ev::id(id, progress(&token(req), from + i as u64, total)))
+        .collect()
+}
+
+/// A `200 text/event-stream` head plus raw event-stream text in one chunk (no last chunk).
+fn raw_sse(text: &str) -> Vec<u8> {
+    let mut out = sse_head(None);
+    out.extend(chunk(text.as_bytes()));
+    out
+}
+
+/// A status-only answer with a small text body.
+fn status(code: u16, reason: &str) -> Vec<u8> {
+    format!("HTTP/1.1 {code} {reason}\r\nContent-Type: text/plain\r\nContent-Length: 9\r\n\r\nnot found").into_bytes()
+}
+
+// ---------------------------------------------------------------------------
+// duplicate_event_id (§7 #4)
+
+fn stream_with_ids(ids: &[&str]) -> Vec<Value> {
+    let mut cap = Capture::new();
+    handshake_as(&mut cap, SID);
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
+    let mut evs: Vec<Ev> = ids
+        .iter()
+        .map(|id| Ev::id(id, progress(&token(2), id.parse::<u64>().unwrap(), 9)))
+        .collect();
+    evs.push(Ev::id("9", result(2)));
+    c.server(&mut cap, &sse_response(None, &evs, true));
+    c.close(&mut cap);
+    analyze(&cap, &[])
+}
+
+#[test]
+fn duplicate_event_id_on_one_connection() {
+    let fs = stream_with_ids(&["1", "2", "2", "3"]);
+    assert_kinds(&fs, &[("duplicate_event_id", "error")]);
+    let f = one(&fs, "duplicate_event_id");
+    assert_eq!(f["event_id"], "2");
+    assert_eq!(f["session_id"], SID);
+}
+
+#[test]
+fn distinct_event_ids_are_not_duplicates() {
+    assert_kinds(&stream_with_ids(&["1", "2", "3"]), &[]);
+}
+
+// ---------------------------------------------------------------------------
+// cross_stream_replay (§7 #6)
+
+/// Two tool calls on two POST streams: call 2 (ids 1..3, cut), call 3 (ids 10..12, answered on
+/// 13). The resumption of call 2's stream from 3 gets `foreign` first, then 4, 5 and call 2's result.
+fn two_streams_resumed(foreign: Option<Ev>) -> Vec<Value> {
+    let mut cap = Capture::new();
+    handshake_as(&mut cap, SID);
+    let mut a = cap.connect();
+    a.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
+    let mut b = cap.connect();
+    b.client(&mut cap, &post(Some(SID), &tools_call(3, &token(3))));
+    a.server(&mut cap, &sse_response(None, &progs(2, &["1", "2", "3"], 1, 5), false));
+    let mut bevs = progs(3, &["10", "11", "12"], 1, 3);
+    bevs.push(Ev::id("13", result(3)));
+    b.server(&mut cap, &sse_response(None, &bevs, true));
+    b.close(&mut cap);
+    a.server_close(&mut cap);
+    let mut r = cap.connect();
+    r.client(&mut cap, &get(Some(SID), Some("3")));
+    let mut evs: Vec<Ev> = foreign.into_iter().collect();
+    evs.extend(progs(2, &["4", "5"], 4, 5));
+    evs.push(Ev::id("6", result(2)));
+    r.server(&mut cap, &sse_response(None, &evs, true));
+    r.close(&mut cap);
+    analyze(&cap, &[])
+}
+
+#[test]
+fn cross_stream_replay_of_another_posts_event() {
+    let fs = two_streams_resumed(Some(Ev::id("11", progress(&token(3), 2, 3))));
+    assert_kinds(&fs, &[("cross_stream_replay", "error")]);
+    let f = one(&fs, "cross_stream_replay");
+    assert_eq!(f["last_event_id"], "3");
+    assert_eq!(f["event_id"], "11");
+}
+
+#[test]
+fn cross_stream_replay_of_another_posts_response() {
+    // The replay carries call 3's result, which belongs to the other POST stream (and which
+    // the client then has twice).
+    let fs = two_streams_resumed(Some(Ev::id("13", result(3))));
+    assert_kinds(
+        &fs,
+        &[("cross_stream_replay", "error"), ("duplicate_delivery", "error")],
+    );
+}
+
+#[test]
+fn replay_of_its_own_stream_only() {
+    assert_kinds(&two_streams_resumed(None), &[("resume_ok", "info")]);
+}
+
+// ---------------------------------------------------------------------------
+// cross_session_replay (§7 #5)
+
+/// Sessions s1 and s2 each have a standalone GET stream with TS-store ids. s2's stream delivers
+/// two notifications; s1's stream one, then it is cut and resumed; the resumption delivers `replayed`.
+fn two_sessions(replayed: &[Ev]) -> Vec<Value> {
+    let note = |text: &str| {
+        json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": text}})
+    };
+    let mut cap = Capture::new();
+    handshake_as(&mut cap, "s1");
+    handshake_as(&mut cap, "s2");
+    let mut g1 = cap.connect();
+    g1.client(&mut cap, &get(Some("s1"), None));
+    let mut g2 = cap.connect();
+    g2.client(&mut cap, &get(Some("s2"), None));
+    g2.server(
+        &mut cap,
+        &sse_response(
+            None,
+            &[
+                Ev::id("_GET_stream_1795991032169_k2j9x0ab", note("tick 1")),
+                Ev::id("_GET_stream_1795991032300_p0q1r2s3", note("tick 2")),
+            ],
+            false,
+        ),
+    );
+    g1.server(
+        &mut cap,
+        &sse_response(None, &[Ev::id("_GET_stream_1795991032200_aaaa1111", note("hello s1"))], false),
+    );
+    g1.server_close(&mut cap);
+    let mut r = cap.connect();
+    r.client(&mut cap, &get(Some("s1"), Some("_GET_stream_1795991032200_aaaa1111")));
+    r.server(&mut cap, &sse_response(None, replayed, true));
+    r.close(&mut cap);
+    g2.close(&mut cap);
+    analyze(&cap, &[])
+}
+
+#[test]
+fn cross_session_replay_of_another_sessions_event() {
+    let fs = two_sessions(&[Ev::id(
+        "_GET_stream_1795991032300_p0q1r2s3",
+        json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "tick 2"}}),
+    )]);
+    assert_kinds(&fs, &[("cross_session_replay", "error")]);
+    let f = one(&fs, "cross_session_replay");
+    assert_eq!(f["session_id"], "s1");
+    assert_eq!(f["event_id"], "_GET_stream_1795991032300_p0q1r2s3");
+}
+
+#[test]
+fn same_message_under_its_own_id_is_not_cross_session() {
+    // s1's own stream sends a notification whose body equals one s2 received: bodies alone do
+    // not prove a leak when the id is s1's own.
+    let fs = two_sessions(&[Ev::id(
+        "_GET_stream_1795991032400_bbbb2222",
+        json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "tick 2"}}),
+    )]);
+    assert_kinds(&fs, &[("resume_ok", "info")]);
+}
+
+// ---------------------------------------------------------------------------
+// resume_without_cursor (§7 #3, #14)
+
+/// The tools/call stream (ids 1..3) is cut; the client's next GET carries `last_event_id`.
+fn cut_then_get(last_event_id: Option<&str>, complete_first: bool) -> Vec<Value> {
+    let mut cap = Capture::new();
+    handshake_as(&mut cap, SID);
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
+    let mut evs = progs(2, &["1", "2", "3"], 1, 5);
+    if complete_first {
+        evs.push(Ev::id("4", result(2)));
+    }
+    c.server(&mut cap, &sse_response(None, &evs, complete_first));
+    if complete_first {
+        c.close(&mut cap);
+    } else {
+        c.server_close(&mut cap);
+    }
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some(SID), last_event_id));
+    let rest = if last_event_id.is_some() {
+        let mut v = progs(2, &["4", "5"], 4, 5);
+        v.push(Ev::id("6", result(2)));
+        v
+    } else {
+        Vec::new()
+    };
+    g.server(&mut cap, &sse_response(None, &rest, last_event_id.is_some()));
+    g.close(&mut cap);
+    analyze(&cap, &[])
+}
+
+#[test]
+fn resume_without_cursor_after_a_cut_stream() {
+    let fs = cut_then_get(None, false);
+    assert_kinds(
+        &fs,
+        &[("resume_without_cursor", "warning"), ("lost_response", "error")],
+    );
+    assert_eq!(one(&fs, "resume_without_cursor")["last_event_id"], "3");
+}
+
+#[test]
+fn resume_with_cursor_or_after_a_complete_stream() {
+    assert_kinds(&cut_then_get(Some("3"), false), &[("resume_ok", "info")]);
+    assert_kinds(&cut_then_get(None, true), &[]);
+}
+
+// ---------------------------------------------------------------------------
+// empty_resume_loop (§7 #7)
+
+fn empty_resumes(n: usize) -> Vec<Value> {
+    let mut cap = Capture::new();
+    handshake_as(&mut cap, SID);
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
+    c.server(&mut cap, &sse_response(None, &progs(2, &["1", "2", "3"], 1, 5), false));
+    c.server_close(&mut cap);
+    for _ in 0..n {
+        cap.wait(1_000_000);
+        let mut g = cap.connect();
+        g.client(&mut cap, &get(Some(SID), Some("3")));
+        g.server(&mut cap, &sse_response(None, &[], true));
+        g.close(&mut cap);
+    }
+    analyze(&cap, &[])
+}
+
+#[test]
+fn empty_resume_loop_of_three() {
+    let fs = empty_resumes(3);
+    assert_kinds(
+        &fs,
+        &[("empty_resume_loop", "warning"), ("lost_response", "error")],
+    );
+    let f = one(&fs, "empty_resume_loop");
+    assert_eq!(f["last_event_id"], "3");
+    assert!(f["detail"].as_str().unwrap().contains("about every 100"), "{f}");
+}
+
+#[test]
+fn two_empty_resumes_are_not_a_loop() {
+    assert_kinds(&empty_resumes(2), &[("lost_response", "error")]);
+}
+
+// ---------------------------------------------------------------------------
+// concurrent_stream_connections (§7 #22)
+
+fn two_standalone_gets(overlap: bool) -> Vec<Value> {
+    let mut cap = Capture::new();
+    handshake_as(&mut cap, SID);
+    let mut a = cap.connect();
+    a.client(&mut cap, &get(Some(SID), None));
+    a.server(&mut cap, &raw_sse(": ok\n\n"));
+    let a = if overlap {
+        Some(a)
+    } else {
+        a.close(&mut cap);
+        None
+    };
+    cap.wait(2_000_000);
+    let mut b = cap.connect();
+    b.client(&mut cap, &get(Some(SID), None));
+    b.server(&mut cap, &raw_sse(": ok\n\n"));
+    cap.wait(2_000_000);
+    b.close(&mut cap);
+    if let Some(a) = a {
+        a.close(&mut cap);
+    }
+    analyze(&cap, &[])
+}
+
+#[test]
+fn concurrent_standalone_streams() {
+    let fs = two_standalone_gets(true);
+    assert_kinds(&fs, &[("concurrent_stream_connections", "warning")]);
+}
+
+#[test]
+fn consecutive_standalone_streams() {
+    assert_kinds(&two_standalone_gets(false), &[]);
+}
+
+// ---------------------------------------------------------------------------
+// stale_session_reuse and session_reinitialized (§7 #9–#11)
+
+fn dead_session(reinitialize: bool) -> Vec<Value> {
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let mut cap = Capture::new();
+    handshake_as(&mut cap, SID);
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &list));
+    c.server(&mut cap, &status(404, "Not Found"));
+    if reinitialize {
+        c.client(&mut cap, &post(None, &initialize(1)));
+        c.server(&mut cap, &json_response(Some("s2"), &initialize_result(1)));
+        c.client(&mut cap, &post(Some("s2"), &list));
+        c.server(&mut cap, &json_response(None, &json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": []}})));
+    } else {
+        for _ in 0..2 {
+            cap.wait(1_000_000);
+            c.client(&mut cap, &post(Some(SID), &list));
+            c.server(&mut cap, &status(404, "Not Found"));
+        }
+    }
+    c.close(&mut cap);
+    analyze(&cap, &[])
+}
+
+#[test]
+fn stale_session_reuse_without_reinitialize() {
+    let fs = dead_session(false);
+    assert_kinds(&fs, &[("stale_session_reuse", "warning")]);
+    assert_eq!(one(&fs, "stale_session_reuse")["session_id"], SID);
+}
+
+#[test]
+fn session_reinitialized_after_404() {
+    let fs = dead_session(true);
+    assert_kinds(&fs, &[("session_reinitialized", "info")]);
+    let f = one(&fs, "session_reinitialized");
+    assert_eq!(f["session_id"], "s2");
+    assert_eq!(f["request_id"], "1");
+}
+
+// ---------------------------------------------------------------------------
+// idle_cut (§7 #17–#19)
+
+/// Standalone GET streams, each cut by the server side after `idle` µs of silence, then reopened.
+fn cut_gets(idles: &[i64]) -> Vec<Value> {
+    let mut cap = Capture::new();
+    handshake_as(&mut cap, SID);
+    for &idle in idles {
+        let mut g = cap.connect();
+        g.client(&mut cap, &get(Some(SID), None));
+        g.server(&mut cap, &raw_sse(": ok\n\n"));
+        cap.wait(idle);
+        g.server_close(&mut cap);
+    }
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some(SID), None));
+    g.server(&mut cap, &raw_sse(": ok\n\n"));
+    analyze(&cap, &[])
+}
+
+#[test]
+fn idle_cut_at_a_fixed_age() {
+    let fs = cut_gets(&[5_000_000, 5_000_000, 5_000_000]);
+    assert_kinds(&fs, &[("idle_cut", "warning")]);
+    let f = one(&fs, "idle_cut");
+    assert!(f["observed"].as_str().unwrap().contains("3 cuts after 5.0 s idle"), "{f}");
+}
+
+#[test]
+fn cuts_at_different_ages_are_not_idle_cuts() {
+    assert_kinds(&cut_gets(&[1_500_000, 4_000_000, 9_000_000]), &[]);
+}
+
+// ---------------------------------------------------------------------------
+// buffered_delivery (§7 #16)
+
+/// A proxy's two legs of one tools/call: upstream the server sends six progress events 100 ms
+/// apart; downstream they arrive one by one (`buffered` false) or all in one write 1 s later.
+fn proxied(buffered: bool, accel_no: bool) -> Vec<Value> {
+    let mut cap = Capture::new();
+    handshake_as(&mut cap, SID);
+    let evs = progs(2, &["1", "2", "3", "4", "5", "6"], 1, 6);
+    let head = if accel_no {
+        let mut h = sse_head(None);
+        let at = h.len() - 2;
+        h.splice(at..at, b"X-Accel-Buffering: no\r\n".iter().copied());
+        h
+    } else {
+        sse_head(None)
+    };
+    let mut down = cap.connect();
+    down.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
+    let mut up = cap.connect();
+    up.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
+    up.server(&mut cap, &sse_head(None));
+    down.server(&mut cap, &head);
+    for ev in &evs {
+        cap.wait(100_000);
+        up.server(&mut cap, &chunk(ev.text().as_bytes()));
+        if !buffered {
+            down.server(&mut cap, &chunk(ev.text().as_bytes()));
+        }
+    }
+    let fin = Ev::id("7", result(2));
+    up.server(&mut cap, &chunk(fin.text().as_bytes()));
+    up.server(&mut cap, LAST_CHUNK);
+    up.close(&mut cap);
+    cap.wait(1_000_000);
+    let mut rest = Vec::new();
+    if buffered {
+        for ev in &evs {
+            rest.extend(ev.text().into_bytes());
+        }
+    }
+    rest.extend(fin.text().into_bytes());
+    down.server(&mut cap, &chunk(&rest));
+    down.server(&mut cap, LAST_CHUNK);
+    down.close(&mut cap);
+    analyze(&cap, &[])
+}
+
+#[test]
+fn buffered_delivery_behind_a_proxy() {
+    let fs = proxied(true, false);
+    assert_kinds(&fs, &[("buffered_delivery", "warning")]);
+    let f = one(&fs, "buffered_delivery");
+    assert_eq!(f["event_id"], "1");
+}
+
+#[test]
+fn prompt_delivery_or_accel_buffering_no() {
+    assert_kinds(&proxied(false, false), &[]);
+    assert_kinds(&proxied(true, true), &[]);
+}
+
+// ---------------------------------------------------------------------------
+// planned_poll (MCP 2025-11-25, SEP-1699)
+
+fn poll(clean_close: bool) -> Vec<Value> {
+    let mut cap = Capture::new();
+    handshake_as(&mut cap, SID);
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
+    let mut body = sse_head(None);
+    body.extend(chunk(b"id: 0\nretry: 500\ndata: \n\n"));
+    for ev in progs(2, &["1", "2", "3"], 1, 5) {
+        body.extend(chunk(ev.text().as_bytes()));
+    }
+    if clean_close {
+        body.extend_from_slice(LAST_CHUNK);
+    }
+    c.server(&mut cap, &body);
+    c.server_close(&mut cap);
+    cap.wait(500_000);
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some(SID), Some("3")));
+    let mut rest = progs(2, &["4", "5"], 4, 5);
+    rest.push(Ev::id("6", result(2)));
+    g.server(&mut cap, &sse_response(None, &rest, true));
+    g.close(&mut cap);
+    analyze(&cap, &[])
+}
+
+#[test]
+fn planned_poll_after_retry_and_clean_close() {
+    let fs = poll(true);
+    assert_kinds(&fs, &[("planned_poll", "info"), ("resume_ok", "info")]);
+    assert_eq!(one(&fs, "planned_poll")["last_event_id"], "3");
+}
+
+#[test]
+fn a_cut_is_not_a_planned_poll() {
+    assert_kinds(&poll(false), &[("resume_ok", "info")]);
+}
+
+// ---------------------------------------------------------------------------
+// MCP 2026-07-28: no sessions; a broken stream means the request must be re-sent
+
+fn post_2026(id: i64) -> Vec<u8> {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "count", "arguments": {"n": 5},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "progressToken": id}}})
+    .to_string();
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:3000\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+fn modern(resend: bool) -> Vec<Value> {
+    let mut cap = Capture::new();
+    let mut c = cap.connect();
+    c.client(&mut cap, &post_2026(4));
+    let evs: Vec<Ev> = (1..=2).map(|p| Ev::no_id(progress(&json!(4), p, 5))).collect();
+    c.server(&mut cap, &sse_response(None, &evs, false));
+    c.server_close(&mut cap);
+    if resend {
+        let mut d = cap.connect();
+        d.client(&mut cap, &post_2026(5));
+        let mut evs: Vec<Ev> = (1..=5).map(|p| Ev::no_id(progress(&json!(5), p, 5))).collect();
+        evs.push(Ev::no_id(result(5)));
+        d.server(&mut cap, &sse_response(None, &evs, true));
+        d.close(&mut cap);
+    }
+    // The client goes on working well after the broken stream: a re-send would have been seen.
+    cap.wait(40_000_000);
+    let mut l = cap.connect();
+    l.client(&mut cap, &post(None, &json!({"jsonrpc": "2.0", "id": 6, "method": "tools/list"})));
+    l.server(&mut cap, &json_response(None, &json!({"jsonrpc": "2.0", "id": 6, "result": {"tools": []}})));
+    l.close(&mut cap);
+    analyze(&cap, &[])
+}
+
+#[test]
+fn modern_request_neither_answered_nor_resent() {
+    let fs = modern(false);
+    assert_kinds(&fs, &[("lost_response", "error")]);
+    assert_eq!(one(&fs, "lost_response")["request_id"], "4");
+}
+
+#[test]
+fn modern_request_resent_after_a_broken_stream() {
+    assert_kinds(&modern(true), &[]);
+}
