@@ -8,6 +8,20 @@
 //! `--app-seq` pointers) must advance together; a terminal result right
 //! after `L` with none of the progress that was under way is suspect.
 //! Event ids are compared only as their format allows ([`crate::mcp::ids`]).
+//!
+//! Beyond the seeds, the failure signatures real SDKs and deployments are
+//! known to produce (the project's wire reference, §7 numbers in brackets):
+//!
+//! | module | kinds |
+//! |---|---|
+//! | `resume` | `resume_ok`, `resume_rejected`, `unknown_last_event_id`, `missing_event_id`, `id_regression`, `id_restart`, `id_gap`, `duplicate_delivery`, `app_seq_desync`, `suspect_terminal`, `cross_stream_replay` [#6], `cross_session_replay` [#5] |
+//! | `session` | `lost_response`, `response_unverifiable`, `duplicate_delivery` of responses |
+//! | `streams` | `duplicate_event_id` [#4], `concurrent_stream_connections` [#22], `planned_poll` (2025-11-25 polling), `idle_cut` [#17–#19] |
+//! | `lifecycle` | `stale_session_reuse` and `session_reinitialized` [#9–#11], `resume_without_cursor` [#3, #14], `empty_resume_loop` [#7] |
+//! | `proxy` | `buffered_delivery` [#16] |
+//!
+//! Each finding names in `detail` what happened, in one sentence, and the
+//! frames that prove it.
 
 mod lifecycle;
 mod proxy;

@@ -368,3 +368,22 @@ impl Model {
         fmt
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Era;
+
+    #[test]
+    fn era_of_version() {
+        assert_eq!(Era::of_version("2024-11-05"), Era::Legacy);
+        assert_eq!(Era::of_version("2025-03-26"), Era::V2025_03_26);
+        assert_eq!(Era::of_version("2025-06-18"), Era::V2025_06_18);
+        assert_eq!(Era::of_version("2025-11-25"), Era::V2025_11_25);
+        assert_eq!(Era::of_version("2026-01-01"), Era::V2025_11_25);
+        assert_eq!(Era::of_version("2026-07-28"), Era::V2026_07_28);
+        assert_eq!(Era::of_version("2027-01-01"), Era::V2026_07_28);
+        assert_eq!(Era::of_version("DRAFT-2026-v1"), Era::Unknown);
+        assert_eq!(Era::of_version(""), Era::Unknown);
+        assert!(!Era::V2026_07_28.stateful() && Era::Legacy.stateful());
+    }
+}
