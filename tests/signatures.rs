@@ -55,9 +55,18 @@ fn one<'a>(fs: &'a [Value], kind: &str) -> &'a Value {
 
 /// `initialize` → `Mcp-Session-Id: sid`, then `notifications/initialized`, on one connection.
 fn handshake_as(cap: &mut Capture, sid: &str) {
+    handshake_version(cap, sid, PROTOCOL_VERSION);
+}
+
+/// The same, negotiating protocol revision `version`.
+fn handshake_version(cap: &mut Capture, sid: &str, version: &str) {
+    let mut init = initialize(1);
+    init["params"]["protocolVersion"] = json!(version);
+    let mut result = initialize_result(1);
+    result["result"]["protocolVersion"] = json!(version);
     let mut c = cap.connect();
-    c.client(cap, &post(None, &initialize(1)));
-    c.server(cap, &json_response(Some(sid), &initialize_result(1)));
+    c.client(cap, &post(None, &init));
+    c.server(cap, &json_response(Some(sid), &result));
     c.client(cap, &post(Some(sid), &initialized()));
     c.server(cap, &accepted());
     c.close(cap);
@@ -499,9 +508,9 @@ fn prompt_delivery_or_accel_buffering_no() {
 // ---------------------------------------------------------------------------
 // planned_poll (MCP 2025-11-25, SEP-1699)
 
-fn poll(clean_close: bool) -> Vec<Value> {
+fn poll(clean_close: bool, version: &str) -> Vec<Value> {
     let mut cap = Capture::new();
-    handshake_as(&mut cap, SID);
+    handshake_version(&mut cap, SID, version);
     let mut c = cap.connect();
     c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
     let mut body = sse_head(None);
@@ -526,14 +535,19 @@ fn poll(clean_close: bool) -> Vec<Value> {
 
 #[test]
 fn planned_poll_after_retry_and_clean_close() {
-    let fs = poll(true);
+    let fs = poll(true, "2025-11-25");
     assert_kinds(&fs, &[("planned_poll", "info"), ("resume_ok", "info")]);
     assert_eq!(one(&fs, "planned_poll")["last_event_id"], "3");
 }
 
 #[test]
 fn a_cut_is_not_a_planned_poll() {
-    assert_kinds(&poll(false), &[("resume_ok", "info")]);
+    assert_kinds(&poll(false, "2025-11-25"), &[("resume_ok", "info")]);
+}
+
+#[test]
+fn no_polling_before_2025_11_25() {
+    assert_kinds(&poll(true, "2025-06-18"), &[("resume_ok", "info")]);
 }
 
 // ---------------------------------------------------------------------------

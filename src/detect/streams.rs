@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use super::{flow_id, Finding, Severity};
 use crate::http::{EventRec, Exchange};
 use crate::jsonrpc::Kind;
-use crate::mcp::{Model, StreamKind};
+use crate::mcp::{Era, Model, StreamKind};
 
 /// JSON-RPC request ids a POST sent (the requests its response stream must answer).
 pub(super) fn request_ids(e: &Exchange) -> HashSet<&str> {
@@ -250,6 +250,11 @@ fn last_id(e: &Exchange) -> Option<&str> {
 /// 2025-11-25 "Resumability and Redelivery" polling (SEP-1699), not a failure.
 pub(super) fn planned_polls(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
     for (si, st) in model.streams.iter().enumerate() {
+        // Polling exists from 2025-11-25 on; earlier a clean close before the response is not a plan.
+        let era = model.sessions[st.session].era;
+        if era != Era::Unknown && era < Era::V2025_11_25 {
+            continue;
+        }
         for w in st.connections.windows(2) {
             let (a, b) = (&exchanges[w[0]], &exchanges[w[1]]);
             let Some(retry) = retry_of(a) else { continue };

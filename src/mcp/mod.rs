@@ -349,6 +349,37 @@ impl Model {
         self.streams.len() - 1
     }
 
+    /// The `id_format` column of a stream: the format's name, and for plain integers whether the
+    /// stream's own ids stepped by one (`integer_dense`) or not (`integer_sparse`, e.g. a
+    /// counter shared by the whole server); `none` when the stream carried no id.
+    pub fn stream_id_format_label(&self, st: usize, exchanges: &[Exchange]) -> &'static str {
+        match self.stream_id_format(st, exchanges) {
+            None => "none",
+            Some(IdFormat::Integer) => {
+                let seqs: Vec<u128> = self.streams[st]
+                    .connections
+                    .iter()
+                    .flat_map(|&x| exchanges[x].events.iter())
+                    .filter(|ev| ev.sse.has_own_id && !ev.sse.truncated)
+                    .filter_map(|ev| ev.sse.id.as_deref())
+                    .filter_map(|i| ids::parse(i).seq)
+                    .collect();
+                // Replays repeat or go back; density is judged on the forward steps only.
+                let forward: Vec<u128> = seqs
+                    .windows(2)
+                    .filter(|w| w[1] > w[0])
+                    .map(|w| w[1] - w[0])
+                    .collect();
+                if !forward.is_empty() && forward.iter().all(|&d| d == 1) {
+                    "integer_dense"
+                } else {
+                    "integer_sparse"
+                }
+            }
+            Some(f) => f.as_str(),
+        }
+    }
+
     /// The id format of a stream: the one shared by every id it carried, `None` when it carried none,
     /// `Opaque` when formats or prefixes are mixed.
     pub fn stream_id_format(&self, st: usize, exchanges: &[Exchange]) -> Option<IdFormat> {

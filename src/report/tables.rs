@@ -173,9 +173,7 @@ pub fn streams(a: &Analysis, ex: &[Exchange]) -> Table {
                 o.trans_depth as u64,
                 o.ts(),
                 req_ids,
-                m.stream_id_format(i, ex)
-                    .map(|f| f.as_str())
-                    .unwrap_or("none"),
+                m.stream_id_format_label(i, ex),
                 st.connections.len() as u64,
                 events,
                 messages,
