@@ -6,7 +6,8 @@
 //! finding kinds (with their event ids), and no other error or warning than
 //! the expected and the `also_acceptable` ones. `backend_switch` needs backend
 //! attribution (a later issue) and is left out. Where the capture also holds
-//! the backend legs of a proxy, the client-facing ports are passed with `--port`.
+//! the backend legs of a proxy, the client-facing ports are passed with `--port`,
+//! unless the entry says `"needs_both_legs": true` (a detector comparing the legs).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -30,7 +31,9 @@ fn run(dir: &Path, entry: &Value) -> Vec<Value> {
         .iter()
         .filter_map(Value::as_u64)
         .collect();
-    if ports.len() > client.len() {
+    // `needs_both_legs`: the finding compares a proxy's two legs (buffered_delivery).
+    let both = entry["needs_both_legs"].as_bool().unwrap_or(false);
+    if ports.len() > client.len() && !both {
         for p in &client {
             cmd.args(["--port", &p.to_string()]);
         }
@@ -185,4 +188,23 @@ fn shared_corpus_manifest() {
     }
     let n = check_dir(&dir);
     assert!(n >= 9, "only {n} sessions checked");
+}
+
+/// Real-SDK captures of the failure signatures and their negatives (`fixtures/gen/ts-py/`):
+/// planned polling by the TS and Python SDK servers, a TS client reusing a dead session and one
+/// re-initialising, nginx idle cuts and keep-alives, nginx buffering with both legs captured, the
+/// TS client's resume without cursor, and a broken 2026-07-28 stream.
+#[test]
+fn sdk_fixtures_manifest() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp-sdk");
+    assert!(check_dir(&dir) >= 10);
+}
+
+/// Fault-injection captures (`fixtures/gen/faults/`, `fixtures/gen/rmcp/`): an event written
+/// twice, the "everything" server replaying another stream, a store shared across sessions, rmcp's
+/// empty-resume loop and shadow GET stream, and their negatives.
+#[test]
+fn fault_fixtures_manifest() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp-faults");
+    assert!(check_dir(&dir) >= 7);
 }

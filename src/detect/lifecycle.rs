@@ -233,6 +233,7 @@ pub(super) fn resumes_without_cursor(
             ),
         );
         f.last_event_id = Some(cursor.to_string());
+        f.request_id = super::streams::stream_request_id(model, exchanges, sti);
         f.expected = Some(format!("GET with Last-Event-ID {cursor}"));
         f.observed = Some("GET without Last-Event-ID".into());
         out.push(f);

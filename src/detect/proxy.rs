@@ -27,8 +27,8 @@ fn messages(e: &Exchange) -> Vec<&EventRec> {
 /// `buffered_delivery` (warning): two SSE responses on different flows carry the same events in
 /// the same order (a proxy's upstream and downstream legs); on the later leg at least three events
 /// arrive in one frame although upstream they were at least 0.2 s apart, and the oldest of them
-/// arrives at least 0.5 s after it left the server; the downstream response has no
-/// `X-Accel-Buffering: no`.
+/// arrives at least 0.5 s after it left the server; neither leg's response has
+/// `X-Accel-Buffering: no` (nginx strips it from the downstream response).
 pub(super) fn buffered_delivery(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
     // Candidate pairs: SSE responses keyed by their first three message events.
     let mut by_start: HashMap<[u64; 3], Vec<usize>> = HashMap::new();
@@ -93,10 +93,12 @@ fn check_pair(model: &Model, exchanges: &[Exchange], a: usize, b: usize, out: &m
         (b, a, &mb, &ma)
     };
     let d = &exchanges[down];
-    if d
-        .resp_header("x-accel-buffering")
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("no"))
-    {
+    // nginx consumes the header: the server's (upstream) response is where it shows.
+    let accel_no = |e: &Exchange| {
+        e.resp_header("x-accel-buffering")
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("no"))
+    };
+    if accel_no(d) || accel_no(&exchanges[up]) {
         return;
     }
     // Bursts: runs of events completed by the same downstream frame.
@@ -143,6 +145,11 @@ fn check_pair(model: &Model, exchanges: &[Exchange], a: usize, b: usize, out: &m
         ),
     )
     .at_event(md[s]);
+    f.request_id = d
+        .req_messages
+        .iter()
+        .find(|m| m.kind == crate::jsonrpc::Kind::Request)
+        .and_then(|m| m.id.clone());
     f.expected = Some("events forwarded as the server sends them".into());
     f.observed = Some(format!("{} events in one burst, up to {} ms late", e - s, ms(max_lag)));
     out.push(f);

@@ -226,6 +226,8 @@ pub(super) fn check(
             "The resumption from Last-Event-ID {} (GET in frame {}, flow {}) continues stream S{st} but replayed {} event(s) of another stream, starting in frame {} with an event of stream S{other}{}: messages the client handles on the wrong stream, or twice.",
             r.last_event_id, e.frame(), flow_id(e), foreign_stream.len(), ev.sse.frame_first,
             earlier.map(|f| format!(" first delivered in frame {f}")).unwrap_or_else(|| " (the response to a request of that stream)".into())));
+        // The request whose stream the replayed events belong to.
+        f.request_id = super::streams::stream_request_id(model, exchanges, other);
         f.expected = Some(format!("only events of stream S{st}"));
         f.observed = Some(format!("{} event(s) of stream S{other}", foreign_stream.len()));
         out.push(f);

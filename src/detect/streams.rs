@@ -53,6 +53,19 @@ pub(super) fn pending_after(model: &Model, exchanges: &[Exchange], st: usize, up
     !reqs.iter().all(|r| answered.contains(r))
 }
 
+/// The JSON-RPC request id a POST stream answers (compact JSON), for the `request_id` column.
+pub(super) fn stream_request_id(model: &Model, exchanges: &[Exchange], st: usize) -> Option<String> {
+    let stream = &model.streams[st];
+    if stream.kind != StreamKind::Post {
+        return None;
+    }
+    exchanges[stream.origin]
+        .req_messages
+        .iter()
+        .find(|m| m.kind == Kind::Request)
+        .and_then(|m| m.id.clone())
+}
+
 fn is_message(ev: &EventRec) -> bool {
     !ev.sse.truncated && !ev.priming && ev.data_len > 0
 }
@@ -62,7 +75,7 @@ fn is_message(ev: &EventRec) -> bool {
 /// an event store written twice by a race between `storeEvent` and a concurrent resume).
 /// Duplicates across connections of a stream are judged by the resumption checks.
 pub(super) fn duplicate_event_ids(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
-    for st in &model.streams {
+    for (sti, st) in model.streams.iter().enumerate() {
         for &xi in &st.connections {
             let e = &exchanges[xi];
             let mut seen: HashMap<(&str, u64), &EventRec> = HashMap::new();
@@ -93,6 +106,7 @@ pub(super) fn duplicate_event_ids(model: &Model, exchanges: &[Exchange], out: &m
                 ),
             )
             .at_event(again);
+            f.request_id = stream_request_id(model, exchanges, sti);
             f.expected = Some("each event id once per stream".into());
             f.observed = Some(format!("{} repeated event(s)", dups.len()));
             out.push(f);
@@ -290,6 +304,13 @@ pub(super) fn planned_polls(model: &Model, exchanges: &[Exchange], out: &mut Vec
             f.ts = end;
             f.frame = a.frame_last.unwrap_or(f.frame);
             f.last_event_id = Some(l.to_string());
+            // The first event the poll delivered: the proof that the log went on.
+            f.event_id = b
+                .events
+                .iter()
+                .find(|ev| ev.sse.has_own_id && !ev.priming && !ev.sse.truncated)
+                .and_then(|ev| ev.sse.id.clone());
+            f.request_id = stream_request_id(model, exchanges, si);
             f.expected = Some(format!("a GET with Last-Event-ID {l} about {retry} ms later"));
             f.observed = Some(format!("GET after {} ms", delay / 1000));
             out.push(f);

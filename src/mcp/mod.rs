@@ -351,7 +351,8 @@ impl Model {
 
     /// The `id_format` column of a stream: the format's name, and for plain integers whether the
     /// stream's own ids stepped by one (`integer_dense`) or not (`integer_sparse`, e.g. a
-    /// counter shared by the whole server); `none` when the stream carried no id.
+    /// counter shared by the whole server), or just `integer` when one id cannot tell; `none`
+    /// when the stream carried no id.
     pub fn stream_id_format_label(&self, st: usize, exchanges: &[Exchange]) -> &'static str {
         match self.stream_id_format(st, exchanges) {
             None => "none",
@@ -370,7 +371,9 @@ impl Model {
                     .filter(|w| w[1] > w[0])
                     .map(|w| w[1] - w[0])
                     .collect();
-                if !forward.is_empty() && forward.iter().all(|&d| d == 1) {
+                if forward.is_empty() {
+                    "integer"
+                } else if forward.iter().all(|&d| d == 1) {
                     "integer_dense"
                 } else {
                     "integer_sparse"
