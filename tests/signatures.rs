@@ -249,6 +249,11 @@ fn same_message_under_its_own_id_is_not_cross_session() {
 
 /// The tools/call stream (ids 1..3) is cut; the client's next GET carries `last_event_id`.
 fn cut_then_get(last_event_id: Option<&str>, complete_first: bool) -> Vec<Value> {
+    cut_then_get_with(last_event_id, complete_first, false)
+}
+
+/// The same; with `cancel`, the client first cancels the tools/call (`notifications/cancelled`).
+fn cut_then_get_with(last_event_id: Option<&str>, complete_first: bool, cancel: bool) -> Vec<Value> {
     let mut cap = Capture::new();
     handshake_as(&mut cap, SID);
     let mut c = cap.connect();
@@ -262,6 +267,13 @@ fn cut_then_get(last_event_id: Option<&str>, complete_first: bool) -> Vec<Value>
         c.close(&mut cap);
     } else {
         c.server_close(&mut cap);
+    }
+    if cancel {
+        let mut n = cap.connect();
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2, "reason": "timeout"}});
+        n.client(&mut cap, &post(Some(SID), &note));
+        n.server(&mut cap, &accepted());
+        n.close(&mut cap);
     }
     let mut g = cap.connect();
     g.client(&mut cap, &get(Some(SID), last_event_id));
@@ -291,6 +303,12 @@ fn resume_without_cursor_after_a_cut_stream() {
 fn resume_with_cursor_or_after_a_complete_stream() {
     assert_kinds(&cut_then_get(Some("3"), false), &[("resume_ok", "info")]);
     assert_kinds(&cut_then_get(None, true), &[]);
+    // A cancelled request is owed nothing: a fresh GET after it is no lost cursor (the response
+    // that never came is still reported).
+    assert_kinds(
+        &cut_then_get_with(None, false, true),
+        &[("lost_response", "error")],
+    );
 }
 
 // ---------------------------------------------------------------------------

@@ -206,10 +206,17 @@ pub(super) fn resumes_without_cursor(
         {
             continue;
         }
-        // A session already declared dead, or ended by the client, owes nothing more.
+        // A session already declared dead, or ended by the client, owes nothing more; nor does a
+        // request the client cancelled (MCP "Cancellation": no response is due).
+        let request = super::streams::stream_request_id(model, exchanges, sti);
         let closed = s.exchanges.iter().any(|&x| {
             let e = &exchanges[x];
-            e.ts() < ge.ts() && (e.status() == 404 || e.method() == "DELETE")
+            e.ts() < ge.ts()
+                && (e.status() == 404
+                    || e.method() == "DELETE"
+                    || e.req_messages.iter().any(|m| {
+                        m.cancels.is_some() && m.cancels.as_deref() == request.as_deref()
+                    }))
         });
         if closed {
             continue;
@@ -233,7 +240,7 @@ pub(super) fn resumes_without_cursor(
             ),
         );
         f.last_event_id = Some(cursor.to_string());
-        f.request_id = super::streams::stream_request_id(model, exchanges, sti);
+        f.request_id = request;
         f.expected = Some(format!("GET with Last-Event-ID {cursor}"));
         f.observed = Some("GET without Last-Event-ID".into());
         out.push(f);

@@ -53,10 +53,12 @@ pub struct Message {
     /// `params.protocolVersion` of `initialize` requests and results, or the 2026-07-28
     /// per-request `params._meta["io.modelcontextprotocol/protocolVersion"]`.
     pub protocol_version: Option<String>,
-    /// For requests: a 64-bit hash of `method` and `params` without `_meta` (SipHash with fixed
-    /// keys), to recognise a request re-sent under another id (MCP 2026-07-28: a broken
+    /// For requests: a 64-bit hash of `method` and `params` without `_meta` (`DefaultHasher`:
+    /// SipHash with fixed keys), to recognise a request re-sent under another id (MCP 2026-07-28: a broken
     /// response stream means the request must be re-issued).
     pub params_hash: Option<u64>,
+    /// For `notifications/cancelled`: the `params.requestId` it cancels, as compact JSON.
+    pub cancels: Option<String>,
     /// Values of the configured application sequence pointers: (pointer index, value).
     pub app_seq: Vec<(usize, f64)>,
 }
@@ -130,10 +132,16 @@ pub fn classify(v: &Value, app_seq: &[String]) -> Message {
         compact(&p).hash(&mut h);
         h.finish()
     });
+    let cancels = if method.as_deref() == Some("notifications/cancelled") {
+        params.and_then(|p| p.get("requestId")).map(compact)
+    } else {
+        None
+    };
     Message {
         kind,
         method,
         params_hash,
+        cancels,
         id,
         progress_token,
         progress,
