@@ -170,6 +170,17 @@ pub fn analyze_exchanges(
     app_seq: &[String],
     capture_end: Option<i64>,
 ) -> detect::Analysis {
+    analyze_exchanges_with(exchanges, app_seq, capture_end, &[])
+}
+
+/// As [`analyze_exchanges`]; `backend_headers` are response header names (any case) that name
+/// the backend, checked before `X-Backend`, `X-Served-By`, `X-Upstream` and `Via`.
+pub fn analyze_exchanges_with(
+    exchanges: &[http::Exchange],
+    app_seq: &[String],
+    capture_end: Option<i64>,
+    backend_headers: &[String],
+) -> detect::Analysis {
     let end = capture_end.unwrap_or_else(|| {
         exchanges
             .iter()
@@ -177,6 +188,7 @@ pub fn analyze_exchanges(
             .max()
             .unwrap_or(0)
     });
-    let model = mcp::Model::build(exchanges);
+    let headers: Vec<String> = backend_headers.iter().map(|h| h.to_ascii_lowercase()).collect();
+    let model = mcp::Model::build_with(exchanges, mcp::hops::link(exchanges, &headers));
     detect::run(model, exchanges, app_seq, end)
 }

@@ -4,10 +4,11 @@
 //! `../shared/corpus/mcp/` when it exists (CI has it) and always from the
 //! copy in `fixtures/mcp/` — and asserts, per session, exactly the expected
 //! finding kinds (with their event ids), and no other error or warning than
-//! the expected and the `also_acceptable` ones. `backend_switch` needs backend
-//! attribution (a later issue) and is left out. Where the capture also holds
+//! the expected and the `also_acceptable` ones. Where the capture also holds
 //! the backend legs of a proxy, the client-facing ports are passed with `--port`,
-//! unless the entry says `"needs_both_legs": true` (a detector comparing the legs).
+//! unless the entry says `"needs_both_legs": true` (a detector comparing the legs);
+//! and the same findings must come out without `--port`, the backend legs being
+//! recognised as hops of the client's exchanges.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,12 @@ use std::process::Command;
 use serde_json::Value;
 
 fn run(dir: &Path, entry: &Value) -> Vec<Value> {
+    run_ports(dir, entry, true)
+}
+
+/// Run the binary on one capture; with `filter`, pass the client-facing ports as `--port` when the
+/// capture also holds other legs.
+fn run_ports(dir: &Path, entry: &Value, filter: bool) -> Vec<Value> {
     let file = dir.join(entry["file"].as_str().unwrap());
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpcap"));
     cmd.args(["analyze", "--format", "ndjson", "--fail-on", "never"]);
@@ -33,7 +40,7 @@ fn run(dir: &Path, entry: &Value) -> Vec<Value> {
         .collect();
     // `needs_both_legs`: the finding compares a proxy's two legs (buffered_delivery).
     let both = entry["needs_both_legs"].as_bool().unwrap_or(false);
-    if ports.len() > client.len() && !both {
+    if filter && ports.len() > client.len() && !both {
         for p in &client {
             cmd.args(["--port", &p.to_string()]);
         }
@@ -75,6 +82,31 @@ fn check_dir(dir: &Path) -> usize {
     for entry in manifest.as_array().unwrap() {
         let name = entry["file"].as_str().unwrap();
         let findings = run(dir, entry);
+        // `--port` is not needed: the legs of a proxy are one exchange's hops.
+        let ports = entry["ports"].as_array().map_or(0, Vec::len);
+        let client = entry["client_facing_ports"].as_array().map_or(0, Vec::len);
+        if ports > client {
+            let unfiltered = run_ports(dir, entry, false);
+            let kinds = |fs: &[Value]| {
+                let mut v: Vec<(String, String, String)> = fs
+                    .iter()
+                    .map(|f| {
+                        (
+                            f["session_id"].to_string(),
+                            f["kind"].to_string(),
+                            f["last_event_id"].to_string(),
+                        )
+                    })
+                    .collect();
+                v.sort();
+                v
+            };
+            assert_eq!(
+                kinds(&findings),
+                kinds(&unfiltered),
+                "{name}: findings differ with and without --port"
+            );
+        }
         for session in entry["sessions"].as_array().unwrap() {
             let sid = session["session_id"].as_str().unwrap_or("none");
             let got: Vec<&Value> = findings.iter().filter(|f| f["session_id"] == sid).collect();
@@ -82,7 +114,6 @@ fn check_dir(dir: &Path) -> usize {
                 .as_array()
                 .unwrap()
                 .iter()
-                .filter(|e| e["kind"] != "backend_switch")
                 .collect();
             let acceptable: Vec<&str> = session
                 .get("also_acceptable")

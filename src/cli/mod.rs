@@ -77,6 +77,10 @@ struct AnalyzeArgs {
     /// JSON pointer to an application sequence field in JSON-RPC messages (repeatable).
     #[arg(long = "app-seq")]
     app_seq: Vec<String>,
+    /// Response header naming the backend that served a response (repeatable; checked before
+    /// X-Backend, X-Served-By, X-Upstream and Via).
+    #[arg(long = "backend-header", value_name = "NAME")]
+    backend_headers: Vec<String>,
     /// Write each direction's reassembled bytes to DIR/<flow_id>.orig.bin and .resp.bin
     /// (gaps are holes of the missing length, so file offsets are stream offsets).
     #[arg(long = "dump-streams", value_name = "DIR")]
@@ -210,7 +214,12 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         })?;
     }
     let app_seq = analyzer.app_seq_pointers().to_vec();
-    let analysis = mcpcap::analyze_exchanges(&exchanges, &app_seq, analyzer.counters.ts_last);
+    let analysis = mcpcap::analyze_exchanges_with(
+        &exchanges,
+        &app_seq,
+        analyzer.counters.ts_last,
+        &args.backend_headers,
+    );
     let findings_t = tables::findings(&analysis);
     let all = || -> Vec<Table> {
         vec![

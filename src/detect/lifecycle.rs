@@ -32,7 +32,7 @@ fn is_initialize(e: &Exchange) -> bool {
 pub(super) fn dead_sessions(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
     let mut linked: HashSet<usize> = HashSet::new();
     let initializes: Vec<usize> = (0..exchanges.len())
-        .filter(|&x| is_initialize(&exchanges[x]))
+        .filter(|&x| model.hops.primary[x].is_none() && is_initialize(&exchanges[x]))
         .collect();
     for (si, s) in model.sessions.iter().enumerate() {
         let Some(sid) = s.id.as_deref() else { continue };

@@ -18,7 +18,7 @@
 //! | `session` | `lost_response`, `response_unverifiable`, `duplicate_delivery` of responses |
 //! | `streams` | `duplicate_event_id` [#4], `concurrent_stream_connections` [#22], `planned_poll` (2025-11-25 polling), `idle_cut` [#17–#19] |
 //! | `lifecycle` | `stale_session_reuse` and `session_reinitialized` [#9–#11], `resume_without_cursor` [#3, #14], `empty_resume_loop` [#7] |
-//! | `proxy` | `buffered_delivery` [#16] |
+//! | `proxy` | `buffered_delivery` [#16], `backend_switch` [#11] |
 //!
 //! Each finding names in `detail` what happened, in one sentence, and the
 //! frames that prove it.
@@ -184,7 +184,8 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
         let reqs = requests
             .entry(r.session)
             .or_insert_with(|| resume::requests_of_session(&model, exchanges, r.session));
-        results.push(resume::check(
+        let first = findings.len();
+        let result = resume::check(
             &model,
             exchanges,
             i,
@@ -193,7 +194,9 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
             app_seq,
             &replays,
             &mut findings,
-        ));
+        );
+        proxy::backend_switch(&model, exchanges, r, &result, first, &mut findings);
+        results.push(result);
     }
     session::lost_responses(&model, exchanges, capture_end, &mut findings);
     session::duplicate_responses(&model, exchanges, &mut findings);

@@ -2,11 +2,13 @@
 //! project's wire reference §7 #16: nginx `proxy_buffering`; MCP 2026-07-28 "Streamable HTTP"
 //! advises `X-Accel-Buffering: no`). Judged only where the capture holds both legs of the
 //! response: the same events seen upstream spread out, and downstream late and together.
+//!
+//! `backend_switch`: a resumption served by another backend than the connection that delivered
+//! its `Last-Event-ID` (wire reference §7 #11: replicas without sticky routing or a shared
+//! event store) — the explanation of most forks.
 
-use std::collections::HashMap;
-
-use super::streams::mirrored;
-use super::{flow_id, Finding, Severity};
+use super::{flow_id, Finding, ResumptionResult, Severity, Verdict};
+use crate::mcp::Resumption;
 use crate::http::{EventRec, Exchange};
 use crate::mcp::Model;
 
@@ -24,55 +26,21 @@ fn messages(e: &Exchange) -> Vec<&EventRec> {
         .collect()
 }
 
-/// `buffered_delivery` (warning): two SSE responses on different flows carry the same events in
-/// the same order (a proxy's upstream and downstream legs); on the later leg at least three events
+/// `buffered_delivery` (warning): a client-facing SSE response and its backend hop
+/// ([`crate::mcp::hops`]) carry the same events in the same order; on the client-facing leg at least three events
 /// arrive in one frame although upstream they were at least 0.2 s apart, and the oldest of them
 /// arrives at least 0.5 s after it left the server; neither leg's response has
 /// `X-Accel-Buffering: no` (nginx strips it from the downstream response).
 pub(super) fn buffered_delivery(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
-    // Candidate pairs: SSE responses keyed by their first three message events.
-    let mut by_start: HashMap<[u64; 3], Vec<usize>> = HashMap::new();
-    for (xi, e) in exchanges.iter().enumerate() {
-        if !e.is_sse {
+    for (a, hops) in model.hops.backend_hops.iter().enumerate() {
+        if !exchanges[a].is_sse {
             continue;
         }
-        let m = messages(e);
-        if m.len() >= MIN_BURST {
-            by_start
-                .entry([m[0].data_hash, m[1].data_hash, m[2].data_hash])
-                .or_default()
-                .push(xi);
+        // The hop nearest the client that carries the events.
+        if let Some(&b) = hops.iter().find(|&&b| exchanges[b].is_sse) {
+            check_pair(model, exchanges, a, b, out);
         }
     }
-    let mut groups: Vec<Vec<usize>> = by_start.into_values().filter(|v| v.len() > 1).collect();
-    groups.sort_unstable();
-    for g in groups {
-        for (i, &a) in g.iter().enumerate() {
-            for &b in &g[i + 1..] {
-                let (ea, eb) = (&exchanges[a], &exchanges[b]);
-                if ea.flow_index == eb.flow_index
-                    || model.exchange_session[a] != model.exchange_session[b]
-                    || !mirrored_request(ea, eb)
-                {
-                    continue;
-                }
-                check_pair(model, exchanges, a, b, out);
-            }
-        }
-    }
-}
-
-/// Same request line and `Last-Event-ID`, sent within 1 s (a proxy forwards at once).
-fn mirrored_request(a: &Exchange, b: &Exchange) -> bool {
-    let head = |e: &Exchange| {
-        e.request
-            .as_ref()
-            .map(|h| (h.method.clone(), h.target.clone()))
-    };
-    head(a) == head(b)
-        && a.req_header("last-event-id") == b.req_header("last-event-id")
-        && (a.ts() - b.ts()).abs() < 1_000_000
-        || mirrored(a, b)
 }
 
 fn check_pair(model: &Model, exchanges: &[Exchange], a: usize, b: usize, out: &mut Vec<Finding>) {
@@ -152,5 +120,62 @@ fn check_pair(model: &Model, exchanges: &[Exchange], a: usize, b: usize, out: &m
         .and_then(|m| m.id.clone());
     f.expected = Some("events forwarded as the server sends them".into());
     f.observed = Some(format!("{} events in one burst, up to {} ms late", e - s, ms(max_lag)));
+    out.push(f);
+}
+
+/// `backend_switch`: resumption `r` was served by a backend other than the one that delivered its
+/// `Last-Event-ID` (both known from backend hops or headers, [`crate::mcp::hops`]). A warning; an
+/// error when the resumption forked or lost events. The findings the resumption's own checks
+/// added (from index `first` of `out`) that report a fork also name both backends.
+pub(super) fn backend_switch(
+    model: &Model,
+    exchanges: &[Exchange],
+    r: &Resumption,
+    result: &ResumptionResult,
+    first: usize,
+    out: &mut Vec<Finding>,
+) {
+    let Some((cx, _)) = r.cursor else { return };
+    let (Some(now), Some(before)) = (model.backend(r.exchange), model.backend(cx)) else {
+        return;
+    };
+    if now == before {
+        return;
+    }
+    let e = &exchanges[r.exchange];
+    let c = &exchanges[cx];
+    let tail = format!(
+        " The resumption was served by backend {now}; the stream's events up to Last-Event-ID {} came from backend {before}.",
+        r.last_event_id
+    );
+    for f in out[first..].iter_mut() {
+        if matches!(f.kind, "id_regression" | "id_restart" | "missing_event_id" | "id_gap" | "app_seq_desync" | "suspect_terminal") {
+            f.detail.push_str(&tail);
+        }
+    }
+    let broken = matches!(result.verdict, Verdict::Forked | Verdict::Gap);
+    let mut f = Finding::at_exchange(
+        model.sessions[r.session].label(),
+        "backend_switch",
+        if broken { Severity::Error } else { Severity::Warning },
+        e,
+        format!(
+            "The resumption GET (frame {}, flow {}) with Last-Event-ID {} was served by backend {now}, but the connection that delivered that event (flow {}, from frame {}) was served by backend {before}{}.",
+            e.frame(),
+            flow_id(e),
+            r.last_event_id,
+            flow_id(c),
+            c.frame(),
+            match result.verdict {
+                Verdict::Forked => ": the other backend did not hold the stream's log and forked it",
+                Verdict::Gap => ": events were lost or fabricated across the switch",
+                Verdict::Resumed => "; the log continued",
+                Verdict::Rejected => ", which refused it",
+                Verdict::Unverifiable => "",
+            }
+        ),
+    );
+    f.expected = Some(format!("backend {before}"));
+    f.observed = Some(format!("backend {now}"));
     out.push(f);
 }

@@ -49,6 +49,13 @@ pub struct Exchange {
     pub flow_index: usize,
     /// The client's address (the side that sent the request), when known.
     pub client: Option<std::net::IpAddr>,
+    /// The client's port (Zeek `orig_p`), when the client side is known.
+    pub client_port: Option<u16>,
+    /// The server's address and port (Zeek `resp_h`, `resp_p`), when the client side is known.
+    pub server: Option<(std::net::IpAddr, u16)>,
+    /// 64-bit hash of the request body as received (bounded like `req_body`; `DefaultHasher`),
+    /// to recognise one request seen at two hops of a proxy.
+    pub req_body_hash: u64,
     /// 1-based position of the exchange on its connection (Zeek `trans_depth`).
     pub trans_depth: u32,
     /// The request head, when captured.
@@ -386,6 +393,8 @@ fn on_event(
             conn.exchanges.push(Exchange {
                 flow_index: fi,
                 client: conn.client_dir.map(|d| conn.ends[d].0),
+                client_port: conn.client_dir.map(|d| conn.ends[d].1),
+                server: conn.client_dir.map(|d| conn.ends[1 - d.min(1)]),
                 trans_depth: conn.depth,
                 request: Some(head),
                 ts_request: Some(ts),
@@ -433,6 +442,8 @@ fn on_event(
                 conn.exchanges.push(Exchange {
                     flow_index: fi,
                     client: conn.client_dir.map(|d| conn.ends[d].0),
+                    client_port: conn.client_dir.map(|d| conn.ends[d].1),
+                server: conn.client_dir.map(|d| conn.ends[1 - d.min(1)]),
                     trans_depth: conn.depth,
                     ..Default::default()
                 });
@@ -599,6 +610,12 @@ fn on_event(
                             }
                             Err(_) => e.req_gap = true,
                         }
+                    }
+                    {
+                        use std::hash::{Hash, Hasher};
+                        let mut h = std::collections::hash_map::DefaultHasher::new();
+                        e.req_body.hash(&mut h);
+                        e.req_body_hash = h.finish();
                     }
                     finish_json(
                         &e.req_body,

@@ -10,6 +10,7 @@
 //! a standalone GET stream. A GET with `Last-Event-ID: L` is a resumption and
 //! continues the logical stream on which `L` was last delivered before it.
 
+pub mod hops;
 pub mod ids;
 
 use std::collections::HashMap;
@@ -186,6 +187,9 @@ pub struct Model {
     pub exchange_session: Vec<usize>,
     /// Logical stream of each exchange with an SSE body.
     pub exchange_stream: Vec<Option<usize>>,
+    /// Observations of one exchange at several hops or vantage points; only client-facing
+    /// exchanges (`hops.primary[i]` is `None`) enter sessions and streams.
+    pub hops: hops::Hops,
 }
 
 /// Where an event id was delivered: (logical stream, exchange, event index, ts).
@@ -225,11 +229,18 @@ pub fn session_key_of(e: &Exchange) -> Option<String> {
 }
 
 impl Model {
-    /// Build the model from exchanges sorted by time.
+    /// Build the model from exchanges sorted by time, linking their hops with the default
+    /// backend headers.
     pub fn build(exchanges: &[Exchange]) -> Model {
+        Model::build_with(exchanges, hops::link(exchanges, &[]))
+    }
+
+    /// Build the model from exchanges sorted by time and their hops ([`hops::link`]).
+    pub fn build_with(exchanges: &[Exchange], hops: hops::Hops) -> Model {
         let mut m = Model {
             exchange_session: vec![0; exchanges.len()],
             exchange_stream: vec![None; exchanges.len()],
+            hops,
             ..Default::default()
         };
         let mut by_id: HashMap<Option<String>, usize> = HashMap::new();
@@ -241,6 +252,9 @@ impl Model {
             HashMap<String, Vec<Delivery>>,
         > = HashMap::new();
         for (xi, e) in exchanges.iter().enumerate() {
+            if m.hops.primary.get(xi).is_some_and(Option::is_some) {
+                continue;
+            }
             let sid = session_key_of(e);
             let si = *by_id.entry(sid.clone()).or_insert_with(|| {
                 m.sessions.push(Session {
@@ -336,7 +350,18 @@ impl Model {
                 }
             }
         }
+        // Other observations belong to the session of the exchange they observe.
+        for xi in 0..exchanges.len() {
+            if let Some(p) = m.hops.primary.get(xi).copied().flatten() {
+                m.exchange_session[xi] = m.exchange_session[p];
+            }
+        }
         m
+    }
+
+    /// The backend that served exchange `xi`, when known.
+    pub fn backend(&self, xi: usize) -> Option<&str> {
+        self.hops.backend.get(xi).and_then(|b| b.as_deref())
     }
 
     fn new_stream(&mut self, session: usize, origin: usize, kind: StreamKind) -> usize {

@@ -179,6 +179,17 @@ pub fn streams(a: &Analysis, ex: &[Exchange]) -> Table {
                 messages,
                 res.len() as u64,
                 verdict,
+                {
+                    let mut b: Vec<&str> = Vec::new();
+                    for &x in &st.connections {
+                        if let Some(n) = m.backend(x) {
+                            if !b.contains(&n) {
+                                b.push(n);
+                            }
+                        }
+                    }
+                    (!b.is_empty()).then(|| b.join(","))
+                },
             )
         })
         .collect();
@@ -198,6 +209,7 @@ pub fn streams(a: &Analysis, ex: &[Exchange]) -> Table {
             col!("messages", U64, rows, |r| Some(r.10)),
             col!("resumptions", U64, rows, |r| Some(r.11)),
             col!("verdict", Str, rows, |r| Some(r.12.to_string())),
+            col!("backend", Str, rows, |r| r.13.clone()),
         ],
     }
 }
@@ -223,6 +235,8 @@ pub fn resumptions(a: &Analysis, ex: &[Exchange]) -> Table {
                 r.events as u64,
                 r.verdict.as_str(),
                 r.reason.clone(),
+                m.backend(res.exchange).map(str::to_string),
+                res.cursor.and_then(|(cx, _)| m.backend(cx)).map(str::to_string),
             )
         })
         .collect();
@@ -240,6 +254,8 @@ pub fn resumptions(a: &Analysis, ex: &[Exchange]) -> Table {
             col!("events", U64, rows, |r| Some(r.8)),
             col!("verdict", Str, rows, |r| Some(r.9.to_string())),
             col!("reason", Str, rows, |r| Some(r.10.clone())),
+            col!("backend", Str, rows, |r| r.11.clone()),
+            col!("cursor_backend", Str, rows, |r| r.12.clone()),
         ],
     }
 }
@@ -332,6 +348,12 @@ pub fn exchanges(a: &Analysis, ex: &[Exchange]) -> Table {
             col!("session_id", Str, r, |(i, _)| Some(
                 m.sessions[m.exchange_session[*i]].label()
             )),
+            col!("hop_of", Str, r, |(i, _)| m.hops.primary[*i].map(|p| format!(
+                "{}#{}",
+                FlowId(ex[p].flow_index),
+                ex[p].trans_depth
+            ))),
+            col!("backend", Str, r, |(i, _)| m.backend(*i).map(str::to_string)),
             col!("ts_request", Ts, r, |(_, e)| e.ts_request),
             col!("ts_response", Ts, r, |(_, e)| e.ts_response),
             col!("ts_end", Ts, r, |(_, e)| e.ts_end),

@@ -1,0 +1,184 @@
+//! One HTTP exchange seen at several hops (a proxy's client and backend legs) or by several
+//! vantage points: observations of one exchange, never duplicates.
+//!
+//! A proxy receives the request, forwards it, receives the backend's response and forwards that:
+//! so a backend observation has the same method, target path, `Mcp-Session-Id`,
+//! `Last-Event-ID` and request body as the client-facing one, was sent after the client's request
+//! and before the proxy's response began, and its response began no later than the proxy's. The
+//! earliest observation of a chain is the client-facing hop — what the client received; the others
+//! say which backend (`resp_h:resp_p`) produced the events. The same connection seen by two
+//! vantage points (same 5-tuple) is one observation too; the copy with fewer capture gaps is kept.
+//!
+//! Backends are named by the deepest backend hop's `resp_h:resp_p` when it was captured, else by
+//! a backend-identifying response header (`X-Backend`, `X-Served-By`, `X-Upstream`, `Via`, or
+//! the names given).
+
+use std::collections::HashMap;
+
+use crate::http::Exchange;
+
+/// Response headers that name the backend, checked in this order after any given by the user.
+pub const BACKEND_HEADERS: [&str; 4] = ["x-backend", "x-served-by", "x-upstream", "via"];
+
+/// How exchanges relate across hops.
+#[derive(Debug, Clone, Default)]
+pub struct Hops {
+    /// For each exchange: the client-facing exchange it is another observation of, or `None`.
+    pub primary: Vec<Option<usize>>,
+    /// For each exchange: its backend hops (for a client-facing one), in request order.
+    pub backend_hops: Vec<Vec<usize>>,
+    /// For each exchange: the backend that produced its response, when known.
+    pub backend: Vec<Option<String>>,
+}
+
+/// Microseconds two observations of one instant at one vantage point may differ by.
+const JITTER_US: i64 = 2_000;
+
+fn path(target: &str) -> &str {
+    // An absolute-form target (proxy requests) carries scheme and authority.
+    let t = target
+        .strip_prefix("http://")
+        .or_else(|| target.strip_prefix("https://"))
+        .map(|rest| rest.find('/').map_or("/", |i| &rest[i..]))
+        .unwrap_or(target);
+    t
+}
+
+/// The identity of a request across hops.
+fn key(e: &Exchange) -> Option<(String, String, Option<String>, Option<String>, u64)> {
+    let h = e.request.as_ref()?;
+    Some((
+        h.method.clone(),
+        path(&h.target).to_string(),
+        e.req_header("mcp-session-id").map(str::to_string),
+        e.req_header("last-event-id").map(str::to_string),
+        e.req_body_hash,
+    ))
+}
+
+fn same_connection(a: &Exchange, b: &Exchange) -> bool {
+    a.client.is_some()
+        && (a.client, a.client_port) == (b.client, b.client_port)
+        && a.server.is_some()
+        && a.server == b.server
+}
+
+/// Whether `b` can be the backend hop of client-facing `a`.
+fn forwards(a: &Exchange, b: &Exchange) -> bool {
+    let (Some(ra), Some(rb)) = (a.ts_request, b.ts_request) else {
+        return false;
+    };
+    if a.flow_index == b.flow_index || a.server == b.server {
+        return false;
+    }
+    // Sent after the client's request, before the proxy's answer began.
+    let answer = a.ts_response.unwrap_or(i64::MAX);
+    if rb + JITTER_US < ra || rb > answer.saturating_add(JITTER_US) {
+        return false;
+    }
+    // The backend's answer began no later than the proxy's.
+    match (a.ts_response, b.ts_response) {
+        (Some(pa), Some(pb)) => pb <= pa + JITTER_US,
+        (Some(_), None) => true,
+        (None, _) => true,
+    }
+}
+
+/// Link the observations of each exchange. `exchanges` are in time order; `backend_headers` are
+/// extra response header names (lower case) that name the backend.
+pub fn link(exchanges: &[Exchange], backend_headers: &[String]) -> Hops {
+    let n = exchanges.len();
+    let mut hops = Hops {
+        primary: vec![None; n],
+        backend_hops: vec![Vec::new(); n],
+        backend: vec![None; n],
+    };
+    let mut groups: HashMap<_, Vec<usize>> = HashMap::new();
+    for (i, e) in exchanges.iter().enumerate() {
+        if let Some(k) = key(e) {
+            groups.entry(k).or_default().push(i);
+        }
+    }
+    let mut keys: Vec<_> = groups.into_iter().collect();
+    keys.sort_by_key(|(_, v)| v[0]);
+    for (_, members) in keys.iter().filter(|(_, v)| v.len() > 1) {
+        // The same connection seen twice (two vantage points): keep the better copy.
+        for (i, &a) in members.iter().enumerate() {
+            if hops.primary[a].is_some() {
+                continue;
+            }
+            for &b in &members[i + 1..] {
+                let (ea, eb) = (&exchanges[a], &exchanges[b]);
+                if hops.primary[b].is_none()
+                    && same_connection(ea, eb)
+                    && (ea.ts() - eb.ts()).abs() < 1_000_000
+                    && ea.trans_depth == eb.trans_depth
+                    && ea.flow_index != eb.flow_index
+                {
+                    hops.primary[b] = Some(a);
+                }
+            }
+        }
+        // Proxy chains: each observation forwards to the next.
+        for (i, &a) in members.iter().enumerate() {
+            if hops.primary[a].is_some() {
+                continue;
+            }
+            let mut last = a;
+            for &b in &members[i + 1..] {
+                if hops.primary[b].is_some() {
+                    continue;
+                }
+                if forwards(&exchanges[last], &exchanges[b]) || forwards(&exchanges[a], &exchanges[b])
+                {
+                    hops.primary[b] = Some(a);
+                    hops.backend_hops[a].push(b);
+                    last = b;
+                }
+            }
+        }
+    }
+    // Where one vantage point's copy has gaps and another's has none, the complete one speaks.
+    for b in 0..n {
+        if let Some(a) = hops.primary[b] {
+            let (ea, eb) = (&exchanges[a], &exchanges[b]);
+            if same_connection(ea, eb) && (ea.resp_gap || ea.req_gap) && !(eb.resp_gap || eb.req_gap)
+            {
+                hops.primary[a] = Some(b);
+                hops.primary[b] = None;
+                hops.backend_hops[b] = std::mem::take(&mut hops.backend_hops[a]);
+                for h in hops.backend_hops[b].clone() {
+                    hops.primary[h] = Some(b);
+                }
+            }
+        }
+    }
+    for (i, e) in exchanges.iter().enumerate() {
+        let own = header_backend(e, backend_headers);
+        hops.backend[i] = match hops.backend_hops[i].last() {
+            Some(&b) => {
+                let named = header_backend(&exchanges[b], backend_headers).or(own);
+                match (exchanges[b].server, named) {
+                    (Some(addr), Some(name)) => {
+                        Some(format!("{} ({name})", std::net::SocketAddr::from(addr)))
+                    }
+                    (Some(addr), None) => Some(std::net::SocketAddr::from(addr).to_string()),
+                    (None, named) => named,
+                }
+            }
+            None => own,
+        };
+    }
+    hops
+}
+
+/// The backend a response names in one of the backend headers.
+fn header_backend(e: &Exchange, extra: &[String]) -> Option<String> {
+    extra
+        .iter()
+        .map(String::as_str)
+        .chain(BACKEND_HEADERS)
+        .find_map(|h| e.resp_header(h))
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
