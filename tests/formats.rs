@@ -61,7 +61,10 @@ fn csv_parquet_ndjson_agree() {
     let kinds: Vec<String> = (0..kind.len())
         .map(|i| kind.get(i).unwrap().to_string())
         .collect();
-    assert_eq!(kinds, ["duplicate_delivery", "id_regression", "id_restart"]);
+    assert_eq!(
+        kinds,
+        ["backend_switch", "duplicate_delivery", "id_regression", "id_restart"]
+    );
     // NDJSON: the findings table, same keys in the same order.
     let (code, ndjson) = run(&["--format", "ndjson", "--fail-on", "never"], None);
     assert_eq!(code, 0);
