@@ -239,3 +239,12 @@ fn fault_fixtures_manifest() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp-faults");
     assert!(check_dir(&dir) >= 7);
 }
+
+/// Healthy traffic of every protocol revision (`fixtures/gen/eras/`): the legacy HTTP+SSE
+/// transport (Python and TS SDKs), Streamable HTTP negotiated at 2024-11-05, 2025-03-26,
+/// 2025-06-18 and 2025-11-25, and a stateless server — no error or warning on any.
+#[test]
+fn era_fixtures_manifest() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp-eras");
+    assert!(check_dir(&dir) >= 10);
+}

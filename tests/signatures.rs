@@ -464,6 +464,9 @@ fn cuts_at_different_ages_are_not_idle_cuts() {
 // ---------------------------------------------------------------------------
 // buffered_delivery (§7 #16)
 
+/// The backend behind the proxy of these scenarios (the proxy listens on `SERVER_PORT`).
+const BACKEND_PORT: u16 = 3301;
+
 /// A proxy's two legs of one tools/call: upstream the server sends six progress events 100 ms
 /// apart; downstream they arrive one by one (`buffered` false) or all in one write 1 s later.
 fn proxied(buffered: bool, accel_no: bool) -> Vec<Value> {
@@ -480,7 +483,7 @@ fn proxied(buffered: bool, accel_no: bool) -> Vec<Value> {
     };
     let mut down = cap.connect();
     down.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
-    let mut up = cap.connect();
+    let mut up = cap.connect_to(BACKEND_PORT);
     up.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
     up.server(&mut cap, &sse_head(None));
     down.server(&mut cap, &head);

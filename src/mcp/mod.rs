@@ -4,7 +4,7 @@
 //!
 //! A session is every exchange carrying one `Mcp-Session-Id` (any header
 //! case) plus the `initialize` exchange whose response assigned it; for the
-//! legacy HTTP+SSE transport (2024-11-05) the `sessionId` query parameter;
+//! legacy HTTP+SSE transport (2024-11-05) the `sessionId` (`session_id`) query parameter;
 //! exchanges with neither (stateless servers) form the session "none". Each SSE response body is
 //! one physical connection of a *logical stream*: a POST's response stream or
 //! a standalone GET stream. A GET with `Last-Event-ID: L` is a resumption and
@@ -46,7 +46,8 @@ impl StreamKind {
 pub enum Era {
     /// Not negotiated in the capture.
     Unknown,
-    /// 2024-11-05: the legacy HTTP+SSE transport (`endpoint` event, `?sessionId=`).
+    /// 2024-11-05, the revision of the legacy HTTP+SSE transport (`endpoint` event,
+    /// `?sessionId=`); Streamable HTTP clients may also negotiate it.
     Legacy,
     /// 2025-03-26: Streamable HTTP; JSON-RPC batches allowed.
     V2025_03_26,
@@ -202,11 +203,16 @@ pub fn session_id_of(e: &Exchange) -> Option<&str> {
         .filter(|s| !s.is_empty())
 }
 
-/// The `sessionId` query parameter of a URL or path (legacy HTTP+SSE transport, MCP 2024-11-05).
+/// The `sessionId` (or Python SDK `session_id`) query parameter of a URL or path (legacy
+/// HTTP+SSE transport, MCP 2024-11-05).
 fn query_session_id(target: &str) -> Option<&str> {
     let q = target.split_once('?')?.1;
+    // `sessionId` (TS SDK, spec examples) or `session_id` (Python SDK).
     q.split('&')
-        .find_map(|kv| kv.strip_prefix("sessionId="))
+        .find_map(|kv| {
+            kv.strip_prefix("sessionId=")
+                .or_else(|| kv.strip_prefix("session_id="))
+        })
         .map(|v| v.split('#').next().unwrap_or(v))
         .filter(|v| !v.is_empty())
 }
@@ -430,7 +436,15 @@ impl Model {
 
 #[cfg(test)]
 mod tests {
-    use super::Era;
+    use super::{query_session_id, Era};
+
+    #[test]
+    fn legacy_session_query_parameter() {
+        assert_eq!(query_session_id("/messages?sessionId=abc"), Some("abc"));
+        assert_eq!(query_session_id("/messages/?session_id=9f3e&x=1"), Some("9f3e"));
+        assert_eq!(query_session_id("/messages?other=1"), None);
+        assert_eq!(query_session_id("/messages?sessionId="), None);
+    }
 
     #[test]
     fn era_of_version() {

@@ -104,9 +104,15 @@ impl Capture {
 
     /// Open a new connection (SYN, SYN-ACK, ACK) from the next ephemeral port.
     pub fn connect(&mut self) -> Conn {
+        self.connect_to(SERVER_PORT)
+    }
+
+    /// Open a new connection from the next ephemeral port to server port `server_port`
+    /// (e.g. a proxy's backend leg).
+    pub fn connect_to(&mut self, server_port: u16) -> Conn {
         let port = self.next_port;
         self.next_port += 1;
-        Conn::open(self, port)
+        Conn::open(self, port, server_port)
     }
 
     /// Swap two frames in file order (their timestamps stay with the positions).
@@ -179,6 +185,8 @@ struct Flags {
 pub struct Conn {
     /// Client (ephemeral) port.
     pub port: u16,
+    /// Server port.
+    pub server_port: u16,
     /// Next sequence number of the client.
     client_seq: u32,
     /// Next sequence number of the server.
@@ -186,11 +194,12 @@ pub struct Conn {
 }
 
 impl Conn {
-    fn open(cap: &mut Capture, port: u16) -> Conn {
+    fn open(cap: &mut Capture, port: u16, server_port: u16) -> Conn {
         let client_isn = 0x1000_0000u32.wrapping_add(u32::from(port) << 8);
         let server_isn = 0x8000_0000u32.wrapping_add(u32::from(port) << 12);
         let mut c = Conn {
             port,
+            server_port,
             client_seq: client_isn,
             server_seq: server_isn,
         };
@@ -339,9 +348,9 @@ impl Conn {
         payload: &[u8],
     ) {
         let (smac, dmac, sport, dport) = if from_client {
-            (CLIENT_MAC, SERVER_MAC, self.port, SERVER_PORT)
+            (CLIENT_MAC, SERVER_MAC, self.port, self.server_port)
         } else {
-            (SERVER_MAC, CLIENT_MAC, SERVER_PORT, self.port)
+            (SERVER_MAC, CLIENT_MAC, self.server_port, self.port)
         };
         let mut b = PacketBuilder::ethernet2(smac, dmac)
             .ipv4(LOCALHOST, LOCALHOST, 64)
