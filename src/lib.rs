@@ -28,6 +28,7 @@ pub mod mcp;
 pub mod report;
 pub mod sse;
 pub mod tcp;
+pub mod vantage;
 
 use anomaly::{Anomalies, Anomaly};
 use capture::Frame;
@@ -76,6 +77,17 @@ pub struct Analyzer {
 }
 
 impl Analyzer {
+    /// A new analyzer whose flow indices come from `ids`, shared with the analyzers of other
+    /// vantage points of the same analysis (so `F<n>` is unique across them).
+    pub fn with_flow_ids(
+        options: Options,
+        ids: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    ) -> Self {
+        let mut a = Analyzer::new(options);
+        a.flows = FlowTable::with_ids(a.flows.limits, ids);
+        a
+    }
+
     /// A new analyzer.
     pub fn new(options: Options) -> Self {
         let mut app_seq = options.app_seq.clone();

@@ -59,9 +59,15 @@ enum FailOn {
 
 #[derive(clap::Args, Debug)]
 struct AnalyzeArgs {
-    /// Capture files (pcap or pcapng), read in order as one capture.
-    #[arg(required = true)]
+    /// Capture files (pcap or pcapng) or directories of them. Files whose times follow each
+    /// other are one vantage point (rotation); files whose times overlap are separate vantage
+    /// points.
+    #[arg(required_unless_present = "vantage")]
     captures: Vec<PathBuf>,
+    /// Put FILE in vantage point NAME (repeatable; several files of one NAME are rotated parts).
+    /// Other vantage points are named v1, v2, … in order of their first frame.
+    #[arg(long = "vantage", value_name = "NAME=FILE")]
+    vantage: Vec<String>,
     /// Output format (default: table on a terminal, ndjson otherwise).
     #[arg(long, value_enum)]
     format: Option<FormatArg>,
@@ -131,19 +137,32 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     if matches!(format, Format::Csv | Format::Parquet) && args.out.is_none() {
         return Err("--format csv/parquet needs --out DIR".into());
     }
-    let mut analyzer = Analyzer::new(Options {
+    let options = Options {
         ports: args.ports.clone(),
         app_seq: args.app_seq.clone(),
         ..Default::default()
-    });
+    };
+    let mut named: Vec<(String, PathBuf)> = Vec::new();
+    for v in &args.vantage {
+        match v.split_once('=') {
+            Some((n, f)) if !n.is_empty() && !f.is_empty() => {
+                named.push((n.to_string(), PathBuf::from(f)))
+            }
+            _ => return Err(format!("--vantage {v:?}: expected NAME=FILE")),
+        }
+    }
     let mut dump = match &args.dump_streams {
         Some(dir) => Some(dump::Dump::new(dir)?),
         None => None,
     };
+    let ids = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut vantages: Vec<Vantage> = Vec::new();
     let mut read_any = false;
     let mut readable_frames = 0u64;
     let mut capture_anomalies = mcpcap::anomaly::Anomalies::default();
-    for path in &capture_order(&args.captures) {
+    let mut inputs = args.captures.clone();
+    inputs.extend(named.iter().map(|(_, f)| f.clone()));
+    for (path, first_ts) in &capture_order(&inputs) {
         let file = match std::fs::File::open(path) {
             Ok(f) => f,
             Err(e) => {
@@ -151,6 +170,10 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                 continue;
             }
         };
+        let vi = pick_vantage(&mut vantages, &named, path, *first_ts, &options, &ids);
+        let v = &mut vantages[vi];
+        v.files.push(path.display().to_string());
+        let analyzer = &mut v.analyzer;
         let first = analyzer.counters.frames + 1;
         let unsupported_before = analyzer.anomalies.count("capture.unsupported_linktype");
         let reader = std::io::BufReader::with_capacity(1 << 20, file);
@@ -195,31 +218,86 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             }
             Err(e) => eprintln!("mcpcap: {}: {}", path.display(), e),
         }
+        v.last_ts = v.analyzer.counters.ts_last.or(v.last_ts);
     }
-    if !read_any || (readable_frames == 0 && analyzer.counters.frames > 0) {
+    let frames: u64 = vantages.iter().map(|v| v.analyzer.counters.frames).sum();
+    if !read_any || (readable_frames == 0 && frames > 0) {
         return Ok(EXIT_USAGE);
     }
-    let exchanges = match dump.as_mut() {
-        Some(d) => analyzer.finish_tap(d),
-        None => analyzer.finish(),
-    };
+    let mut per_vantage: Vec<Vec<mcpcap::http::Exchange>> = vantages
+        .iter_mut()
+        .map(|v| match dump.as_mut() {
+            Some(d) => v.analyzer.finish_tap(d),
+            None => v.analyzer.finish(),
+        })
+        .collect();
     if let Some(d) = dump {
-        let flows = &analyzer.flows.flows;
-        let client = &analyzer.http.client_dir;
         d.finish(|fi| {
-            client
-                .get(&fi)
-                .copied()
-                .unwrap_or_else(|| flows[fi].client_guess())
+            vantages
+                .iter()
+                .find_map(|v| {
+                    v.analyzer.http.client_dir.get(&fi).copied().or_else(|| {
+                        v.analyzer.flows.flow(fi).map(|f| f.client_guess())
+                    })
+                })
+                .unwrap_or(0)
         })?;
     }
-    let app_seq = analyzer.app_seq_pointers().to_vec();
+    // One clock: each vantage point's times move onto the first one's.
+    let offsets = mcpcap::vantage::estimate_offsets(&per_vantage);
+    for (ex, off) in per_vantage.iter_mut().zip(&offsets) {
+        if let Some(o) = off.offset_us.filter(|o| *o != 0) {
+            ex.iter_mut().for_each(|e| e.shift_time(-o));
+        }
+    }
+    let mut exchanges: Vec<mcpcap::http::Exchange> = per_vantage.into_iter().flatten().collect();
+    exchanges.sort_by_key(|e| (e.ts(), e.flow_index, e.trans_depth));
+    let capture_end = vantages
+        .iter()
+        .zip(&offsets)
+        .filter_map(|(v, o)| Some(v.analyzer.counters.ts_last? - o.offset_us.unwrap_or(0)))
+        .max();
+    let app_seq = vantages
+        .first()
+        .map(|v| v.analyzer.app_seq_pointers().to_vec())
+        .unwrap_or_default();
     let analysis = mcpcap::analyze_exchanges_with(
         &exchanges,
         &app_seq,
-        analyzer.counters.ts_last,
+        capture_end,
         &args.backend_headers,
     );
+    let flow_parts: Vec<tables::FlowsPart> = vantages
+        .iter()
+        .zip(&offsets)
+        .map(|(v, o)| tables::FlowsPart {
+            vantage: &v.name,
+            flows: &v.analyzer.flows.flows,
+            client_dir: &v.analyzer.http.client_dir,
+            clock_offset_us: o.offset_us.unwrap_or(0),
+        })
+        .collect();
+    let vantage_rows: Vec<tables::VantageRow> = vantages
+        .iter()
+        .zip(&offsets)
+        .map(|(v, o)| tables::VantageRow {
+            name: v.name.clone(),
+            files: v.files.clone(),
+            frames: v.analyzer.counters.frames,
+            flows: v.analyzer.flows.flows.len() as u64,
+            ts_first: v.ts_first,
+            ts_last: v.analyzer.counters.ts_last,
+            offset: *o,
+        })
+        .collect();
+    let mut anomaly_sets: Vec<&mcpcap::anomaly::Anomalies> = vec![&capture_anomalies];
+    for v in &vantages {
+        anomaly_sets.extend([
+            &v.analyzer.anomalies,
+            &v.analyzer.flows.anomalies,
+            &v.analyzer.http.anomalies,
+        ]);
+    }
     let findings_t = tables::findings(&analysis);
     let all = || -> Vec<Table> {
         vec![
@@ -229,22 +307,15 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             findings_t.clone(),
             tables::events(&analysis, &exchanges),
             tables::exchanges(&analysis, &exchanges),
-            tables::flows(&analyzer.flows.flows, &analyzer.http.client_dir),
-            tables::anomalies(&[
-                &capture_anomalies,
-                &analyzer.anomalies,
-                &analyzer.flows.anomalies,
-                &analyzer.http.anomalies,
-            ]),
+            tables::flows(&flow_parts),
+            tables::anomalies(&anomaly_sets),
+            tables::vantages(&vantage_rows),
         ]
     };
     // Tables are built only when they are written or shown.
     let selected = || -> Vec<Table> {
         match which {
-            "flows" => vec![tables::flows(
-                &analyzer.flows.flows,
-                &analyzer.http.client_dir,
-            )],
+            "flows" => vec![tables::flows(&flow_parts)],
             "exchanges" => vec![tables::exchanges(&analysis, &exchanges)],
             "events" => vec![tables::events(&analysis, &exchanges)],
             _ => all(),
@@ -268,10 +339,18 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         }
         Format::Table => {
             set_table_style();
-            let c = &analyzer.counters;
-            let _ = writeln!(out, "{} frames ({} not TCP, {} left out by --port), {} TCP segments, {} flows, {} exchanges, {} sessions, {} resumptions, {} findings, {} anomalies\n",
-                c.frames, c.not_tcp, c.filtered, c.tcp_segments, analyzer.flows.flows.len(), exchanges.len(), analysis.model.sessions.len(), analysis.resumptions.len(), analysis.findings.len(),
-                [&capture_anomalies, &analyzer.anomalies, &analyzer.flows.anomalies, &analyzer.http.anomalies].iter().map(|a| a.total()).sum::<u64>());
+            let count = |f: fn(&mcpcap::Counters) -> u64| -> u64 {
+                vantages.iter().map(|v| f(&v.analyzer.counters)).sum()
+            };
+            let flows: usize = vantages.iter().map(|v| v.analyzer.flows.flows.len()).sum();
+            let points = if vantages.len() > 1 {
+                format!(" from {} vantage points", vantages.len())
+            } else {
+                String::new()
+            };
+            let _ = writeln!(out, "{} frames{points} ({} not TCP, {} left out by --port), {} TCP segments, {} flows, {} exchanges, {} sessions, {} resumptions, {} findings, {} anomalies\n",
+                count(|c| c.frames), count(|c| c.not_tcp), count(|c| c.filtered), count(|c| c.tcp_segments), flows, exchanges.len(), analysis.model.sessions.len(), analysis.resumptions.len(), analysis.findings.len(),
+                anomaly_sets.iter().map(|a| a.total()).sum::<u64>());
             let shown: Vec<Table> = if which == "analyze" {
                 vec![
                     select(
@@ -356,7 +435,65 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
 /// and files are read in order of their first frame's time, so that rotated files
 /// (`tcpdump -C/-G`) given in any order form one capture. A file that cannot be opened or is
 /// not a capture gets its one-line message here and is left out.
-fn capture_order(args: &[PathBuf]) -> Vec<PathBuf> {
+/// One vantage point being read: its files feed one analyzer, in time order.
+struct Vantage {
+    name: String,
+    explicit: bool,
+    files: Vec<String>,
+    analyzer: Analyzer,
+    ts_first: Option<i64>,
+    last_ts: Option<i64>,
+}
+
+/// The vantage point a file belongs to: the one `--vantage` names; else the automatic one whose
+/// last frame is the latest not after the file's first (a rotated part continues it); else a new
+/// one (the file overlaps every vantage point so far).
+fn pick_vantage(
+    vantages: &mut Vec<Vantage>,
+    named: &[(String, PathBuf)],
+    path: &std::path::Path,
+    first_ts: Option<i64>,
+    options: &Options,
+    ids: &std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) -> usize {
+    let explicit = named.iter().find(|(_, f)| f == path).map(|(n, _)| n.clone());
+    let found = match &explicit {
+        Some(n) => vantages.iter().position(|v| &v.name == n),
+        None => vantages
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| !v.explicit)
+            .filter(|(_, v)| match (v.last_ts, first_ts) {
+                (Some(l), Some(f)) => l <= f,
+                _ => true,
+            })
+            .max_by_key(|(i, v)| (v.last_ts, std::cmp::Reverse(*i)))
+            .map(|(i, _)| i),
+    };
+    if let Some(i) = found {
+        if vantages[i].ts_first.is_none() {
+            vantages[i].ts_first = first_ts;
+        }
+        return i;
+    }
+    // Automatic names follow the order of first frames, so rotating a capture renames nothing.
+    let name = explicit
+        .clone()
+        .unwrap_or_else(|| format!("v{}", vantages.len() + 1));
+    vantages.push(Vantage {
+        name,
+        explicit: explicit.is_some(),
+        files: Vec::new(),
+        analyzer: Analyzer::with_flow_ids(options.clone(), ids.clone()),
+        ts_first: first_ts,
+        last_ts: None,
+    });
+    vantages.len() - 1
+}
+
+/// The capture files to read (directories expanded), each with its first frame's time, in order
+/// of that time.
+fn capture_order(args: &[PathBuf]) -> Vec<(PathBuf, Option<i64>)> {
     let mut files: Vec<PathBuf> = Vec::new();
     for p in args {
         if p.is_dir() {
@@ -392,7 +529,10 @@ fn capture_order(args: &[PathBuf]) -> Vec<PathBuf> {
         }
     }
     keyed.sort_by_key(|(ts, i, _)| (*ts, *i));
-    keyed.into_iter().map(|(_, _, f)| f).collect()
+    keyed
+        .into_iter()
+        .map(|(ts, _, f)| (f, (ts != i64::MIN).then_some(ts)))
+        .collect()
 }
 
 fn select(t: &Table, names: &[&str]) -> Table {

@@ -110,6 +110,23 @@ pub struct Exchange {
 }
 
 impl Exchange {
+    /// Move every time of the exchange by `delta_us` (a vantage point's clock offset).
+    pub fn shift_time(&mut self, delta_us: i64) {
+        for t in [
+            &mut self.ts_request,
+            &mut self.ts_response,
+            &mut self.ts_end,
+            &mut self.ts_last_byte,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            *t = t.saturating_add(delta_us);
+        }
+        for ev in &mut self.events {
+            ev.sse.ts = ev.sse.ts.saturating_add(delta_us);
+        }
+    }
     /// A request header, case-insensitively.
     pub fn req_header(&self, name: &str) -> Option<&str> {
         self.request.as_ref().and_then(|h| h.header(name))

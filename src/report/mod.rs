@@ -9,7 +9,7 @@
 pub mod tables;
 
 /// The tables `analyze` writes with `--format csv|parquet`, in order (file stems).
-pub const TABLE_NAMES: [&str; 8] = [
+pub const TABLE_NAMES: [&str; 9] = [
     "sessions",
     "streams",
     "resumptions",
@@ -18,6 +18,7 @@ pub const TABLE_NAMES: [&str; 8] = [
     "exchanges",
     "flows",
     "anomalies",
+    "vantages",
 ];
 
 use std::io::Write;

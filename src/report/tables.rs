@@ -424,52 +424,115 @@ pub fn exchanges(a: &Analysis, ex: &[Exchange]) -> Table {
     }
 }
 
-/// `flows`: one row per TCP connection (conn.log).
-pub fn flows(flows: &[Flow], client_dir: &HashMap<usize, usize>) -> Table {
-    let rows: Vec<(&Flow, usize)> = flows
+/// The flows of one vantage point, for [`flows`].
+#[derive(Debug, Clone, Copy)]
+pub struct FlowsPart<'a> {
+    /// Name of the vantage point.
+    pub vantage: &'a str,
+    /// Its flows.
+    pub flows: &'a [Flow],
+    /// Client direction of each flow index, where HTTP told it.
+    pub client_dir: &'a HashMap<usize, usize>,
+    /// Its clock offset to the first vantage point, µs (subtracted from its times).
+    pub clock_offset_us: i64,
+}
+
+/// `flows`: one row per TCP connection (conn.log), for every vantage point.
+pub fn flows(parts: &[FlowsPart<'_>]) -> Table {
+    let rows: Vec<(&Flow, usize, &str, i64)> = parts
         .iter()
-        .map(|f| {
-            (
-                f,
-                client_dir
-                    .get(&f.index)
-                    .copied()
-                    .unwrap_or_else(|| f.client_guess()),
-            )
+        .flat_map(|p| {
+            p.flows.iter().map(move |f| {
+                (
+                    f,
+                    p.client_dir
+                        .get(&f.index)
+                        .copied()
+                        .unwrap_or_else(|| f.client_guess()),
+                    p.vantage,
+                    p.clock_offset_us,
+                )
+            })
         })
         .collect();
     Table {
         name: "flows",
         columns: vec![
-            col!("flow_id", Str, rows, |(f, _)| Some(f.flow_id())),
-            col!("ts_first", Ts, rows, |(f, _)| Some(f.ts_first)),
-            col!("ts_last", Ts, rows, |(f, _)| Some(f.ts_last)),
-            col!("orig_h", Str, rows, |(f, c)| Some(f.ends[*c].0.to_string())),
-            col!("orig_p", U64, rows, |(f, c)| Some(f.ends[*c].1 as u64)),
-            col!("resp_h", Str, rows, |(f, c)| Some(
+            col!("flow_id", Str, rows, |(f, ..)| Some(f.flow_id())),
+            col!("vantage", Str, rows, |(_, _, v, _)| Some(v.to_string())),
+            col!("ts_first", Ts, rows, |(f, _, _, o)| Some(f.ts_first - o)),
+            col!("ts_last", Ts, rows, |(f, _, _, o)| Some(f.ts_last - o)),
+            col!("orig_h", Str, rows, |(f, c, ..)| Some(f.ends[*c].0.to_string())),
+            col!("orig_p", U64, rows, |(f, c, ..)| Some(f.ends[*c].1 as u64)),
+            col!("resp_h", Str, rows, |(f, c, ..)| Some(
                 f.ends[1 - *c].0.to_string()
             )),
-            col!("resp_p", U64, rows, |(f, c)| Some(f.ends[1 - *c].1 as u64)),
-            col!("orig_pkts", U64, rows, |(f, c)| Some(f.packets[*c])),
-            col!("resp_pkts", U64, rows, |(f, c)| Some(f.packets[1 - *c])),
-            col!("orig_bytes", U64, rows, |(f, c)| Some(f.wire_bytes[*c])),
-            col!("resp_bytes", U64, rows, |(f, c)| Some(f.wire_bytes[1 - *c])),
-            col!("orig_missed_bytes", U64, rows, |(f, c)| Some(
+            col!("resp_p", U64, rows, |(f, c, ..)| Some(f.ends[1 - *c].1 as u64)),
+            col!("orig_pkts", U64, rows, |(f, c, ..)| Some(f.packets[*c])),
+            col!("resp_pkts", U64, rows, |(f, c, ..)| Some(f.packets[1 - *c])),
+            col!("orig_bytes", U64, rows, |(f, c, ..)| Some(f.wire_bytes[*c])),
+            col!("resp_bytes", U64, rows, |(f, c, ..)| Some(f.wire_bytes[1 - *c])),
+            col!("orig_missed_bytes", U64, rows, |(f, c, ..)| Some(
                 f.dirs[*c].stats.missed
             )),
-            col!("resp_missed_bytes", U64, rows, |(f, c)| Some(
+            col!("resp_missed_bytes", U64, rows, |(f, c, ..)| Some(
                 f.dirs[1 - *c].stats.missed
             )),
-            col!("retransmitted", U64, rows, |(f, _)| Some(
+            col!("retransmitted", U64, rows, |(f, ..)| Some(
                 f.dirs[0].stats.retransmitted + f.dirs[1].stats.retransmitted
             )),
-            col!("out_of_order", U64, rows, |(f, _)| Some(
+            col!("out_of_order", U64, rows, |(f, ..)| Some(
                 f.dirs[0].stats.out_of_order + f.dirs[1].stats.out_of_order
             )),
-            col!("syn", Bool, rows, |(f, _)| Some(f.syn[0] || f.syn[1])),
-            col!("fin", Bool, rows, |(f, _)| Some(f.fin[0] || f.fin[1])),
-            col!("rst", Bool, rows, |(f, _)| Some(f.rst[0] || f.rst[1])),
-            col!("history", Str, rows, |(f, c)| Some(f.history_string(*c))),
+            col!("syn", Bool, rows, |(f, ..)| Some(f.syn[0] || f.syn[1])),
+            col!("fin", Bool, rows, |(f, ..)| Some(f.fin[0] || f.fin[1])),
+            col!("rst", Bool, rows, |(f, ..)| Some(f.rst[0] || f.rst[1])),
+            col!("history", Str, rows, |(f, c, ..)| Some(f.history_string(*c))),
+        ],
+    }
+}
+
+/// One vantage point's row for [`vantages`].
+#[derive(Debug, Clone)]
+pub struct VantageRow {
+    /// Name (`--vantage NAME=…`, else `v<n>` in order of first frames).
+    pub name: String,
+    /// Its files, in the order read.
+    pub files: Vec<String>,
+    /// Frames read.
+    pub frames: u64,
+    /// Flows.
+    pub flows: u64,
+    /// Time of its first and last frame on its own clock, µs since the Unix epoch.
+    pub ts_first: Option<i64>,
+    /// See `ts_first`.
+    pub ts_last: Option<i64>,
+    /// Its clock offset to the first vantage point.
+    pub offset: crate::vantage::ClockOffset,
+}
+
+/// `vantages`: one row per vantage point (a capture file, or files rotated from one place).
+pub fn vantages(rows: &[VantageRow]) -> Table {
+    Table {
+        name: "vantages",
+        columns: vec![
+            col!("vantage", Str, rows, |r| Some(r.name.clone())),
+            col!("files", Str, rows, |r| Some(r.files.join(","))),
+            col!("frames", U64, rows, |r| Some(r.frames)),
+            col!("flows", U64, rows, |r| Some(r.flows)),
+            col!("ts_first", Ts, rows, |r| r.ts_first),
+            col!("ts_last", Ts, rows, |r| r.ts_last),
+            col!("clock_offset_us", I64, rows, |r| r.offset.offset_us),
+            col!("offset_pairs", U64, rows, |r| Some(r.offset.pairs as u64)),
+            col!("offset_basis", Str, rows, |r| Some(
+                match (r.offset.offset_us, r.offset.pairs, r.offset.same_connection) {
+                    (None, ..) => "none",
+                    (Some(_), 0, _) => "reference",
+                    (Some(_), _, true) => "same_connection",
+                    (Some(_), _, false) => "adjacent_hop",
+                }
+                .to_string()
+            )),
         ],
     }
 }

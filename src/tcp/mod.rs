@@ -191,6 +191,9 @@ pub struct FlowTable {
     pub limits: ReassemblyLimits,
     /// Reassembly anomalies: `tcp.ooo_buffer_full`, `tcp.overlap_conflict`.
     pub anomalies: Anomalies,
+    /// Source of flow indices shared with other tables (one per vantage point), so `F<n>` is
+    /// unique across them; `None`: the index is the position in `flows`.
+    ids: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
 }
 
 impl FlowTable {
@@ -199,6 +202,31 @@ impl FlowTable {
         FlowTable {
             limits,
             ..Default::default()
+        }
+    }
+
+    /// A table whose flow indices come from `ids`, shared with other tables (several vantage
+    /// points of one analysis): `flows[i].index` is then not `i`.
+    pub fn with_ids(
+        limits: ReassemblyLimits,
+        ids: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    ) -> Self {
+        FlowTable {
+            limits,
+            ids: Some(ids),
+            ..Default::default()
+        }
+    }
+
+    /// The flow with index `index` (`F<index>`).
+    pub fn flow(&self, index: usize) -> Option<&Flow> {
+        match self.flows.get(index) {
+            Some(f) if f.index == index => Some(f),
+            _ => self
+                .flows
+                .binary_search_by_key(&index, |f| f.index)
+                .ok()
+                .map(|i| &self.flows[i]),
         }
     }
 
@@ -237,7 +265,11 @@ impl FlowTable {
         let i = match idx {
             Some(i) => i,
             None => {
-                let index = self.flows.len();
+                let local = self.flows.len();
+                let index = match &self.ids {
+                    Some(ids) => ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                    None => local,
+                };
                 // A SYN-ACK first means the sender is the server.
                 let ends = if seg.syn && seg.ack {
                     [dst, src]
@@ -262,9 +294,9 @@ impl FlowTable {
                     closed: false,
                     ended: [false; 2],
                 });
-                self.active.insert(key, index);
-                sink.event(self.flows[index].meta(), StreamEvent::Open, ts, frame);
-                index
+                self.active.insert(key, local);
+                sink.event(self.flows[local].meta(), StreamEvent::Open, ts, frame);
+                local
             }
         };
         let limits = self.limits;
