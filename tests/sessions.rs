@@ -307,3 +307,48 @@ fn gzip_encoded_request_is_decoded() {
     assert_eq!(rows[0]["jsonrpc_ids"], "5,5");
     assert_eq!(analyze(&cap, &[]), Vec::<Value>::new());
 }
+
+/// A keep-alive connection whose middle response was lost whole in a capture gap: the next
+/// response is paired with the request it answers (the latest one sent before it), not with the
+/// request whose response is missing; that one is marked as lost to a gap.
+#[test]
+fn response_lost_whole_in_a_gap_does_not_shift_the_pairing() {
+    let list = |id: i64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"});
+    let answer = |id: i64| json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [], "n": id}});
+    let mut cap = Capture::new();
+    let mut c = cap.connect();
+    let port = c.port;
+    for id in 1..=3 {
+        c.client(&mut cap, &post(Some("s1"), &list(id)));
+        c.server(&mut cap, &json_response(Some("s1"), &answer(id)));
+    }
+    c.close(&mut cap);
+    let middle = cap.server_data_frames(port)[1];
+    cap.lose(middle);
+    let path = temp_path("lost-between", "pcap");
+    std::fs::write(&path, cap.pcap()).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+        .args(["exchanges", "--format", "ndjson"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&path);
+    let rows: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // jsonrpc_ids: the request's id and the response's.
+    let view: Vec<(String, Value, bool)> = rows
+        .iter()
+        .map(|r| (r["jsonrpc_ids"].as_str().unwrap_or("").to_string(), r["status"].clone(), r["response_gap"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(
+        view,
+        [
+            ("1,1".to_string(), json!(200), false),
+            ("2".to_string(), Value::Null, true),
+            ("3,3".to_string(), json!(200), false),
+        ]
+    );
+}

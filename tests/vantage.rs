@@ -173,3 +173,48 @@ fn the_same_capture_from_two_points() {
     assert_eq!((m, client2), (2 * n, client));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_gap_in_one_copy_is_filled_by_the_other() {
+    let (dir, whole) = setup("gap");
+    let (header, recs) = records(&whole);
+    // The copy seen first (its clock is behind) lost the largest server→client data frame.
+    let lost = recs
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, d))| ports(d).is_some_and(|(a, _)| a == 3300))
+        .max_by_key(|(_, (_, d))| d.len())
+        .map(|(i, _)| i)
+        .unwrap();
+    let kept: Vec<_> = recs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != lost)
+        .map(|(_, r)| r.clone())
+        .collect();
+    let a = dir.join("a.pcap");
+    let b = dir.join("b.pcap");
+    write(&a, &header, &recs, |_, _| true, 0);
+    write(&b, &header, &kept, |_, _| true, -1_500_000);
+    let (want, ..) = run(&[&a], &dir.join("o1"));
+    let (alone, ..) = run(&[&b], &dir.join("o2"));
+    assert_ne!(alone, want, "the lost frame must matter on its own");
+    let (got, ..) = run(&[&a, &b], &dir.join("o3"));
+    assert_eq!(got, want);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn fork_named_by_backend_from_both_legs_same_as_client_leg() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = std::env::temp_dir().join(format!("mcpcap-vantage-fork-{}", std::process::id()));
+    let (both, ..) = run(&[&root.join("fixtures/mcp/fork_restart.pcap")], &dir.join("a"));
+    let (client, ..) = run(&[&root.join("fixtures/mcp/fork_restart_client.pcap")], &dir.join("b"));
+    assert_eq!(both, client);
+    let text = std::fs::read_to_string(dir.join("a/findings.csv")).unwrap();
+    let switch = text.lines().find(|l| l.contains("backend_switch")).unwrap();
+    assert!(switch.contains("127.0.0.1:3302 (b2)") && switch.contains("127.0.0.1:3301 (b1)"), "{switch}");
+    let resumptions = std::fs::read_to_string(dir.join("a/resumptions.csv")).unwrap();
+    assert!(resumptions.lines().nth(1).unwrap().ends_with(",127.0.0.1:3302 (b2),127.0.0.1:3301 (b1)"), "{resumptions}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

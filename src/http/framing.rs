@@ -179,6 +179,11 @@ impl DirParser {
         }
     }
 
+    /// Whether the parser stands between messages (a gap here may have swallowed whole messages).
+    pub fn between_messages(&self) -> bool {
+        matches!(self.state, State::Head | State::Resync) && !self.in_message && self.buf.is_empty()
+    }
+
     /// `len` bytes are missing from the capture.
     pub fn gap(&mut self, len: u64, out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule) {
         match self.state {
@@ -203,8 +208,11 @@ impl DirParser {
             }
             State::Tunnel => {}
             State::Head if !self.in_message && self.buf.is_empty() => {
+                // The gap began where a message ended, so whole messages may be missing; the
+                // bytes after it may well begin the next message, and a start line is accepted
+                // right there.
                 self.state = State::Resync;
-                self.line_start = false;
+                self.line_start = true;
             }
             _ => {
                 if self.in_message {

@@ -180,6 +180,9 @@ struct Conn {
     next_resp: usize,
     resp_idx: Option<usize>,
     resp_interim: bool,
+    /// A capture gap fell between two responses: whole responses may be missing, so the next
+    /// response head is paired by time ([`HttpLayer`] docs).
+    resp_lost_between: bool,
     sse: Option<SseParser>,
     depth: u32,
     open_at_end: bool,
@@ -239,6 +242,7 @@ impl StreamSink for HttpLayer {
                         next_resp: 0,
                         resp_idx: None,
                         resp_interim: false,
+                        resp_lost_between: false,
                         sse: None,
                         depth: 0,
                         open_at_end: false,
@@ -317,6 +321,11 @@ impl StreamSink for HttpLayer {
                         if conn.parsers[d].is_none() {
                             conn.probe[d].clear();
                             return;
+                        }
+                        if conn.client_dir.is_some_and(|c| c != d)
+                            && conn.parsers[d].as_ref().is_some_and(|p| p.between_messages())
+                        {
+                            conn.resp_lost_between = true;
                         }
                         self.with_parser(fi, d, ts, frame, |p, out| p.gap(len, out));
                     }
@@ -451,6 +460,32 @@ fn on_event(
                 return BodyRule::None;
             }
             conn.resp_interim = false;
+            if std::mem::take(&mut conn.resp_lost_between) {
+                // Responses lost in the gap: this one answers the latest request sent before it
+                // (a client that does not pipeline sends the next request only after the previous
+                // answer); the requests skipped lost their responses to the capture.
+                let latest = (conn.next_resp..conn.exchanges.len())
+                    .filter(|&i| conn.exchanges[i].ts_request.is_some_and(|t| t <= ts))
+                    .last();
+                if let Some(latest) = latest {
+                    for i in conn.next_resp..latest {
+                        conn.exchanges[i].resp_gap = true;
+                    }
+                    if latest > conn.next_resp {
+                        anomalies.add(Anomaly::new(
+                            "http.responses_lost_in_gap",
+                            Some(frame),
+                            Some(flow_id.to_string()),
+                            format!(
+                                "{} response(s) lost in a capture gap; this one is paired with the request in frame {}",
+                                latest - conn.next_resp,
+                                conn.exchanges[latest].frame_request.unwrap_or(0)
+                            ),
+                        ));
+                    }
+                    conn.next_resp = latest;
+                }
+            }
             let idx = if conn.next_resp < conn.exchanges.len() {
                 conn.next_resp
             } else {
