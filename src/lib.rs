@@ -27,6 +27,7 @@ pub mod jsonrpc;
 pub mod mcp;
 pub mod report;
 pub mod sse;
+pub mod synth;
 pub mod tcp;
 pub mod vantage;
 

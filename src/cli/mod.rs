@@ -1,6 +1,7 @@
 //! Command line: argument parsing, file handling, exit codes. Nothing else.
 
 mod dump;
+mod progress;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -39,6 +40,65 @@ enum Command {
     Exchanges(AnalyzeArgs),
     /// Print or write the events table (one row per SSE event).
     Events(AnalyzeArgs),
+    /// Write a large synthetic capture for benchmarks (deterministic from the seed).
+    Synth(SynthArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct SynthArgs {
+    /// Output pcap file.
+    #[arg(long, short)]
+    out: PathBuf,
+    /// Size to reach, in bytes (suffixes K, M, G: powers of 1024).
+    #[arg(long, default_value = "100M", value_parser = parse_size)]
+    bytes: u64,
+    /// Seed of the pseudo-random choices.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Sessions running at once.
+    #[arg(long, default_value_t = 64)]
+    concurrent: usize,
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, mult) = match s.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&s[..s.len() - 1], 1u64 << 10),
+        Some('M') => (&s[..s.len() - 1], 1 << 20),
+        Some('G') => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    num.trim()
+        .parse::<u64>()
+        .map_err(|e| format!("{s:?}: {e}"))?
+        .checked_mul(mult)
+        .ok_or_else(|| format!("{s:?}: too large"))
+}
+
+fn synth(args: &SynthArgs) -> Result<i32, String> {
+    let file = std::fs::File::create(&args.out)
+        .map_err(|e| format!("{}: {e}", args.out.display()))?;
+    let w = std::io::BufWriter::with_capacity(1 << 20, file);
+    let s = mcpcap::synth::write_capture(
+        w,
+        &mcpcap::synth::SynthOptions {
+            bytes: args.bytes,
+            seed: args.seed,
+            concurrent: args.concurrent,
+        },
+    )
+    .map_err(|e| format!("{}: {e}", args.out.display()))?;
+    eprintln!(
+        "mcpcap: {}: {} bytes, {} frames, {} sessions, {} events, {} resumptions ({} forks)",
+        args.out.display(),
+        s.bytes,
+        s.frames,
+        s.sessions,
+        s.events,
+        s.resumptions,
+        s.forks
+    );
+    Ok(EXIT_OK)
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -64,6 +124,9 @@ struct AnalyzeArgs {
     /// points.
     #[arg(required_unless_present = "vantage")]
     captures: Vec<PathBuf>,
+    /// No progress bar (it is shown only on a terminal, for runs over a second).
+    #[arg(long, short)]
+    quiet: bool,
     /// Put FILE in vantage point NAME (repeatable; several files of one NAME are rotated parts).
     /// Other vantage points are named v1, v2, … in order of their first frame.
     #[arg(long = "vantage", value_name = "NAME=FILE")]
@@ -108,6 +171,15 @@ pub fn main() -> i32 {
         Command::Flows(a) => ("flows", a),
         Command::Exchanges(a) => ("exchanges", a),
         Command::Events(a) => ("events", a),
+        Command::Synth(a) => {
+            return match synth(&a) {
+                Ok(code) => code,
+                Err(msg) => {
+                    eprintln!("mcpcap: {msg}");
+                    EXIT_USAGE
+                }
+            }
+        }
     };
     match run(which, &args) {
         Ok(code) => code,
@@ -162,14 +234,23 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     let mut capture_anomalies = mcpcap::anomaly::Anomalies::default();
     let mut inputs = args.captures.clone();
     inputs.extend(named.iter().map(|(_, f)| f.clone()));
-    for (path, first_ts) in &capture_order(&inputs) {
+    let order = capture_order(&inputs);
+    let total: u64 = order
+        .iter()
+        .filter_map(|(p, _)| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    let mut progress = progress::Progress::new(!args.quiet && std::io::stderr().is_terminal(), total);
+    let mut done_bytes = 0u64;
+    for (path, first_ts) in &order {
         let file = match std::fs::File::open(path) {
-            Ok(f) => f,
+            Ok(f) => progress::Counting::new(f),
             Err(e) => {
                 eprintln!("mcpcap: {}: {}", path.display(), e);
                 continue;
             }
         };
+        let read_bytes = file.counter();
         let vi = pick_vantage(&mut vantages, &named, path, *first_ts, &options, &ids);
         let v = &mut vantages[vi];
         v.files.push(path.display().to_string());
@@ -177,12 +258,24 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         let first = analyzer.counters.frames + 1;
         let unsupported_before = analyzer.anomalies.count("capture.unsupported_linktype");
         let reader = std::io::BufReader::with_capacity(1 << 20, file);
+        let mut n = 0u64;
         let res = mcpcap::capture::read_capture(reader, first, &mut capture_anomalies, |f| {
             match dump.as_mut() {
                 Some(d) => analyzer.frame_tap(&f, d),
                 None => analyzer.frame(&f),
             }
+            n += 1;
+            if n % 4096 == 0 {
+                progress.update(done_bytes + read_bytes.load(std::sync::atomic::Ordering::Relaxed), || {
+                    format!(
+                        "{} flows, {} exchanges",
+                        analyzer.flows.flows.len(),
+                        analyzer.http.exchanges.len()
+                    )
+                });
+            }
         });
+        done_bytes += read_bytes.load(std::sync::atomic::Ordering::Relaxed);
         match res {
             Ok(summary) => {
                 read_any = true;
@@ -220,6 +313,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         }
         v.last_ts = v.analyzer.counters.ts_last.or(v.last_ts);
     }
+    progress.finish();
     let frames: u64 = vantages.iter().map(|v| v.analyzer.counters.frames).sum();
     if !read_any || (readable_frames == 0 && frames > 0) {
         return Ok(EXIT_USAGE);
