@@ -84,10 +84,10 @@ pub fn estimate_offsets(vantages: &[Vec<Exchange>]) -> Vec<ClockOffset> {
                 .into_iter()
                 .flatten()
                 .filter_map(|i| cands.get(i))
-                .min_by_key(|(ct, _)| (t - ct).abs());
+                .min_by_key(|(ct, _)| t.saturating_sub(*ct).saturating_abs());
             let Some(&(ct, ci)) = nearest else { continue };
-            let d = t - ct;
-            if d.abs() > MAX_OFFSET_US {
+            let d = t.saturating_sub(ct);
+            if d.saturating_abs() > MAX_OFFSET_US {
                 continue;
             }
             let r = &reference[ci];

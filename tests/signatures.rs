@@ -453,7 +453,7 @@ fn idle_cut_at_a_fixed_age() {
     let fs = cut_gets(&[5_000_000, 5_000_000, 5_000_000]);
     assert_kinds(&fs, &[("idle_cut", "warning")]);
     let f = one(&fs, "idle_cut");
-    assert!(f["observed"].as_str().unwrap().contains("3 cuts after 5.0 s idle"), "{f}");
+    assert!(f["observed"].as_str().unwrap().contains("3 cuts at idle time 5.0 s"), "{f}");
 }
 
 #[test]
@@ -619,4 +619,192 @@ fn modern_request_neither_answered_nor_resent() {
 #[test]
 fn modern_request_resent_after_a_broken_stream() {
     assert_kinds(&modern(true), &[]);
+}
+
+// ---------------------------------------------------------------------------
+// Review probes: healthy look-alikes and variants of the signatures
+
+/// MCP 2025-11-25 polling by a server that holds each poll open and then closes it cleanly
+/// (TS `closeSSEStream`): the priming `retry` stays in force for the stream. Not an idle cut,
+/// not an empty-resume loop.
+#[test]
+fn repeated_polls_held_open_are_healthy() {
+    let mut cap = Capture::new();
+    handshake_version(&mut cap, SID, "2025-11-25");
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
+    let mut body = sse_head(None);
+    body.extend(chunk(b"id: 0\nretry: 500\ndata: \n\n"));
+    body.extend(chunk(Ev::id("1", progress(&token(2), 1, 2)).text().as_bytes()));
+    body.extend_from_slice(LAST_CHUNK);
+    c.server(&mut cap, &body);
+    for _ in 0..3 {
+        cap.wait(500_000);
+        let mut g = cap.connect();
+        g.client(&mut cap, &get(Some(SID), Some("1")));
+        g.server(&mut cap, &sse_head(None));
+        cap.wait(5_000_000);
+        g.server(&mut cap, LAST_CHUNK);
+        g.close(&mut cap);
+    }
+    cap.wait(500_000);
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some(SID), Some("1")));
+    g.server(&mut cap, &sse_response(None, &[Ev::id("2", progress(&token(2), 2, 2)), Ev::id("3", result(2))], true));
+    g.close(&mut cap);
+    c.close(&mut cap);
+    let fs = analyze(&cap, &[]);
+    let bad: Vec<&Value> = fs.iter().filter(|f| f["severity"] != "info").collect();
+    assert!(bad.is_empty(), "{bad:#?}");
+    assert_eq!(fs.iter().filter(|f| f["kind"] == "planned_poll").count(), 4, "{fs:#?}");
+}
+
+/// Per-session Redis-style streams give one broadcast the same `<ms>-<seq>` id in every session:
+/// a session's own copy replayed is no leak from another.
+#[test]
+fn redis_ids_are_not_unique_across_sessions() {
+    let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+    let mut cap = Capture::new();
+    handshake_as(&mut cap, "s1");
+    handshake_as(&mut cap, "s2");
+    let mut g1 = cap.connect();
+    g1.client(&mut cap, &get(Some("s1"), None));
+    let mut g2 = cap.connect();
+    g2.client(&mut cap, &get(Some("s2"), None));
+    let hello = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "hi"}});
+    g1.server(&mut cap, &sse_response(None, &[Ev::id("1795991032000-0", hello)], false));
+    g2.server(&mut cap, &sse_response(None, &[Ev::id("1795991033000-0", changed.clone())], false));
+    g1.server_close(&mut cap);
+    let mut r = cap.connect();
+    r.client(&mut cap, &get(Some("s1"), Some("1795991032000-0")));
+    r.server(&mut cap, &sse_response(None, &[Ev::id("1795991033000-0", changed)], true));
+    r.close(&mut cap);
+    g2.close(&mut cap);
+    assert_kinds(&analyze(&cap, &[]), &[("resume_ok", "info")]);
+}
+
+/// A 404 after the client's own DELETE is the expected answer, not a dead session reused.
+#[test]
+fn a_404_after_delete_is_expected() {
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let mut cap = Capture::new();
+    handshake_as(&mut cap, SID);
+    let mut c = cap.connect();
+    c.client(&mut cap, b"DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:3000\r\nMcp-Session-Id: s1\r\n\r\n");
+    c.server(&mut cap, b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+    for _ in 0..2 {
+        c.client(&mut cap, &post(Some(SID), &list));
+        c.server(&mut cap, &status(404, "Not Found"));
+    }
+    c.close(&mut cap);
+    assert_kinds(&analyze(&cap, &[]), &[]);
+}
+
+/// Two applications on one address: one keeps using its dead session after the other
+/// initialised: the reuse is reported, and the other's session is no re-initialisation of it.
+#[test]
+fn dead_id_still_used_after_someone_else_initialised() {
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let mut cap = Capture::new();
+    handshake_as(&mut cap, SID);
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &list));
+    c.server(&mut cap, &status(404, "Not Found"));
+    handshake_as(&mut cap, "s2");
+    cap.wait(1_000_000);
+    c.client(&mut cap, &post(Some(SID), &list));
+    c.server(&mut cap, &status(404, "Not Found"));
+    c.close(&mut cap);
+    assert_kinds(&analyze(&cap, &[]), &[("stale_session_reuse", "warning")]);
+}
+
+/// The standalone GET stream and a POST stream break together; the GET stream is resumed with
+/// its cursor first, then the POST stream is reopened without one.
+#[test]
+fn resume_without_cursor_behind_another_streams_resume() {
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}});
+    let mut cap = Capture::new();
+    handshake_as(&mut cap, SID);
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some(SID), None));
+    g.server(&mut cap, &sse_response(None, &[Ev::id("g1", note)], false));
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
+    c.server(&mut cap, &sse_response(None, &progs(2, &["1", "2"], 1, 5), false));
+    g.server_close(&mut cap);
+    c.server_close(&mut cap);
+    let mut r = cap.connect();
+    r.client(&mut cap, &get(Some(SID), Some("g1")));
+    r.server(&mut cap, &sse_head(None));
+    let mut n = cap.connect();
+    n.client(&mut cap, &get(Some(SID), None));
+    n.server(&mut cap, &conflict());
+    n.close(&mut cap);
+    r.close(&mut cap);
+    let fs = analyze(&cap, &[]);
+    assert!(fs.iter().any(|f| f["kind"] == "resume_without_cursor" && f["last_event_id"] == "2"), "{fs:#?}");
+}
+
+/// A resumed standalone GET stream that replays a tool call's result (servers #4087).
+#[test]
+fn response_replayed_on_the_standalone_stream() {
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}});
+    let mut cap = Capture::new();
+    handshake_as(&mut cap, SID);
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some(SID), None));
+    g.server(&mut cap, &sse_response(None, &[Ev::id("g1", note)], false));
+    g.server_close(&mut cap);
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
+    let mut evs = progs(2, &["1", "2"], 1, 2);
+    evs.push(Ev::id("3", result(2)));
+    c.server(&mut cap, &sse_response(None, &evs, true));
+    c.close(&mut cap);
+    let mut r = cap.connect();
+    r.client(&mut cap, &get(Some(SID), Some("g1")));
+    r.server(&mut cap, &sse_response(None, &[Ev::id("g2", result(2))], true));
+    r.close(&mut cap);
+    let fs = analyze(&cap, &[]);
+    assert!(fs.iter().any(|f| f["kind"] == "cross_stream_replay"), "{fs:#?}");
+}
+
+/// Standalone GET streams with keep-alives cut at the same age (a client timeout, §7 #18): the
+/// idle time before each cut differs, the age does not.
+#[test]
+fn idle_cut_at_a_fixed_age_despite_keepalives() {
+    let mut cap = Capture::new();
+    handshake_as(&mut cap, SID);
+    for quiet in [2_000_000, 9_000_000, 5_000_000] {
+        let mut g = cap.connect();
+        g.client(&mut cap, &get(Some(SID), None));
+        g.server(&mut cap, &raw_sse(": ok\n\n"));
+        cap.wait(30_000_000 - quiet);
+        g.server(&mut cap, &chunk(b": keepalive\n\n"));
+        cap.wait(quiet);
+        g.close(&mut cap);
+    }
+    let fs = analyze(&cap, &[]);
+    assert_kinds(&fs, &[("idle_cut", "warning")]);
+    assert!(one(&fs, "idle_cut")["observed"].as_str().unwrap().contains("at age 30.0 s"), "{fs:#?}");
+}
+
+/// An absurd `retry` (beyond any clock) must not overflow.
+#[test]
+fn absurd_retry_does_not_overflow() {
+    let mut cap = Capture::new();
+    handshake_version(&mut cap, SID, "2025-11-25");
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
+    let mut body = sse_head(None);
+    body.extend(chunk(b"id: 0\nretry: 4000000000000000000\ndata: \n\n"));
+    body.extend_from_slice(LAST_CHUNK);
+    c.server(&mut cap, &body);
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some(SID), Some("0")));
+    g.server(&mut cap, &sse_response(None, &[Ev::id("1", result(2))], true));
+    g.close(&mut cap);
+    c.close(&mut cap);
+    let fs = analyze(&cap, &[]);
+    assert!(fs.iter().all(|f| f["severity"] == "info"), "{fs:#?}");
 }

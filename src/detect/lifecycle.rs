@@ -3,9 +3,9 @@
 //! #9–#11, #14; MCP 2025-03-26 … 2025-11-25 "Session Management": a client that receives 404
 //! for its session MUST start a new session with an `initialize` request without a session id).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
-use super::streams::pending_after;
+use super::streams::{answered_at, empty_answer, pending};
 use super::{flow_id, Finding, Severity};
 use crate::http::Exchange;
 use crate::jsonrpc::Kind;
@@ -22,13 +22,16 @@ fn is_initialize(e: &Exchange) -> bool {
 
 /// `stale_session_reuse` and `session_reinitialized`.
 ///
-/// For each session the server answered 404 (to any request but a DELETE): the later requests of
-/// the same client that still carry the dead `Mcp-Session-Id` before it sends a new `initialize`
-/// are `stale_session_reuse` — a warning when the client never re-initialises in the capture (the
-/// error loop of python-sdk #1676 / typescript-sdk #1708), info when it does after all. When some
-/// later request with that id is answered 2xx the session was not dead (replicas without sticky
-/// routing) and nothing is reported here. The first `initialize` of that client after the 404 that
-/// obtained another session id is `session_reinitialized` (info), reported on the new session.
+/// For each session the server answered 404 (to any request but a DELETE, and before the client's
+/// own successful DELETE): the later requests from the same client address that still carry the
+/// dead `Mcp-Session-Id` are `stale_session_reuse` — info when the client then re-initialised and
+/// the dead id stopped (it recovered), else a warning (the error loop of python-sdk #1676 /
+/// typescript-sdk #1708). When some later request with that id is answered 2xx the session was
+/// not dead (replicas without sticky routing, reported by `backend_switch` where backends are
+/// known) and nothing is reported here. The first `initialize` from that address after the 404
+/// that obtained another session id, after which the dead id is no longer used, is
+/// `session_reinitialized` (info), reported on the new session. Clients are told apart by address
+/// only: applications sharing one address count as one client.
 pub(super) fn dead_sessions(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
     let mut linked: HashSet<usize> = HashSet::new();
     let initializes: Vec<usize> = (0..exchanges.len())
@@ -40,9 +43,18 @@ pub(super) fn dead_sessions(model: &Model, exchanges: &[Exchange], out: &mut Vec
             continue;
         }
         let carries = |e: &Exchange| e.req_header("mcp-session-id") == Some(sid);
+        // After the client's own successful DELETE a 404 is the expected answer.
+        let deleted = s
+            .exchanges
+            .iter()
+            .map(|&x| &exchanges[x])
+            .filter(|e| e.method() == "DELETE" && (200..300).contains(&e.status()))
+            .map(|e| e.ts())
+            .min()
+            .unwrap_or(i64::MAX);
         let Some(&dead) = s.exchanges.iter().find(|&&x| {
             let e = &exchanges[x];
-            carries(e) && e.status() == 404 && e.method() != "DELETE"
+            carries(e) && e.status() == 404 && e.method() != "DELETE" && e.ts() < deleted
         }) else {
             continue;
         };
@@ -79,8 +91,12 @@ pub(super) fn dead_sessions(model: &Model, exchanges: &[Exchange], out: &mut Vec
         let stale: Vec<usize> = later
             .iter()
             .copied()
-            .filter(|&x| exchanges[x].ts() < reinit_ts && exchanges[x].method() != "DELETE")
+            .filter(|&x| exchanges[x].method() != "DELETE" && exchanges[x].ts() < deleted)
             .collect();
+        // Requests with the dead id after the re-initialise: not this client's recovery (another
+        // application on the same address initialised), so no link and no all-clear.
+        let after_reinit = stale.iter().any(|&x| exchanges[x].ts() > reinit_ts);
+        let reinit = reinit.filter(|_| !after_reinit);
         if let Some(&first) = stale.first() {
             let e = &exchanges[first];
             let statuses: Vec<String> = {
@@ -138,7 +154,7 @@ pub(super) fn dead_sessions(model: &Model, exchanges: &[Exchange], out: &mut Vec
                     e.frame(),
                     flow_id(e),
                     new.label(),
-                    (e.ts() - t404) / 1000,
+                    e.ts().saturating_sub(t404) / 1000,
                     d.frame_response.unwrap_or(0)
                 ),
             );
@@ -164,6 +180,31 @@ pub(super) fn resumes_without_cursor(
     exchanges: &[Exchange],
     out: &mut Vec<Finding>,
 ) {
+    let answered = answered_at(model, exchanges);
+    // Per stream: the latest resumption that presented its cursor (any answer).
+    let mut resumed_latest: Vec<i64> = vec![i64::MIN; model.streams.len()];
+    for r in &model.resumptions {
+        if let Some(st) = r.stream {
+            resumed_latest[st] = resumed_latest[st].max(exchanges[r.exchange].ts());
+        }
+    }
+    // Per session: when it was declared dead (404) or ended (DELETE), and cancelled requests.
+    let mut closed_at: Vec<i64> = vec![i64::MAX; model.sessions.len()];
+    let mut cancelled: HashMap<(usize, &str), i64> = HashMap::new();
+    for (si, s) in model.sessions.iter().enumerate() {
+        for &x in &s.exchanges {
+            let e = &exchanges[x];
+            if e.status() == 404 || e.method() == "DELETE" {
+                closed_at[si] = closed_at[si].min(e.ts());
+            }
+            for m in &e.req_messages {
+                if let Some(c) = m.cancels.as_deref() {
+                    let t = cancelled.entry((si, c)).or_insert(e.ts());
+                    *t = (*t).min(e.ts());
+                }
+            }
+        }
+    }
     for (sti, st) in model.streams.iter().enumerate() {
         let s = &model.sessions[st.session];
         if s.id.is_none() || !s.era.stateful() {
@@ -171,7 +212,7 @@ pub(super) fn resumes_without_cursor(
         }
         let Some(&last) = st.connections.last() else { continue };
         let l = &exchanges[last];
-        if l.open_at_capture_end {
+        if l.open_at_capture_end || !pending(&answered, sti, st.connections.len() - 1) {
             continue;
         }
         let Some(cursor) = st
@@ -184,41 +225,28 @@ pub(super) fn resumes_without_cursor(
         else {
             continue;
         };
-        if !pending_after(model, exchanges, sti, last) {
+        let end = l.ts_end.unwrap_or(l.ts());
+        // The client did present the stream's cursor later (even if refused).
+        if resumed_latest[sti] > end {
             continue;
         }
-        let end = l.ts_end.unwrap_or(l.ts());
+        // The first GET after the break that carries no cursor (GETs resuming other streams,
+        // e.g. the standalone one broken at the same time, come and go before it).
         let Some(&g) = s.exchanges.iter().find(|&&x| {
             let e = &exchanges[x];
-            e.method() == "GET" && e.ts() >= end && x != last
+            e.method() == "GET" && e.ts() >= end && x != last && e.req_header("last-event-id").is_none()
         }) else {
             continue;
         };
         let ge = &exchanges[g];
-        if ge.req_header("last-event-id").is_some() {
-            continue;
-        }
-        // The client did present the stream's cursor later (even if refused).
-        if model
-            .resumptions
-            .iter()
-            .any(|r| r.stream == Some(sti) && exchanges[r.exchange].ts() > end)
-        {
-            continue;
-        }
         // A session already declared dead, or ended by the client, owes nothing more; nor does a
         // request the client cancelled (MCP "Cancellation": no response is due).
         let request = super::streams::stream_request_id(model, exchanges, sti);
-        let closed = s.exchanges.iter().any(|&x| {
-            let e = &exchanges[x];
-            e.ts() < ge.ts()
-                && (e.status() == 404
-                    || e.method() == "DELETE"
-                    || e.req_messages.iter().any(|m| {
-                        m.cancels.is_some() && m.cancels.as_deref() == request.as_deref()
-                    }))
-        });
-        if closed {
+        let cancel = request
+            .as_deref()
+            .and_then(|r| cancelled.get(&(st.session, r)).copied())
+            .unwrap_or(i64::MAX);
+        if closed_at[st.session] < ge.ts() || cancel < ge.ts() {
             continue;
         }
         let mut f = Finding::at_exchange(
@@ -250,18 +278,13 @@ pub(super) fn resumes_without_cursor(
 /// How many empty answers to one `Last-Event-ID` make a loop.
 const MIN_EMPTY_RESUMES: usize = 3;
 
-/// `empty_resume_loop` (warning): three or more resumption GETs of a session with the identical
-/// `Last-Event-ID`, each answered `200 text/event-stream` that ended with no event: the server
+/// `empty_resume_loop` (warning): three or more consecutive resumption GETs of a session with the
+/// identical `Last-Event-ID`, each answered `200 text/event-stream` with an empty body that ended
+/// within a second (not a poll the server held open): the server
 /// neither replays nor refuses, and the client retries for ever (wire reference §7 #7,
 /// rust-sdk #958). Whatever the stream still owed never arrives.
 pub(super) fn empty_resume_loops(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
-    let empty = |x: usize| {
-        let e = &exchanges[x];
-        e.is_sse
-            && e.status() == 200
-            && !e.open_at_capture_end
-            && e.events.iter().all(|ev| ev.sse.truncated)
-    };
+    let empty = |x: usize| empty_answer(&exchanges[x]);
     // Resumptions by (session, Last-Event-ID), in time order.
     let mut by_cursor: Vec<((usize, &str), Vec<usize>)> = Vec::new();
     let mut index: std::collections::HashMap<(usize, &str), usize> = Default::default();
@@ -289,7 +312,7 @@ pub(super) fn empty_resume_loops(model: &Model, exchanges: &[Exchange], out: &mu
             continue;
         }
         let (a, z) = (&exchanges[best[0]], &exchanges[best[best.len() - 1]]);
-        let every = (z.ts() - a.ts()) / (best.len() as i64 - 1) / 1000;
+        let every = z.ts().saturating_sub(a.ts()) / (best.len() as i64 - 1) / 1000;
         let mut f = Finding::at_exchange(
             model.sessions[*session].label(),
             "empty_resume_loop",

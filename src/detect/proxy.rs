@@ -53,7 +53,9 @@ fn check_pair(model: &Model, exchanges: &[Exchange], a: usize, b: usize, out: &m
     if n < MIN_BURST {
         return;
     }
-    let lag_sum: i64 = (0..n).map(|k| mb[k].sse.ts - ma[k].sse.ts).sum();
+    let lag_sum: i128 = (0..n)
+        .map(|k| i128::from(mb[k].sse.ts) - i128::from(ma[k].sse.ts))
+        .sum();
     // Downstream is the leg whose copies arrive later.
     let (up, down, mu, md) = if lag_sum >= 0 {
         (a, b, &ma, &mb)
@@ -77,8 +79,8 @@ fn check_pair(model: &Model, exchanges: &[Exchange], a: usize, b: usize, out: &m
         while j < n && md[j].sse.frame_last == md[k].sse.frame_last {
             j += 1;
         }
-        let spread = mu[j - 1].sse.ts - mu[k].sse.ts;
-        let lag = md[k].sse.ts - mu[k].sse.ts;
+        let spread = mu[j - 1].sse.ts.saturating_sub(mu[k].sse.ts);
+        let lag = md[k].sse.ts.saturating_sub(mu[k].sse.ts);
         if j - k >= MIN_BURST && spread >= MIN_SPREAD_US && lag >= MIN_LAG_US
             && best.is_none_or(|(s, e)| j - k > e - s)
         {
@@ -92,7 +94,10 @@ fn check_pair(model: &Model, exchanges: &[Exchange], a: usize, b: usize, out: &m
         frames.dedup();
         frames.len()
     };
-    let max_lag = (0..n).map(|k| md[k].sse.ts - mu[k].sse.ts).max().unwrap_or(0);
+    let max_lag = (0..n)
+        .map(|k| md[k].sse.ts.saturating_sub(mu[k].sse.ts))
+        .max()
+        .unwrap_or(0);
     let u = &exchanges[up];
     let ms = |us: i64| us / 1000;
     let mut f = Finding::at_exchange(
@@ -103,7 +108,7 @@ fn check_pair(model: &Model, exchanges: &[Exchange], a: usize, b: usize, out: &m
         format!(
             "{} events that left the server over {} ms (flow {}, frames {}–{}) reached the client together in frame {} (flow {}), up to {} ms late; the {n} events seen on both legs arrived downstream in {bursts} burst(s), and the response has no X-Accel-Buffering: no — a proxy is buffering the stream.",
             e - s,
-            ms(mu[e - 1].sse.ts - mu[s].sse.ts),
+            ms(mu[e - 1].sse.ts.saturating_sub(mu[s].sse.ts)),
             flow_id(u),
             mu[s].sse.frame_first,
             mu[e - 1].sse.frame_first,

@@ -37,9 +37,18 @@ pub(super) struct Seen {
 /// Deliveries of the events that resumed connections carry.
 #[derive(Debug, Default)]
 pub(super) struct ReplayIndex {
-    by_hash: HashMap<u64, Vec<Seen>>,
+    /// (session, data hash) → deliveries in that session, for sessions with resumptions.
+    own: HashMap<(usize, u64), Vec<Seen>>,
+    /// data hash → the first delivery in each of at most [`MAX_SESSIONS_PER_HASH`] sessions.
+    first_by_session: HashMap<u64, Vec<Seen>>,
     request_stream: HashMap<(usize, String), Vec<usize>>,
 }
+
+/// Deliveries kept per (session, data): enough to find one on another stream.
+const MAX_OWN: usize = 16;
+/// Sessions kept per data hash: common payloads (identical progress bodies, broadcast
+/// notifications) would otherwise grow with the capture.
+const MAX_SESSIONS_PER_HASH: usize = 8;
 
 fn is_message(ev: &EventRec) -> bool {
     !ev.sse.truncated && !ev.priming && ev.data_len > 0
@@ -50,7 +59,9 @@ fn is_message(ev: &EventRec) -> bool {
 fn unique_ids(id: &str) -> bool {
     let p = ids::parse(id);
     match p.format {
-        IdFormat::Integer | IdFormat::Rmcp | IdFormat::Opaque => false,
+        // Counters restart per stream or session (Redis `<ms>-<seq>` streams per session give
+        // one broadcast the same id everywhere).
+        IdFormat::Integer | IdFormat::Rmcp | IdFormat::Opaque | IdFormat::Redis => false,
         IdFormat::Go => !p.prefix.is_empty(),
         _ => true,
     }
@@ -73,14 +84,25 @@ impl ReplayIndex {
         for (sti, st) in model.streams.iter().enumerate() {
             for &xi in &st.connections {
                 for ev in exchanges[xi].events.iter().filter(|ev| is_message(ev)) {
-                    if wanted.contains(&ev.data_hash) {
-                        idx.by_hash.entry(ev.data_hash).or_default().push(Seen {
-                            session: st.session,
-                            stream: sti,
-                            ts: ev.sse.ts,
-                            frame: ev.sse.frame_first,
-                            id: ev.sse.id.clone().filter(|_| ev.sse.has_own_id),
-                        });
+                    if !wanted.contains(&ev.data_hash) {
+                        continue;
+                    }
+                    let seen = || Seen {
+                        session: st.session,
+                        stream: sti,
+                        ts: ev.sse.ts,
+                        frame: ev.sse.frame_first,
+                        id: ev.sse.id.clone().filter(|_| ev.sse.has_own_id),
+                    };
+                    if sessions.contains(&st.session) {
+                        let v = idx.own.entry((st.session, ev.data_hash)).or_default();
+                        if v.len() < MAX_OWN {
+                            v.push(seen());
+                        }
+                    }
+                    let v = idx.first_by_session.entry(ev.data_hash).or_default();
+                    if v.len() < MAX_SESSIONS_PER_HASH && v.iter().all(|s| s.session != st.session) {
+                        v.push(seen());
                     }
                 }
             }
@@ -103,8 +125,8 @@ impl ReplayIndex {
     }
 
     /// Evidence that `ev`, on a resumed connection of stream `st` in `session`, belongs to another
-    /// stream of the session: an earlier delivery of the same id and data there, or (on a POST
-    /// stream) a response to a request another POST stream owns. Returns (other stream, frame of
+    /// stream of the session: an earlier delivery of the same id and data there, or a response to
+    /// a request another POST stream owns. Returns (other stream, frame of
     /// the earlier delivery or of nothing).
     pub(super) fn other_stream(
         &self,
@@ -126,10 +148,9 @@ impl ReplayIndex {
                 )
         };
         let id = ev.sse.id.as_deref().filter(|_| ev.sse.has_own_id);
-        if let Some(seen) = self.by_hash.get(&ev.data_hash).and_then(|v| {
+        if let Some(seen) = self.own.get(&(session, ev.data_hash)).and_then(|v| {
             v.iter().find(|s| {
-                s.session == session
-                    && other(s.stream)
+                other(s.stream)
                     && s.ts < ev.sse.ts
                     && s.id.as_deref() == id
                     && id.is_some()
@@ -137,7 +158,9 @@ impl ReplayIndex {
         }) {
             return Some((seen.stream, Some(seen.frame)));
         }
-        if model.streams[st].kind != StreamKind::Post {
+        // Responses belong to their POST stream; the standalone GET stream never carries one
+        // (MCP "Listening for Messages from the Server").
+        if model.streams[st].kind == StreamKind::Unknown {
             return None;
         }
         ev.messages
@@ -164,13 +187,13 @@ impl ReplayIndex {
         session: usize,
         ev: &EventRec,
         session_requests: &HashMap<String, String>,
+        tokens: &HashSet<&str>,
     ) -> Option<&Seen> {
         if !is_message(ev) {
             return None;
         }
-        let seen = self.by_hash.get(&ev.data_hash)?;
+        let seen = self.first_by_session.get(&ev.data_hash)?;
         let id = ev.sse.id.as_deref().filter(|_| ev.sse.has_own_id);
-        let tokens: HashSet<&str> = session_requests.values().map(String::as_str).collect();
         let foreign_message = !ev.messages.is_empty()
             && ev.messages.iter().all(|m| match m.kind {
                 Kind::Response | Kind::Error => m

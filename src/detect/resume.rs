@@ -193,12 +193,13 @@ pub(super) fn check(
                 .map(|(o, f)| (*ev, o, f))
         })
         .collect();
+    let tokens: HashSet<&str> = session_requests.values().map(String::as_str).collect();
     let foreign_session: Vec<(&EventRec, &super::replay::Seen)> = if named {
         after
             .iter()
             .filter_map(|ev| {
                 replays
-                    .other_session(r.session, ev, session_requests)
+                    .other_session(r.session, ev, session_requests, &tokens)
                     .filter(|s| model.sessions[s.session].id.is_some())
                     .map(|s| (*ev, s))
             })

@@ -10,10 +10,14 @@ use crate::jsonrpc::Kind;
 use crate::jsonrpc::Message;
 use crate::mcp::{exchange_era, Era, Model, Session};
 
-/// Whether the same client sent request `m` of exchange `e` again later (same method and params).
+/// Whether the same client sent request `m` of exchange `e` again (same method and params) after
+/// its stream broke and within the reconnect horizon.
 fn resent(s: &Session, exchanges: &[Exchange], e: &Exchange, m: &Message) -> bool {
+    let broke = e.ts_end.unwrap_or(e.ts());
     s.exchanges.iter().map(|&x| &exchanges[x]).any(|later| {
-        later.ts() > e.ts()
+        later.ts() >= broke
+            && later.ts().saturating_sub(broke) <= RECONNECT_HORIZON_US
+            && !std::ptr::eq(later, e)
             && later.client == e.client
             && later.method() == "POST"
             && later.req_messages.iter().any(|n| {

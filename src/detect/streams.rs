@@ -32,25 +32,35 @@ pub(super) fn answer_ids(e: &Exchange) -> impl Iterator<Item = &str> {
         .filter_map(|m| m.id.as_deref())
 }
 
-/// Whether a stream still owed something when connection `upto` (one of its connections) ended:
-/// a standalone GET stream always does; a POST stream while its requests are unanswered.
-pub(super) fn pending_after(model: &Model, exchanges: &[Exchange], st: usize, upto: usize) -> bool {
-    let stream = &model.streams[st];
-    if stream.kind != StreamKind::Post {
-        return true;
-    }
-    let reqs = request_ids(&exchanges[stream.origin]);
-    if reqs.is_empty() {
-        return false;
-    }
-    let mut answered: HashSet<&str> = HashSet::new();
-    for &xi in &stream.connections {
-        answered.extend(answer_ids(&exchanges[xi]));
-        if xi == upto {
-            break;
-        }
-    }
-    !reqs.iter().all(|r| answered.contains(r))
+/// For each logical stream, the position in its `connections` of the connection by whose end all
+/// its requests were answered; `None` when never (a standalone GET stream always owes more).
+pub(super) fn answered_at(model: &Model, exchanges: &[Exchange]) -> Vec<Option<usize>> {
+    model
+        .streams
+        .iter()
+        .map(|stream| {
+            if stream.kind != StreamKind::Post {
+                return None;
+            }
+            let reqs = request_ids(&exchanges[stream.origin]);
+            if reqs.is_empty() {
+                return Some(0);
+            }
+            let mut answered: HashSet<&str> = HashSet::new();
+            for (k, &xi) in stream.connections.iter().enumerate() {
+                answered.extend(answer_ids(&exchanges[xi]));
+                if reqs.iter().all(|r| answered.contains(r)) {
+                    return Some(k);
+                }
+            }
+            None
+        })
+        .collect()
+}
+
+/// Whether stream `st` still owed something when its connection at position `k` ended.
+pub(super) fn pending(answered: &[Option<usize>], st: usize, k: usize) -> bool {
+    answered.get(st).copied().flatten().is_none_or(|a| k < a)
 }
 
 /// The JSON-RPC request id a POST stream answers (compact JSON), for the `request_id` column.
@@ -64,6 +74,22 @@ pub(super) fn stream_request_id(model: &Model, exchanges: &[Exchange], st: usize
         .iter()
         .find(|m| m.kind == Kind::Request)
         .and_then(|m| m.id.clone())
+}
+
+/// How long, in µs, an empty answer lasts at most: rmcp closes it at once.
+const EMPTY_ANSWER_US: i64 = 1_000_000;
+
+/// A `200 text/event-stream` answer over at once with nothing in it: a zero-length body that ended
+/// within a second (rust-sdk #958) — not a poll the server held open.
+pub(super) fn empty_answer(e: &Exchange) -> bool {
+    e.is_sse
+        && e.status() == 200
+        && !e.open_at_capture_end
+        && e.resp_body_len == 0
+        && e
+            .ts_end
+            .zip(e.ts_response)
+            .is_some_and(|(end, start)| end.saturating_sub(start) < EMPTY_ANSWER_US)
 }
 
 fn is_message(ev: &EventRec) -> bool {
@@ -145,7 +171,7 @@ pub(super) fn mirrored(a: &Exchange, b: &Exchange) -> bool {
     a.flow_index != b.flow_index
         && head(a) == head(b)
         && a.req_header("last-event-id") == b.req_header("last-event-id")
-        && (a.ts() - b.ts()).abs() < 50_000
+        && a.ts().saturating_sub(b.ts()).saturating_abs() < 50_000
         && fa[..n] == fb[..n]
 }
 
@@ -164,7 +190,8 @@ pub(super) fn concurrent_connections(
     let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
     let mut standalone: HashMap<usize, Vec<usize>> = HashMap::new();
     for st in &model.streams {
-        if !model.sessions[st.session].id.is_some() {
+        let s = &model.sessions[st.session];
+        if s.id.is_none() || !s.era.stateful() {
             continue;
         }
         if st.kind == StreamKind::Get {
@@ -179,53 +206,64 @@ pub(super) fn concurrent_connections(
     let mut sessions: Vec<_> = standalone.into_iter().collect();
     sessions.sort_unstable();
     groups.extend(sessions);
-    let mut reported: HashSet<(usize, usize)> = HashSet::new();
     for (session, mut conns) in groups {
         conns.sort_by_key(|&x| (exchanges[x].ts_response.unwrap_or(i64::MAX), x));
-        for j in 1..conns.len() {
-            let b = &exchanges[conns[j]];
+        // The connection with the latest end so far: if any earlier one overlaps the next, it does.
+        let mut live: Option<usize> = None;
+        let mut first: Option<(usize, usize)> = None;
+        let mut overlaps = 0usize;
+        for &bx in &conns {
+            let b = &exchanges[bx];
             let start = b.ts_response.unwrap_or(i64::MAX);
-            let Some(&ai) = conns[..j]
-                .iter()
-                .find(|&&i| conn_end(&exchanges[i]) > start && !mirrored(&exchanges[i], b))
-            else {
-                continue;
-            };
-            if !reported.insert((session, ai)) {
-                continue;
+            if let Some(ax) = live {
+                let a = &exchanges[ax];
+                if conn_end(a) > start && !mirrored(a, b) {
+                    overlaps += 1;
+                    first.get_or_insert((ax, bx));
+                }
             }
-            let a = &exchanges[ai];
-            let ended = if a.open_at_capture_end {
-                "was still open when the capture ended".to_string()
-            } else {
-                format!(
-                    "ended only at frame {}",
-                    a.frame_last.unwrap_or(0)
-                )
-            };
-            let mut f = Finding::at_exchange(
-                model.sessions[session].label(),
-                "concurrent_stream_connections",
-                Severity::Warning,
-                b,
-                format!(
-                    "Two connections served one logical stream at once: the {} on flow {} (answered in frame {}) {}, while the {} on flow {} was answered 200 in frame {}; messages go to one of them and the other starves.",
-                    describe(a),
-                    flow_id(a),
-                    a.frame_response.unwrap_or(0),
-                    ended,
-                    describe(b),
-                    flow_id(b),
-                    b.frame_response.unwrap_or(0)
-                ),
-            );
-            f.ts = b.ts_response.unwrap_or(f.ts);
-            f.frame = b.frame_response.unwrap_or(f.frame);
-            f.expected = Some("one live connection per stream".into());
-            f.observed = Some(format!("{} and {} live together", flow_id(a), flow_id(b)));
+            if live.is_none_or(|ax| conn_end(b) >= conn_end(&exchanges[ax])) {
+                live = Some(bx);
+            }
+        }
+        if let Some((ax, bx)) = first {
+            let mut f = concurrent_finding(model, session, &exchanges[ax], &exchanges[bx]);
+            if overlaps > 1 {
+                f.detail
+                    .push_str(&format!(" ({overlaps} connections of this stream opened while another was live.)"));
+            }
             out.push(f);
         }
     }
+}
+
+fn concurrent_finding(model: &Model, session: usize, a: &Exchange, b: &Exchange) -> Finding {
+    let ended = if a.open_at_capture_end {
+        "was still open when the capture ended".to_string()
+    } else {
+        format!("ended only at frame {}", a.frame_last.unwrap_or(0))
+    };
+    let mut f = Finding::at_exchange(
+        model.sessions[session].label(),
+        "concurrent_stream_connections",
+        Severity::Warning,
+        b,
+        format!(
+            "Two connections served one logical stream at once: the {} on flow {} (answered in frame {}) {}, while the {} on flow {} was answered 200 in frame {}; messages go to one of them and the other starves.",
+            describe(a),
+            flow_id(a),
+            a.frame_response.unwrap_or(0),
+            ended,
+            describe(b),
+            flow_id(b),
+            b.frame_response.unwrap_or(0)
+        ),
+    );
+    f.ts = b.ts_response.unwrap_or(f.ts);
+    f.frame = b.frame_response.unwrap_or(f.frame);
+    f.expected = Some("one live connection per stream".into());
+    f.observed = Some(format!("{} and {} live together", flow_id(a), flow_id(b)));
+    f
 }
 
 fn describe(e: &Exchange) -> String {
@@ -236,50 +274,70 @@ fn describe(e: &Exchange) -> String {
     }
 }
 
-/// Whether a connection announced a planned close: a `retry` field, or Go's `event: close`.
-fn retry_of(e: &Exchange) -> Option<u64> {
+/// The reconnection time a connection leaves the client with: the last `retry` announced on it or
+/// an earlier connection of its stream (SSE clients keep it), `Some(0)` for Go's `event: close`
+/// without one; in ms, at most an hour.
+fn retry_in_force(model: &Model, exchanges: &[Exchange], st: usize, upto: usize) -> Option<u64> {
     let mut announced = None;
-    for ev in &e.events {
-        if let Some(r) = ev.sse.retry {
-            announced = Some(r);
-        } else if ev.sse.event_type.as_deref() == Some("close") && announced.is_none() {
-            announced = Some(0);
+    for &x in &model.streams[st].connections {
+        for ev in &exchanges[x].events {
+            if let Some(r) = ev.sse.retry {
+                announced = Some(r.min(3_600_000));
+            } else if ev.sse.event_type.as_deref() == Some("close") && announced.is_none() {
+                announced = Some(0);
+            }
+        }
+        if x == upto {
+            break;
         }
     }
     announced
 }
 
-/// The last event id a connection delivered (its own `id` lines only).
-fn last_id(e: &Exchange) -> Option<&str> {
-    e.events
+/// The stream's cursor when connection `upto` ended: the last id delivered on it or, if it
+/// carried none, on an earlier connection of the stream.
+fn last_id<'a>(model: &Model, exchanges: &'a [Exchange], st: usize, upto: usize) -> Option<&'a str> {
+    let conns = &model.streams[st].connections;
+    let k = conns.iter().position(|&x| x == upto)?;
+    conns[..=k]
         .iter()
         .rev()
+        .flat_map(|&x| exchanges[x].events.iter().rev())
         .filter(|ev| !ev.sse.truncated && ev.sse.has_own_id)
         .find_map(|ev| ev.sse.id.as_deref())
 }
 
 /// `planned_poll` (info): the server ended a connection cleanly (the body closed as framed, not
-/// cut) after announcing `retry:` and before the stream's response, and the client came back
-/// about `retry` ms later with a GET whose `Last-Event-ID` is the connection's last id — MCP
-/// 2025-11-25 "Resumability and Redelivery" polling (SEP-1699), not a failure.
+/// cut) with a `retry` in force (announced on it or earlier on the stream) and before the
+/// stream's response, and the client came back within three times `retry` plus a second with a
+/// GET whose `Last-Event-ID` is the stream's cursor — MCP 2025-11-25 "Resumability and
+/// Redelivery" polling (SEP-1699), not a failure.
 pub(super) fn planned_polls(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
+    let answered = answered_at(model, exchanges);
     for (si, st) in model.streams.iter().enumerate() {
-        // Polling exists from 2025-11-25 on; earlier a clean close before the response is not a plan.
+        // Polling exists from 2025-11-25 on (and not at all without sessions, 2026-07-28); earlier
+        // a clean close before the response is no plan.
         let era = model.sessions[st.session].era;
-        if era != Era::Unknown && era < Era::V2025_11_25 {
+        if !era.stateful() || (era != Era::Unknown && era < Era::V2025_11_25) {
             continue;
         }
-        for w in st.connections.windows(2) {
+        for (k, w) in st.connections.windows(2).enumerate() {
             let (a, b) = (&exchanges[w[0]], &exchanges[w[1]]);
-            let Some(retry) = retry_of(a) else { continue };
-            if !a.resp_complete || a.open_at_capture_end || !pending_after(model, exchanges, si, w[0]) {
+            let Some(retry) = retry_in_force(model, exchanges, si, w[0]) else { continue };
+            if !a.resp_complete
+                || a.open_at_capture_end
+                || empty_answer(a)
+                || !pending(&answered, si, k)
+            {
                 continue;
             }
-            let (Some(l), Some(cursor)) = (b.req_header("last-event-id"), last_id(a)) else {
+            let (Some(l), Some(cursor)) = (b.req_header("last-event-id"), last_id(model, exchanges, si, w[0])) else {
                 continue;
             };
             let end = a.ts_end.unwrap_or(a.ts());
-            let delay = b.ts() - end;
+            let delay = b.ts().saturating_sub(end);
+            // "About retry ms later": clients add backoff and jitter; up to three times the
+            // announced time plus a second.
             let budget = 3 * retry as i64 * 1000 + 1_000_000;
             if l != cursor || delay < 0 || delay > budget {
                 continue;
@@ -290,7 +348,7 @@ pub(super) fn planned_polls(model: &Model, exchanges: &[Exchange], out: &mut Vec
                 Severity::Info,
                 a,
                 format!(
-                    "The server closed the {} on flow {} cleanly in frame {} after announcing retry {} ms, before the stream's response; the client polled back {} ms later with Last-Event-ID {} (frame {}, flow {}): planned polling, not a failure.",
+                    "The server closed the {} on flow {} cleanly in frame {} with retry {} ms in force, before the stream's response; the client polled back {} ms later with Last-Event-ID {} (frame {}, flow {}): planned polling, not a failure.",
                     describe(a),
                     flow_id(a),
                     a.frame_last.unwrap_or(0),
@@ -318,18 +376,21 @@ pub(super) fn planned_polls(model: &Model, exchanges: &[Exchange], out: &mut Vec
     }
 }
 
-/// Smallest idle time, in µs, that `idle_cut` treats as a timeout.
-const MIN_IDLE_US: i64 = 1_000_000;
-/// How many cuts at one idle age make a pattern.
-const MIN_CUTS: usize = 3;
 
-/// `idle_cut` (warning): three or more SSE connections of a session ended — not by their framing
-/// after a response, nor by a planned poll or the session's DELETE — each after the same idle time
-/// (within 10 % or 0.3 s, at least 1 s): an idle timeout of a proxy, CDN or client cutting quiet
-/// streams (wire reference §7 #17–#19). Messages produced while the client reconnects may be lost.
+/// `idle_cut` (warning): three or more SSE connections of a session were cut — ended by a close,
+/// reset or gap before their framing said so (a planned poll ends cleanly), while the stream still
+/// owed messages and before the session's DELETE — at the same idle time (no byte for that long)
+/// or at the same age, within 10 % or 0.3 s and at least 1 s: the idle or age timeout of a
+/// proxy, CDN or client (wire reference §7 #17–#19). Messages produced while the client
+/// reconnects may be lost.
 pub(super) fn idle_cuts(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
+    let answered = answered_at(model, exchanges);
+    let mut by_session: Vec<Vec<usize>> = vec![Vec::new(); model.sessions.len()];
+    for (sti, st) in model.streams.iter().enumerate() {
+        by_session[st.session].push(sti);
+    }
     for (si, s) in model.sessions.iter().enumerate() {
-        if s.id.is_none() {
+        if s.id.is_none() || !s.era.stateful() {
             continue;
         }
         let deleted_at = s
@@ -342,34 +403,38 @@ pub(super) fn idle_cuts(model: &Model, exchanges: &[Exchange], out: &mut Vec<Fin
             .unwrap_or(i64::MAX);
         // (idle µs, age µs, exchange)
         let mut cuts: Vec<(i64, i64, usize)> = Vec::new();
-        for (sti, st) in model.streams.iter().enumerate().filter(|(_, st)| st.session == si) {
-            for &xi in &st.connections {
+        for &sti in &by_session[si] {
+            for (k, &xi) in model.streams[sti].connections.iter().enumerate() {
                 let e = &exchanges[xi];
-                let (Some(end), Some(last), Some(start)) = (e.ts_end, e.ts_last_byte, e.ts_response) else {
+                let (Some(end), Some(last), Some(start)) = (e.ts_end, e.ts_last_byte, e.ts_response)
+                else {
                     continue;
                 };
                 if e.open_at_capture_end
+                    || e.resp_complete
                     || end >= deleted_at
-                    || (e.resp_complete && retry_of(e).is_some())
-                    || !pending_after(model, exchanges, sti, xi)
+                    || !pending(&answered, sti, k)
                 {
                     continue;
                 }
-                cuts.push((end - last, end - start, xi));
+                cuts.push((end.saturating_sub(last), end.saturating_sub(start), xi));
             }
         }
         if cuts.len() < MIN_CUTS {
             continue;
         }
-        let mut idles: Vec<i64> = cuts.iter().map(|c| c.0).collect();
-        idles.sort_unstable();
-        let median = idles[idles.len() / 2];
-        let tol = (median / 10).max(300_000);
+        let idle = densest(cuts.iter().map(|c| c.0).collect());
+        let age = densest(cuts.iter().map(|c| c.1).collect());
+        // The pattern with more cuts; idle time first.
+        let (basis, (value, tol)) = match (idle, age) {
+            (Some(i), Some(a)) if a.2 > i.2 => ("age", (a.0, a.1)),
+            (Some(i), _) => ("idle time", (i.0, i.1)),
+            (None, Some(a)) => ("age", (a.0, a.1)),
+            (None, None) => continue,
+        };
+        let pick = |c: &(i64, i64, usize)| if basis == "age" { c.1 } else { c.0 };
         let mut same: Vec<&(i64, i64, usize)> =
-            cuts.iter().filter(|c| (c.0 - median).abs() <= tol).collect();
-        if median < MIN_IDLE_US || same.len() < MIN_CUTS {
-            continue;
-        }
+            cuts.iter().filter(|c| (pick(c) - value).abs() <= tol).collect();
         same.sort_by_key(|c| (exchanges[c.2].ts(), c.2));
         let first = &exchanges[same[0].2];
         let frames: Vec<String> = same
@@ -377,27 +442,64 @@ pub(super) fn idle_cuts(model: &Model, exchanges: &[Exchange], out: &mut Vec<Fin
             .take(6)
             .map(|c| exchanges[c.2].frame_last.unwrap_or(0).to_string())
             .collect();
-        let ages: Vec<i64> = same.iter().map(|c| c.1).collect();
         let secs = |us: i64| format!("{:.1}", us as f64 / 1e6);
+        let ages: Vec<i64> = same.iter().map(|c| c.1).collect();
+        let idles: Vec<i64> = same.iter().map(|c| c.0).collect();
+        let range = |v: &[i64]| {
+            format!(
+                "{}–{} s",
+                secs(*v.iter().min().unwrap_or(&0)),
+                secs(*v.iter().max().unwrap_or(&0))
+            )
+        };
         let mut f = Finding::at_exchange(
             s.label(),
             "idle_cut",
             Severity::Warning,
             first,
             format!(
-                "{} SSE connections of the session were cut after the same {} s without a byte (ages {}–{} s; cuts in frames {}{}), with no retry announced: an idle timeout between client and server ends quiet streams, and what the server sends while the client reconnects can be lost.",
+                "{} SSE connections of the session were cut before their end, each at the same {basis} of about {} s (idle {}, age {}; cuts in frames {}{}): a timeout between client and server ends these streams, and what the server sends while the client reconnects can be lost.",
                 same.len(),
-                secs(median),
-                secs(*ages.iter().min().unwrap_or(&0)),
-                secs(*ages.iter().max().unwrap_or(&0)),
+                secs(value),
+                range(&idles),
+                range(&ages),
                 frames.join(", "),
                 if same.len() > frames.len() { ", …" } else { "" }
             ),
         );
         f.ts = first.ts_end.unwrap_or(f.ts);
         f.frame = first.frame_last.unwrap_or(f.frame);
-        f.expected = Some("streams kept open (keep-alive comments) or closed with retry".into());
-        f.observed = Some(format!("{} cuts after {} s idle", same.len(), secs(median)));
+        f.expected = Some("streams kept open (keep-alive comments) or closed cleanly with retry".into());
+        f.observed = Some(format!("{} cuts at {basis} {} s", same.len(), secs(value)));
         out.push(f);
     }
+}
+
+/// Smallest idle time or age, in µs, that `idle_cut` treats as a timeout.
+const MIN_IDLE_US: i64 = 1_000_000;
+/// How many cuts at one idle time or age make a pattern.
+const MIN_CUTS: usize = 3;
+
+/// The densest cluster of values: (centre, tolerance, size) — the value with the most others within
+/// 10 % (at least 0.3 s) of it, when there are `MIN_CUTS` and it is at least `MIN_IDLE_US`.
+fn densest(mut v: Vec<i64>) -> Option<(i64, i64, usize)> {
+    v.sort_unstable();
+    let tol = |x: i64| (x / 10).max(300_000);
+    let mut best: Option<(i64, i64, usize)> = None;
+    let (mut lo, mut hi) = (0usize, 0usize);
+    for &x in &v {
+        let t = tol(x);
+        while v[lo] < x - t {
+            lo += 1;
+        }
+        hi = hi.max(lo);
+        while hi < v.len() && v[hi] <= x + t {
+            hi += 1;
+        }
+        let n = hi - lo;
+        if best.is_none_or(|b| n > b.2) {
+            best = Some((x, t, n));
+        }
+    }
+    best.filter(|b| b.2 >= MIN_CUTS && b.0 >= MIN_IDLE_US)
 }

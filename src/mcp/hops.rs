@@ -2,7 +2,7 @@
 //! vantage points: observations of one exchange, never duplicates.
 //!
 //! A proxy receives the request, forwards it, receives the backend's response and forwards that:
-//! so a backend observation has the same method, target path, `Mcp-Session-Id`,
+//! so a backend observation has the same method, `Mcp-Session-Id`,
 //! `Last-Event-ID` and request body as the client-facing one, was sent after the client's request
 //! and before the proxy's response began, and its response began no later than the proxy's. The
 //! earliest observation of a chain is the client-facing hop — what the client received; the others
@@ -44,16 +44,25 @@ fn path(target: &str) -> &str {
     t
 }
 
-/// The identity of a request across hops.
-fn key(e: &Exchange) -> Option<(String, String, Option<String>, Option<String>, u64)> {
+/// The identity of a request across hops. The path is left out: proxies rewrite it
+/// (`location /api/mcp { proxy_pass http://b/mcp; }`); the same-connection copies of two vantage
+/// points also compare it ([`same_request`]).
+fn key(e: &Exchange) -> Option<(String, Option<String>, Option<String>, u64)> {
     let h = e.request.as_ref()?;
     Some((
         h.method.clone(),
-        path(&h.target).to_string(),
         e.req_header("mcp-session-id").map(str::to_string),
         e.req_header("last-event-id").map(str::to_string),
         e.req_body_hash,
     ))
+}
+
+/// The same request line (for copies of one connection).
+fn same_request(a: &Exchange, b: &Exchange) -> bool {
+    match (&a.request, &b.request) {
+        (Some(x), Some(y)) => path(&x.target) == path(&y.target),
+        _ => false,
+    }
 }
 
 fn same_connection(a: &Exchange, b: &Exchange) -> bool {
@@ -73,12 +82,12 @@ fn forwards(a: &Exchange, b: &Exchange) -> bool {
     }
     // Sent after the client's request, before the proxy's answer began.
     let answer = a.ts_response.unwrap_or(i64::MAX);
-    if rb + JITTER_US < ra || rb > answer.saturating_add(JITTER_US) {
+    if rb.saturating_add(JITTER_US) < ra || rb > answer.saturating_add(JITTER_US) {
         return false;
     }
     // The backend's answer began no later than the proxy's.
     match (a.ts_response, b.ts_response) {
-        (Some(pa), Some(pb)) => pb <= pa + JITTER_US,
+        (Some(pa), Some(pb)) => pb <= pa.saturating_add(JITTER_US),
         (Some(_), None) => true,
         (None, _) => true,
     }
@@ -111,7 +120,8 @@ pub fn link(exchanges: &[Exchange], backend_headers: &[String]) -> Hops {
                 let (ea, eb) = (&exchanges[a], &exchanges[b]);
                 if hops.primary[b].is_none()
                     && same_connection(ea, eb)
-                    && (ea.ts() - eb.ts()).abs() < 1_000_000
+                    && same_request(ea, eb)
+                    && ea.ts().saturating_sub(eb.ts()).saturating_abs() < 1_000_000
                     && ea.trans_depth == eb.trans_depth
                     && ea.flow_index != eb.flow_index
                 {
