@@ -22,6 +22,7 @@ pub mod anomaly;
 pub mod capture;
 pub mod decode;
 pub mod detect;
+pub mod hash;
 pub mod http;
 pub mod jsonrpc;
 pub mod mcp;

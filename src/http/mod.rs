@@ -32,7 +32,7 @@ pub struct EventRec {
     pub sse: SseEvent,
     /// Length of `data`, in bytes.
     pub data_len: usize,
-    /// 64-bit hash of `data` (SipHash with fixed keys: stable within a run), to compare payloads.
+    /// 64-bit hash of `data` ([`crate::hash::hash64`]), to compare payloads.
     pub data_hash: u64,
     /// MCP 2025-11-25 priming event: an id with empty data (a cursor, not a message).
     pub priming: bool,
@@ -53,7 +53,7 @@ pub struct Exchange {
     pub client_port: Option<u16>,
     /// The server's address and port (Zeek `resp_h`, `resp_p`), when the client side is known.
     pub server: Option<(std::net::IpAddr, u16)>,
-    /// 64-bit hash of the request body as received (bounded like `req_body`; `DefaultHasher`),
+    /// 64-bit hash of the request body as received (bounded like `req_body`; [`crate::hash::hash64`]),
     /// to recognise one request seen at two hops of a proxy.
     pub req_body_hash: u64,
     /// 1-based position of the exchange on its connection (Zeek `trans_depth`).
@@ -663,12 +663,7 @@ fn on_event(
                             Err(_) => e.req_gap = true,
                         }
                     }
-                    {
-                        use std::hash::{Hash, Hasher};
-                        let mut h = std::collections::hash_map::DefaultHasher::new();
-                        e.req_body.hash(&mut h);
-                        e.req_body_hash = h.finish();
-                    }
+                    e.req_body_hash = crate::hash::hash64(&e.req_body);
                     finish_json(
                         &e.req_body,
                         e.req_gap,
@@ -850,10 +845,8 @@ fn finish_json(
 }
 
 fn event_rec(mut ev: SseEvent, app_seq: &[String]) -> EventRec {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    ev.data.hash(&mut h);
-    let (data_len, data_hash, priming) = (ev.data.len(), h.finish(), ev.is_priming());
+    let (data_len, data_hash, priming) =
+        (ev.data.len(), crate::hash::hash64(ev.data.as_bytes()), ev.is_priming());
     let (messages, parse_error) = if ev.data.trim().is_empty() || ev.truncated {
         (Vec::new(), None)
     } else {

@@ -53,8 +53,8 @@ pub struct Message {
     /// `params.protocolVersion` of `initialize` requests and results, or the 2026-07-28
     /// per-request `params._meta["io.modelcontextprotocol/protocolVersion"]`.
     pub protocol_version: Option<String>,
-    /// For requests: a 64-bit hash of `method` and `params` without `_meta` (`DefaultHasher`:
-    /// SipHash with fixed keys), to recognise a request re-sent under another id (MCP 2026-07-28: a broken
+    /// For requests: a 64-bit hash ([`crate::hash::hash64`]) of `method` and `params` without
+    /// `_meta`, to recognise a request re-sent under another id (MCP 2026-07-28: a broken
     /// response stream means the request must be re-issued).
     pub params_hash: Option<u64>,
     /// For `notifications/cancelled`: the `params.requestId` it cancels, as compact JSON.
@@ -122,15 +122,12 @@ pub fn classify(v: &Value, app_seq: &[String]) -> Message {
         .filter_map(|(i, p)| v.pointer(p).and_then(Value::as_f64).map(|x| (i, x)))
         .collect();
     let params_hash = (kind == Kind::Request).then(|| {
-        use std::hash::{Hash, Hasher};
         let mut p = params.cloned().unwrap_or(Value::Null);
         if let Some(o) = p.as_object_mut() {
             o.remove("_meta");
         }
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        method.hash(&mut h);
-        compact(&p).hash(&mut h);
-        h.finish()
+        let text = format!("{}\n{}", method.as_deref().unwrap_or(""), compact(&p));
+        crate::hash::hash64(text.as_bytes())
     });
     let cancels = if method.as_deref() == Some("notifications/cancelled") {
         params.and_then(|p| p.get("requestId")).map(compact)

@@ -313,7 +313,11 @@ impl SseParser {
         if self.data.last() == Some(&b'\n') {
             self.data.pop();
         }
-        ev.data = String::from_utf8_lossy(&self.data).into_owned();
+        // Valid UTF-8 (the norm) moves the buffer; otherwise replacement characters.
+        ev.data = match String::from_utf8(std::mem::take(&mut self.data)) {
+            Ok(s) => s,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        };
         ev.id = self.last_event_id.clone();
         ev.frame_last = frame;
         ev.ts = ts;
