@@ -27,6 +27,7 @@ pub mod http;
 pub mod jsonrpc;
 pub mod mcp;
 pub mod report;
+pub mod shard;
 pub mod sse;
 pub mod synth;
 pub mod tcp;
@@ -76,6 +77,7 @@ pub struct Analyzer {
     /// Counters.
     pub counters: Counters,
     options: Options,
+    shards: Option<shard::Shards>,
 }
 
 impl Analyzer {
@@ -105,7 +107,22 @@ impl Analyzer {
             anomalies: Anomalies::default(),
             counters: Counters::default(),
             options,
+            shards: None,
         }
+    }
+
+    /// Run stages 3–4 on `threads` worker threads (flows sharded after decoding; see
+    /// [`shard`]); 0 or 1 keeps them on the calling thread. The output is the same either way.
+    /// Stream taps ([`Analyzer::frame_tap`]) see nothing from the workers.
+    pub fn with_threads(mut self, threads: usize) -> Self {
+        if threads > 1 {
+            self.shards = Some(shard::Shards::new(
+                threads,
+                self.flows.limits,
+                self.http.options.clone(),
+            ));
+        }
+        self
     }
 
     /// The application sequence pointers in use (index = `Message::app_seq` index).
@@ -132,8 +149,15 @@ impl Analyzer {
                     return;
                 }
                 self.counters.tcp_segments += 1;
-                self.flows
-                    .segment(&seg, f.ts, f.number, &mut tcp::Tee(&mut self.http, tap));
+                match self.shards.as_mut() {
+                    Some(s) => s.segment(&seg, f.ts, f.number),
+                    None => self.flows.segment(
+                        &seg,
+                        f.ts,
+                        f.number,
+                        &mut tcp::Tee(&mut self.http, tap),
+                    ),
+                }
             }
             Decoded::NotTcp => self.counters.not_tcp += 1,
             Decoded::Fragment => {
@@ -169,7 +193,12 @@ impl Analyzer {
 
     /// As [`Analyzer::finish`], with the events of the closing connections also given to `tap`.
     pub fn finish_tap(&mut self, tap: &mut impl tcp::StreamSink) -> Vec<http::Exchange> {
-        self.flows.finish(&mut tcp::Tee(&mut self.http, tap));
+        match self.shards.take() {
+            Some(s) => {
+                s.finish(&mut self.flows, &mut self.http);
+            }
+            None => self.flows.finish(&mut tcp::Tee(&mut self.http, tap)),
+        }
         let mut ex = std::mem::take(&mut self.http.exchanges);
         ex.sort_by_key(|e| (e.ts(), e.flow_index, e.trans_depth));
         ex

@@ -9,7 +9,6 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::Value;
 
 /// The records of a classic little-endian Ethernet pcap: (header, [(record header, data)]).
 fn records(pcap: &[u8]) -> (Vec<u8>, Vec<([u8; 16], Vec<u8>)>) {

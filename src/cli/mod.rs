@@ -124,6 +124,10 @@ struct AnalyzeArgs {
     /// points.
     #[arg(required_unless_present = "vantage")]
     captures: Vec<PathBuf>,
+    /// Worker threads for reassembly and HTTP (flows sharded after decoding); 0: all cores.
+    /// The output is the same for any value. `--dump-streams` runs on one thread.
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
     /// No progress bar (it is shown only on a terminal, for runs over a second).
     #[arg(long, short)]
     quiet: bool,
@@ -228,6 +232,11 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         None => None,
     };
     let ids = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let threads = match (args.threads, dump.is_some()) {
+        (_, true) => 1,
+        (0, _) => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        (n, _) => n,
+    };
     let mut vantages: Vec<Vantage> = Vec::new();
     let mut read_any = false;
     let mut readable_frames = 0u64;
@@ -251,7 +260,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             }
         };
         let read_bytes = file.counter();
-        let vi = pick_vantage(&mut vantages, &named, path, *first_ts, &options, &ids);
+        let vi = pick_vantage(&mut vantages, &named, path, *first_ts, &options, &ids, threads);
         let v = &mut vantages[vi];
         v.files.push(path.display().to_string());
         let analyzer = &mut v.analyzer;
@@ -549,6 +558,7 @@ fn pick_vantage(
     first_ts: Option<i64>,
     options: &Options,
     ids: &std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    threads: usize,
 ) -> usize {
     let explicit = named.iter().find(|(_, f)| f == path).map(|(n, _)| n.clone());
     let found = match &explicit {
@@ -578,7 +588,7 @@ fn pick_vantage(
         name,
         explicit: explicit.is_some(),
         files: Vec::new(),
-        analyzer: Analyzer::with_flow_ids(options.clone(), ids.clone()),
+        analyzer: Analyzer::with_flow_ids(options.clone(), ids.clone()).with_threads(threads),
         ts_first: first_ts,
         last_ts: None,
     });

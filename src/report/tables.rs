@@ -539,7 +539,9 @@ pub fn vantages(rows: &[VantageRow]) -> Table {
 
 /// `anomalies`: one row per counted anomaly (weird.log).
 pub fn anomalies(sets: &[&Anomalies]) -> Table {
-    let rows: Vec<_> = sets.iter().flat_map(|s| s.rows.iter()).collect();
+    // In frame order (then flow and code), whichever thread raised them.
+    let mut rows: Vec<_> = sets.iter().flat_map(|s| s.rows.iter()).collect();
+    rows.sort_by(|a, b| (a.frame, &a.flow_id, a.code).cmp(&(b.frame, &b.flow_id, b.code)));
     Table {
         name: "anomalies",
         columns: vec![

@@ -218,6 +218,15 @@ impl FlowTable {
         }
     }
 
+    /// Reserve `n` consecutive flow indices for flows made elsewhere (the workers of
+    /// [`crate::shard`]); returns the first.
+    pub fn reserve_ids(&mut self, n: usize) -> usize {
+        match &self.ids {
+            Some(ids) => ids.fetch_add(n, std::sync::atomic::Ordering::Relaxed),
+            None => self.flows.len(),
+        }
+    }
+
     /// The flow with index `index` (`F<index>`).
     pub fn flow(&self, index: usize) -> Option<&Flow> {
         match self.flows.get(index) {

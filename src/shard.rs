@@ -1,0 +1,226 @@
+//! Stages 3–4 on several threads: after decoding, segments are sharded by their address pair
+//! (both directions of a connection land on one worker), each worker runs its own flow table and
+//! HTTP layer, and at the end the flows are renumbered in order of their first segment — the
+//! order one thread numbers them in — so the output is identical to a single-threaded run.
+//!
+//! Payload bytes are copied once, into the batch sent to the worker.
+
+use std::net::IpAddr;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::thread::JoinHandle;
+
+use crate::anomaly::Anomaly;
+use crate::decode::Segment;
+use crate::http::{Exchange, HttpLayer, HttpOptions};
+use crate::tcp::{Flow, FlowTable, ReassemblyLimits};
+
+/// A decoded segment with its bytes, on its way to a worker.
+struct Owned {
+    src: IpAddr,
+    dst: IpAddr,
+    sport: u16,
+    dport: u16,
+    seq: u32,
+    ack_no: u32,
+    flags: u8,
+    payload: Vec<u8>,
+    wire_len: u32,
+    ts: i64,
+    frame: u64,
+    order: u64,
+}
+
+type Batch = Vec<Owned>;
+
+const BATCH: usize = 512;
+
+struct Done {
+    flows: FlowTable,
+    http: HttpLayer,
+    /// For each local flow, the order of the segment that created it.
+    created: Vec<u64>,
+}
+
+/// Workers running stages 3–4.
+pub struct Shards {
+    senders: Vec<SyncSender<Batch>>,
+    handles: Vec<JoinHandle<Done>>,
+    batches: Vec<Batch>,
+    order: u64,
+}
+
+fn worker(rx: Receiver<Batch>, limits: ReassemblyLimits, http: HttpOptions) -> Done {
+    let mut flows = FlowTable::new(limits);
+    let mut http = HttpLayer::new(http);
+    let mut created = Vec::new();
+    for batch in rx {
+        for s in batch {
+            let seg = Segment {
+                src: s.src,
+                dst: s.dst,
+                sport: s.sport,
+                dport: s.dport,
+                seq: s.seq,
+                ack_no: s.ack_no,
+                syn: s.flags & 1 != 0,
+                ack: s.flags & 2 != 0,
+                fin: s.flags & 4 != 0,
+                rst: s.flags & 8 != 0,
+                payload: &s.payload,
+                wire_len: s.wire_len,
+            };
+            let before = flows.flows.len();
+            flows.segment(&seg, s.ts, s.frame, &mut http);
+            while created.len() < flows.flows.len() && flows.flows.len() > before {
+                created.push(s.order);
+            }
+        }
+    }
+    flows.finish(&mut http);
+    Done {
+        flows,
+        http,
+        created,
+    }
+}
+
+impl std::fmt::Debug for Shards {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shards")
+            .field("workers", &self.senders.len())
+            .field("segments", &self.order)
+            .finish()
+    }
+}
+
+impl Shards {
+    /// Start `n` workers (at least one).
+    pub fn new(n: usize, limits: ReassemblyLimits, http: HttpOptions) -> Shards {
+        let n = n.max(1);
+        let mut senders = Vec::with_capacity(n);
+        let mut handles = Vec::with_capacity(n);
+        for _ in 0..n {
+            let (tx, rx) = sync_channel::<Batch>(8);
+            let opts = http.clone();
+            senders.push(tx);
+            handles.push(std::thread::spawn(move || worker(rx, limits, opts)));
+        }
+        Shards {
+            batches: (0..n).map(|_| Vec::with_capacity(BATCH)).collect(),
+            senders,
+            handles,
+            order: 0,
+        }
+    }
+
+    /// Hand one segment to its worker.
+    pub fn segment(&mut self, seg: &Segment<'_>, ts: i64, frame: u64) {
+        use std::hash::{Hash, Hasher};
+        let (a, b) = ((seg.src, seg.sport), (seg.dst, seg.dport));
+        let key = if a <= b { (a, b) } else { (b, a) };
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        key.hash(&mut h);
+        let w = (h.finish() % self.senders.len() as u64) as usize;
+        self.order += 1;
+        self.batches[w].push(Owned {
+            src: seg.src,
+            dst: seg.dst,
+            sport: seg.sport,
+            dport: seg.dport,
+            seq: seg.seq,
+            ack_no: seg.ack_no,
+            flags: u8::from(seg.syn)
+                | u8::from(seg.ack) << 1
+                | u8::from(seg.fin) << 2
+                | u8::from(seg.rst) << 3,
+            payload: seg.payload.to_vec(),
+            wire_len: seg.wire_len,
+            ts,
+            frame,
+            order: self.order,
+        });
+        if self.batches[w].len() >= BATCH {
+            let full = std::mem::replace(&mut self.batches[w], Vec::with_capacity(BATCH));
+            // A worker that died (a panic) drops its channel: its flows are lost, not the run.
+            let _ = self.senders[w].send(full);
+        }
+    }
+
+    /// Finish every worker and merge their results into `flows` and `http`, numbering the flows
+    /// in order of their first segment from the indices `flows` reserves for them.
+    pub fn finish(self, flows: &mut FlowTable, http: &mut HttpLayer) -> usize {
+        let Shards {
+            senders,
+            handles,
+            batches,
+            ..
+        } = self;
+        for (tx, b) in senders.iter().zip(batches) {
+            if !b.is_empty() {
+                let _ = tx.send(b);
+            }
+        }
+        drop(senders);
+        let done: Vec<Done> = handles.into_iter().filter_map(|h| h.join().ok()).collect();
+        // (order, worker, local index) → new index.
+        let mut all: Vec<(u64, usize, usize)> = Vec::new();
+        for (w, d) in done.iter().enumerate() {
+            for (i, &o) in d.created.iter().enumerate() {
+                all.push((o, w, i));
+            }
+        }
+        all.sort_unstable();
+        let base = flows.reserve_ids(all.len());
+        let mut map: Vec<Vec<usize>> = done.iter().map(|d| vec![0; d.flows.flows.len()]).collect();
+        for (k, &(_, w, i)) in all.iter().enumerate() {
+            if let Some(slot) = map[w].get_mut(i) {
+                *slot = base + k;
+            }
+        }
+        let remap = |w: usize, fi: usize| map[w].get(fi).copied().unwrap_or(fi);
+        let remap_id = |w: usize, id: &Option<String>| {
+            id.as_deref()
+                .and_then(|s| s.strip_prefix('F'))
+                .and_then(|n| n.parse::<usize>().ok())
+                .map(|n| crate::tcp::FlowId(remap(w, n)).to_string())
+                .or_else(|| id.clone())
+        };
+        let mut merged: Vec<(usize, Flow)> = Vec::new();
+        let mut exchanges: Vec<Exchange> = Vec::new();
+        let mut anomalies: Vec<Anomaly> = Vec::new();
+        for (w, d) in done.into_iter().enumerate() {
+            for (i, mut f) in d.flows.flows.into_iter().enumerate() {
+                f.index = remap(w, i);
+                merged.push((f.index, f));
+            }
+            for (fi, dir) in d.http.client_dir {
+                http.client_dir.insert(remap(w, fi), dir);
+            }
+            for mut e in d.http.exchanges {
+                e.flow_index = remap(w, e.flow_index);
+                exchanges.push(e);
+            }
+            for set in [d.flows.anomalies, d.http.anomalies] {
+                for (code, n) in set.counts {
+                    *http.anomalies.counts.entry(code).or_insert(0) += n;
+                }
+                for mut a in set.rows {
+                    a.flow_id = remap_id(w, &a.flow_id);
+                    anomalies.push(a);
+                }
+            }
+        }
+        merged.sort_by_key(|(i, _)| *i);
+        let n = merged.len();
+        flows.flows.extend(merged.into_iter().map(|(_, f)| f));
+        http.exchanges.extend(exchanges);
+        anomalies.sort_by(|a, b| (a.frame, &a.flow_id, a.code).cmp(&(b.frame, &b.flow_id, b.code)));
+        for a in anomalies {
+            if http.anomalies.rows.len() < crate::anomaly::MAX_KEPT {
+                http.anomalies.rows.push(a);
+            }
+        }
+        n
+    }
+}
+
