@@ -23,9 +23,8 @@ mkdir -p "$DIR"
 T=/usr/bin/time
 
 measure() { # measure CMD... -> "seconds peak_kib"
-  local out
-  out=$( { $T -f "%e %M" "$@" >/dev/null 2>/dev/null; } 2>&1 | tail -1)
-  echo "$out"
+  $T -f "%e %M" -o "$DIR/time.txt" "$@" >/dev/null 2>/dev/null || true
+  tail -1 "$DIR/time.txt"
 }
 
 echo "| capture | frames | events | tool | threads | seconds | MB/s | frames/s | events/s | peak RSS MB | vs tshark | vs cat |"
