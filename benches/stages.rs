@@ -50,7 +50,9 @@ fn stages(c: &mut Criterion) {
                 n
             })
         });
-        g.bench_function(format!("exchanges/{name}"), |b| b.iter(|| exchanges(data).0.len()));
+        g.bench_function(format!("exchanges/{name}"), |b| {
+            b.iter(|| exchanges(data).0.len())
+        });
         let (ex, end) = exchanges(data);
         g.bench_function(format!("analyze/{name}"), |b| {
             b.iter(|| mcpcap::analyze_exchanges(&ex, &[], end).findings.len())

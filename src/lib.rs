@@ -151,12 +151,10 @@ impl Analyzer {
                 self.counters.tcp_segments += 1;
                 match self.shards.as_mut() {
                     Some(s) => s.segment(&seg, f.ts, f.number),
-                    None => self.flows.segment(
-                        &seg,
-                        f.ts,
-                        f.number,
-                        &mut tcp::Tee(&mut self.http, tap),
-                    ),
+                    None => {
+                        self.flows
+                            .segment(&seg, f.ts, f.number, &mut tcp::Tee(&mut self.http, tap))
+                    }
                 }
             }
             Decoded::NotTcp => self.counters.not_tcp += 1,
@@ -231,7 +229,10 @@ pub fn analyze_exchanges_with(
             .max()
             .unwrap_or(0)
     });
-    let headers: Vec<String> = backend_headers.iter().map(|h| h.to_ascii_lowercase()).collect();
+    let headers: Vec<String> = backend_headers
+        .iter()
+        .map(|h| h.to_ascii_lowercase())
+        .collect();
     let model = mcp::Model::build_with(exchanges, mcp::hops::link(exchanges, &headers));
     detect::run(model, exchanges, app_seq, end)
 }

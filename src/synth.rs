@@ -157,7 +157,10 @@ impl<W: Write> Writer<W> {
         ip[9] = 6;
         ip[12..16].copy_from_slice(&src.0);
         ip[16..20].copy_from_slice(&dst.0);
-        let mut sum: u32 = ip.chunks(2).map(|c| u16::from_be_bytes([c[0], c[1]]) as u32).sum();
+        let mut sum: u32 = ip
+            .chunks(2)
+            .map(|c| u16::from_be_bytes([c[0], c[1]]) as u32)
+            .sum();
         while sum > 0xffff {
             sum = (sum & 0xffff) + (sum >> 16);
         }
@@ -224,7 +227,8 @@ fn chunk(data: &str) -> Vec<u8> {
 fn json_response(sid: Option<&str>, body: &str) -> Vec<u8> {
     format!(
         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{}Content-Length: {}\r\n\r\n{}",
-        sid.map(|s| format!("Mcp-Session-Id: {s}\r\n")).unwrap_or_default(),
+        sid.map(|s| format!("Mcp-Session-Id: {s}\r\n"))
+            .unwrap_or_default(),
         body.len(),
         body
     )
@@ -232,7 +236,11 @@ fn json_response(sid: Option<&str>, body: &str) -> Vec<u8> {
 }
 
 /// The scripts of one session: (standalone GET lane, POST lane).
-fn session(rng: &mut Rng, n: u64, summary: &mut SynthSummary) -> (VecDeque<ConnScript>, VecDeque<ConnScript>) {
+fn session(
+    rng: &mut Rng,
+    n: u64,
+    summary: &mut SynthSummary,
+) -> (VecDeque<ConnScript>, VecDeque<ConnScript>) {
     let sid = format!("{:016x}{:016x}", rng.next(), n);
     let msg = |from_client, bytes, pause_us| Msg {
         from_client,
@@ -246,8 +254,19 @@ fn session(rng: &mut Rng, n: u64, summary: &mut SynthSummary) -> (VecDeque<ConnS
     first.push_back(msg(true, http_post(None, init), 0));
     let init_result = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"synth","version":"1"}}}"#;
     first.push_back(msg(false, json_response(Some(&sid), init_result), 2_000));
-    first.push_back(msg(true, http_post(Some(&sid), r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#), 500));
-    first.push_back(msg(false, b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n".to_vec(), 500));
+    first.push_back(msg(
+        true,
+        http_post(
+            Some(&sid),
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        ),
+        500,
+    ));
+    first.push_back(msg(
+        false,
+        b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n".to_vec(),
+        500,
+    ));
     let calls = rng.range(2, 8);
     let mut conn = first;
     for c in 1..=calls {
@@ -256,13 +275,21 @@ fn session(rng: &mut Rng, n: u64, summary: &mut SynthSummary) -> (VecDeque<ConnS
         let body = format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"work","arguments":{{"q":"{arg}"}},"_meta":{{"progressToken":{id}}}}}}}"#
         );
-        conn.push_back(msg(true, http_post(Some(&sid), &body), rng.range(1_000, 50_000)));
+        conn.push_back(msg(
+            true,
+            http_post(Some(&sid), &body),
+            rng.range(1_000, 50_000),
+        ));
         let result = format!(
             r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"{}"}}]}}}}"#,
             filler(rng, 50, 1500)
         );
         if rng.chance(0.3) {
-            conn.push_back(msg(false, json_response(None, &result), rng.range(1_000, 20_000)));
+            conn.push_back(msg(
+                false,
+                json_response(None, &result),
+                rng.range(1_000, 20_000),
+            ));
             continue;
         }
         // An SSE stream: a priming event, progress, the result.
@@ -279,7 +306,11 @@ fn session(rng: &mut Rng, n: u64, summary: &mut SynthSummary) -> (VecDeque<ConnS
         events.push(ev(steps + 1, &result));
         summary.events += events.len() as u64;
         let cut = rng.chance(0.08);
-        let cut_at = if cut { rng.range(2, steps) as usize } else { events.len() };
+        let cut_at = if cut {
+            rng.range(2, steps) as usize
+        } else {
+            events.len()
+        };
         let mut head = SSE_HEAD.as_bytes().to_vec();
         head.extend(chunk(&events[0]));
         conn.push_back(msg(false, head, rng.range(500, 5_000)));
@@ -297,14 +328,21 @@ fn session(rng: &mut Rng, n: u64, summary: &mut SynthSummary) -> (VecDeque<ConnS
         summary.resumptions += 1;
         let last = format!("{prefix}_{}", cut_at - 1);
         let mut resume = VecDeque::new();
-        resume.push_back(msg(true, http_get(&sid, Some(&last)), rng.range(200_000, 1_200_000)));
+        resume.push_back(msg(
+            true,
+            http_get(&sid, Some(&last)),
+            rng.range(200_000, 1_200_000),
+        ));
         let mut body = SSE_HEAD.as_bytes().to_vec();
         if rng.chance(0.1) {
             // A replica without the log: a fresh sequence.
             summary.forks += 1;
             for (k, e) in events[cut_at..].iter().enumerate() {
                 let data = e.split("\ndata: ").nth(1).unwrap_or("").trim_end();
-                body.extend(chunk(&format!("id: {prefix}x_{}\nevent: message\ndata: {data}\n\n", k + 1)));
+                body.extend(chunk(&format!(
+                    "id: {prefix}x_{}\nevent: message\ndata: {data}\n\n",
+                    k + 1
+                )));
             }
         } else {
             for e in &events[cut_at..] {
@@ -318,10 +356,15 @@ fn session(rng: &mut Rng, n: u64, summary: &mut SynthSummary) -> (VecDeque<ConnS
     // The session ends with DELETE.
     conn.push_back(msg(
         true,
-        format!("DELETE /mcp HTTP/1.1\r\nHost: mcp.example:3000\r\nMcp-Session-Id: {sid}\r\n\r\n").into_bytes(),
+        format!("DELETE /mcp HTTP/1.1\r\nHost: mcp.example:3000\r\nMcp-Session-Id: {sid}\r\n\r\n")
+            .into_bytes(),
         rng.range(1_000, 10_000),
     ));
-    conn.push_back(msg(false, b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_vec(), 500));
+    conn.push_back(msg(
+        false,
+        b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_vec(),
+        500,
+    ));
     posts.push_back(ConnScript { msgs: conn });
     // GET lane: the standalone stream with notifications and keep-alives.
     let mut get = VecDeque::new();
@@ -364,8 +407,16 @@ pub fn write_capture<W: Write>(w: W, opts: &SynthOptions) -> io::Result<SynthSum
             out.summary.sessions += 1;
             let client = [10, 1 + (n >> 16) as u8, (n >> 8) as u8, n as u8];
             let (get, posts) = session(&mut rng, n, &mut out.summary);
-            lanes.push(Lane { conns: posts, playing: None, client });
-            lanes.push(Lane { conns: get, playing: None, client });
+            lanes.push(Lane {
+                conns: posts,
+                playing: None,
+                client,
+            });
+            lanes.push(Lane {
+                conns: get,
+                playing: None,
+                client,
+            });
         }
         // The lane whose next segment is due first (ties: the lowest index).
         let i = (0..lanes.len())
@@ -394,7 +445,9 @@ pub fn write_capture<W: Write>(w: W, opts: &SynthOptions) -> io::Result<SynthSum
                 }
             }
         }
-        let Some(p) = lanes[i].playing.as_mut() else { continue };
+        let Some(p) = lanes[i].playing.as_mut() else {
+            continue;
+        };
         out.now = out.now.max(p.wait_until) + rng.range(5, 40);
         if step(p, &mut out, &mut rng)? {
             lanes[i].playing = None;

@@ -77,7 +77,9 @@ pub fn estimate_offsets(vantages: &[Vec<Exchange>]) -> Vec<ClockOffset> {
             let (Some(kk), Some(t)) = (key(e), e.ts_request) else {
                 continue;
             };
-            let Some(cands) = by_key.get(&kk) else { continue };
+            let Some(cands) = by_key.get(&kk) else {
+                continue;
+            };
             // The nearest twin in time.
             let at = cands.partition_point(|(ct, _)| *ct < t);
             let nearest = [at.checked_sub(1), Some(at)]
@@ -91,7 +93,9 @@ pub fn estimate_offsets(vantages: &[Vec<Exchange>]) -> Vec<ClockOffset> {
                 continue;
             }
             let r = &reference[ci];
-            if r.client.is_some() && (r.client, r.client_port, r.server) == (e.client, e.client_port, e.server) {
+            if r.client.is_some()
+                && (r.client, r.client_port, r.server) == (e.client, e.client_port, e.server)
+            {
                 same.push(d);
             } else {
                 hop.push(d);

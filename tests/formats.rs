@@ -63,7 +63,12 @@ fn csv_parquet_ndjson_agree() {
         .collect();
     assert_eq!(
         kinds,
-        ["backend_switch", "duplicate_delivery", "id_regression", "id_restart"]
+        [
+            "backend_switch",
+            "duplicate_delivery",
+            "id_regression",
+            "id_restart"
+        ]
     );
     // NDJSON: the findings table, same keys in the same order.
     let (code, ndjson) = run(&["--format", "ndjson", "--fail-on", "never"], None);

@@ -76,5 +76,8 @@ fn fixture_tables_match_golden() {
         }
     }
     // fixtures/mcp (9), mcp-gen (11), mcp-rmcp (4), mcp-sdk and mcp-faults.
-    assert!(compared >= (9 + 11 + 4) * TABLES.len(), "{compared} tables compared");
+    assert!(
+        compared >= (9 + 11 + 4) * TABLES.len(),
+        "{compared} tables compared"
+    );
 }

@@ -57,7 +57,10 @@ fn through_proxy(
         }
         u
     });
-    c.server(cap, &head(session, (view == View::ClientLeg).then_some(name)));
+    c.server(
+        cap,
+        &head(session, (view == View::ClientLeg).then_some(name)),
+    );
     c.server(cap, body);
     if complete {
         c.server(cap, LAST_CHUNK);
@@ -74,7 +77,9 @@ fn through_proxy(
 }
 
 fn events(evs: &[Ev]) -> Vec<u8> {
-    evs.iter().flat_map(|e| chunk(e.text().as_bytes())).collect()
+    evs.iter()
+        .flat_map(|e| chunk(e.text().as_bytes()))
+        .collect()
 }
 
 fn prog(id: u64, n: u64) -> Ev {
@@ -87,7 +92,15 @@ fn session(view: View, resume_on: u16) -> Capture {
     let mut cap = Capture::new();
     // initialize answered as an SSE stream on b1, which assigns the session.
     let body = events(&[Ev::no_id(initialize_result(1))]);
-    through_proxy(&mut cap, view, B1, &post(None, &initialize(1)), Some(SID), &body, true);
+    through_proxy(
+        &mut cap,
+        view,
+        B1,
+        &post(None, &initialize(1)),
+        Some(SID),
+        &body,
+        true,
+    );
     let mut c = cap.connect();
     c.client(&mut cap, &post(Some(SID), &initialized()));
     c.server(&mut cap, &accepted());
@@ -101,14 +114,27 @@ fn session(view: View, resume_on: u16) -> Capture {
         vec![prog(1, 4), prog(2, 5), Ev::id(3, result(2))]
     };
     let get3 = get(Some(SID), Some("3"));
-    through_proxy(&mut cap, view, resume_on, &get3, None, &events(&resumed), true);
+    through_proxy(
+        &mut cap,
+        view,
+        resume_on,
+        &get3,
+        None,
+        &events(&resumed),
+        true,
+    );
     cap
 }
 
 fn kinds(fs: &[Value]) -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> = fs
         .iter()
-        .map(|f| (f["kind"].as_str().unwrap().into(), f["severity"].as_str().unwrap().into()))
+        .map(|f| {
+            (
+                f["kind"].as_str().unwrap().into(),
+                f["severity"].as_str().unwrap().into(),
+            )
+        })
         .collect();
     v.sort();
     v
@@ -136,17 +162,30 @@ fn fork_on_another_backend_same_findings_from_either_view() {
     let d = backend_switch(&client);
     assert!(d.contains("backend b2") && d.contains("backend b1"), "{d}");
     let d = backend_switch(&both);
-    assert!(d.contains("127.0.0.1:3302") && d.contains("127.0.0.1:3301"), "{d}");
+    assert!(
+        d.contains("127.0.0.1:3302") && d.contains("127.0.0.1:3301"),
+        "{d}"
+    );
     // The fork itself says which backend forked the log.
     let fork = both.iter().find(|f| f["kind"] == "id_regression").unwrap();
-    assert!(fork["detail"].as_str().unwrap().contains("served by backend 127.0.0.1:3302"), "{fork}");
+    assert!(
+        fork["detail"]
+            .as_str()
+            .unwrap()
+            .contains("served by backend 127.0.0.1:3302"),
+        "{fork}"
+    );
 }
 
 #[test]
 fn resume_on_the_same_backend() {
     for view in [View::ClientLeg, View::BothLegs] {
         let fs = analyze(&session(view, B1), &[]);
-        assert_eq!(kinds(&fs), vec![("resume_ok".to_string(), "info".to_string())], "{fs:#?}");
+        assert_eq!(
+            kinds(&fs),
+            vec![("resume_ok".to_string(), "info".to_string())],
+            "{fs:#?}"
+        );
     }
 }
 
@@ -181,7 +220,10 @@ fn backend_legs_are_hops_not_exchanges_of_their_own() {
         .filter(|r| r["hop_of"].is_null() && r["content_type"] == "text/event-stream")
         .map(|r| r["backend"].as_str().unwrap_or("-"))
         .collect();
-    assert_eq!(backends, ["127.0.0.1:3301", "127.0.0.1:3301", "127.0.0.1:3302"]);
+    assert_eq!(
+        backends,
+        ["127.0.0.1:3301", "127.0.0.1:3301", "127.0.0.1:3302"]
+    );
 }
 
 /// Both legs of a tools/call: the backend sends ids 1..3 and the result, the proxy forwards only
@@ -190,7 +232,15 @@ fn backend_legs_are_hops_not_exchanges_of_their_own() {
 fn cut_in_the_proxy(resume: bool) -> Vec<Value> {
     let mut cap = Capture::new();
     let body = events(&[Ev::no_id(initialize_result(1))]);
-    through_proxy(&mut cap, View::BothLegs, B1, &post(None, &initialize(1)), Some(SID), &body, true);
+    through_proxy(
+        &mut cap,
+        View::BothLegs,
+        B1,
+        &post(None, &initialize(1)),
+        Some(SID),
+        &body,
+        true,
+    );
     let call = post(Some(SID), &tools_call(2, &json!("t2")));
     let mut c = cap.connect();
     c.client(&mut cap, &call);
@@ -207,12 +257,26 @@ fn cut_in_the_proxy(resume: bool) -> Vec<Value> {
     u.close(&mut cap);
     if resume {
         let get2 = get(Some(SID), Some("2"));
-        through_proxy(&mut cap, View::BothLegs, B1, &get2, None, &events(&all[2..]), true);
+        through_proxy(
+            &mut cap,
+            View::BothLegs,
+            B1,
+            &get2,
+            None,
+            &events(&all[2..]),
+            true,
+        );
     }
     // The session goes on well after (nothing more of it was owed).
     cap.wait(40_000_000);
     let mut l = cap.connect();
-    l.client(&mut cap, &post(Some(SID), &json!({"jsonrpc": "2.0", "method": "notifications/initialized"})));
+    l.client(
+        &mut cap,
+        &post(
+            Some(SID),
+            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        ),
+    );
     l.server(&mut cap, &accepted());
     l.close(&mut cap);
     analyze(&cap, &[])
@@ -231,11 +295,21 @@ fn events_lost_between_the_hops() {
     );
     let f = fs.iter().find(|f| f["kind"] == "lost_in_transit").unwrap();
     assert_eq!(f["event_id"], "3");
-    assert!(f["detail"].as_str().unwrap().starts_with("2 event(s) left backend 127.0.0.1:3301"), "{f}");
+    assert!(
+        f["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("2 event(s) left backend 127.0.0.1:3301"),
+        "{f}"
+    );
 }
 
 #[test]
 fn events_replayed_after_the_cut_are_not_lost() {
     let fs = cut_in_the_proxy(true);
-    assert_eq!(kinds(&fs), vec![("resume_ok".to_string(), "info".to_string())], "{fs:#?}");
+    assert_eq!(
+        kinds(&fs),
+        vec![("resume_ok".to_string(), "info".to_string())],
+        "{fs:#?}"
+    );
 }

@@ -110,11 +110,7 @@ fn check_dir(dir: &Path) -> usize {
         for session in entry["sessions"].as_array().unwrap() {
             let sid = session["session_id"].as_str().unwrap_or("none");
             let got: Vec<&Value> = findings.iter().filter(|f| f["session_id"] == sid).collect();
-            let expected: Vec<&Value> = session["expected"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .collect();
+            let expected: Vec<&Value> = session["expected"].as_array().unwrap().iter().collect();
             let acceptable: Vec<&str> = session
                 .get("also_acceptable")
                 .and_then(Value::as_array)

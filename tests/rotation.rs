@@ -76,7 +76,10 @@ fn split_capture_gives_the_same_tables() {
         let reversed: Vec<&Path> = parts.iter().rev().map(PathBuf::as_path).collect();
         assert_eq!(tables(&reversed, &base.join("rev"), port), expected);
         // The directory.
-        assert_eq!(tables(&[&base.join("parts")], &base.join("dir"), port), expected);
+        assert_eq!(
+            tables(&[&base.join("parts")], &base.join("dir"), port),
+            expected
+        );
     }
     let _ = std::fs::remove_dir_all(&base);
 }

@@ -341,7 +341,13 @@ fn response_lost_whole_in_a_gap_does_not_shift_the_pairing() {
     // jsonrpc_ids: the request's id and the response's.
     let view: Vec<(String, Value, bool)> = rows
         .iter()
-        .map(|r| (r["jsonrpc_ids"].as_str().unwrap_or("").to_string(), r["status"].clone(), r["response_gap"].as_bool().unwrap()))
+        .map(|r| {
+            (
+                r["jsonrpc_ids"].as_str().unwrap_or("").to_string(),
+                r["status"].clone(),
+                r["response_gap"].as_bool().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         view,

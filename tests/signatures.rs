@@ -140,7 +140,10 @@ fn two_streams_resumed(foreign: Option<Ev>) -> Vec<Value> {
     a.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
     let mut b = cap.connect();
     b.client(&mut cap, &post(Some(SID), &tools_call(3, &token(3))));
-    a.server(&mut cap, &sse_response(None, &progs(2, &["1", "2", "3"], 1, 5), false));
+    a.server(
+        &mut cap,
+        &sse_response(None, &progs(2, &["1", "2", "3"], 1, 5), false),
+    );
     let mut bevs = progs(3, &["10", "11", "12"], 1, 3);
     bevs.push(Ev::id("13", result(3)));
     b.server(&mut cap, &sse_response(None, &bevs, true));
@@ -172,7 +175,10 @@ fn cross_stream_replay_of_another_posts_response() {
     let fs = two_streams_resumed(Some(Ev::id("13", result(3))));
     assert_kinds(
         &fs,
-        &[("cross_stream_replay", "error"), ("duplicate_delivery", "error")],
+        &[
+            ("cross_stream_replay", "error"),
+            ("duplicate_delivery", "error"),
+        ],
     );
 }
 
@@ -187,9 +193,7 @@ fn replay_of_its_own_stream_only() {
 /// Sessions s1 and s2 each have a standalone GET stream with TS-store ids. s2's stream delivers
 /// two notifications; s1's stream one, then it is cut and resumed; the resumption delivers `replayed`.
 fn two_sessions(replayed: &[Ev]) -> Vec<Value> {
-    let note = |text: &str| {
-        json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": text}})
-    };
+    let note = |text: &str| json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": text}});
     let mut cap = Capture::new();
     handshake_as(&mut cap, "s1");
     handshake_as(&mut cap, "s2");
@@ -210,11 +214,21 @@ fn two_sessions(replayed: &[Ev]) -> Vec<Value> {
     );
     g1.server(
         &mut cap,
-        &sse_response(None, &[Ev::id("_GET_stream_1795991032200_aaaa1111", note("hello s1"))], false),
+        &sse_response(
+            None,
+            &[Ev::id(
+                "_GET_stream_1795991032200_aaaa1111",
+                note("hello s1"),
+            )],
+            false,
+        ),
     );
     g1.server_close(&mut cap);
     let mut r = cap.connect();
-    r.client(&mut cap, &get(Some("s1"), Some("_GET_stream_1795991032200_aaaa1111")));
+    r.client(
+        &mut cap,
+        &get(Some("s1"), Some("_GET_stream_1795991032200_aaaa1111")),
+    );
     r.server(&mut cap, &sse_response(None, replayed, true));
     r.close(&mut cap);
     g2.close(&mut cap);
@@ -253,7 +267,11 @@ fn cut_then_get(last_event_id: Option<&str>, complete_first: bool) -> Vec<Value>
 }
 
 /// The same; with `cancel`, the client first cancels the tools/call (`notifications/cancelled`).
-fn cut_then_get_with(last_event_id: Option<&str>, complete_first: bool, cancel: bool) -> Vec<Value> {
+fn cut_then_get_with(
+    last_event_id: Option<&str>,
+    complete_first: bool,
+    cancel: bool,
+) -> Vec<Value> {
     let mut cap = Capture::new();
     handshake_as(&mut cap, SID);
     let mut c = cap.connect();
@@ -284,7 +302,10 @@ fn cut_then_get_with(last_event_id: Option<&str>, complete_first: bool, cancel: 
     } else {
         Vec::new()
     };
-    g.server(&mut cap, &sse_response(None, &rest, last_event_id.is_some()));
+    g.server(
+        &mut cap,
+        &sse_response(None, &rest, last_event_id.is_some()),
+    );
     g.close(&mut cap);
     analyze(&cap, &[])
 }
@@ -294,7 +315,10 @@ fn resume_without_cursor_after_a_cut_stream() {
     let fs = cut_then_get(None, false);
     assert_kinds(
         &fs,
-        &[("resume_without_cursor", "warning"), ("lost_response", "error")],
+        &[
+            ("resume_without_cursor", "warning"),
+            ("lost_response", "error"),
+        ],
     );
     assert_eq!(one(&fs, "resume_without_cursor")["last_event_id"], "3");
 }
@@ -319,7 +343,10 @@ fn empty_resumes(n: usize) -> Vec<Value> {
     handshake_as(&mut cap, SID);
     let mut c = cap.connect();
     c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
-    c.server(&mut cap, &sse_response(None, &progs(2, &["1", "2", "3"], 1, 5), false));
+    c.server(
+        &mut cap,
+        &sse_response(None, &progs(2, &["1", "2", "3"], 1, 5), false),
+    );
     c.server_close(&mut cap);
     for _ in 0..n {
         cap.wait(1_000_000);
@@ -340,7 +367,10 @@ fn empty_resume_loop_of_three() {
     );
     let f = one(&fs, "empty_resume_loop");
     assert_eq!(f["last_event_id"], "3");
-    assert!(f["detail"].as_str().unwrap().contains("about every 100"), "{f}");
+    assert!(
+        f["detail"].as_str().unwrap().contains("about every 100"),
+        "{f}"
+    );
 }
 
 #[test]
@@ -400,7 +430,13 @@ fn dead_session(reinitialize: bool) -> Vec<Value> {
         c.client(&mut cap, &post(None, &initialize(1)));
         c.server(&mut cap, &json_response(Some("s2"), &initialize_result(1)));
         c.client(&mut cap, &post(Some("s2"), &list));
-        c.server(&mut cap, &json_response(None, &json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": []}})));
+        c.server(
+            &mut cap,
+            &json_response(
+                None,
+                &json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}),
+            ),
+        );
     } else {
         for _ in 0..2 {
             cap.wait(1_000_000);
@@ -453,7 +489,13 @@ fn idle_cut_at_a_fixed_age() {
     let fs = cut_gets(&[5_000_000, 5_000_000, 5_000_000]);
     assert_kinds(&fs, &[("idle_cut", "warning")]);
     let f = one(&fs, "idle_cut");
-    assert!(f["observed"].as_str().unwrap().contains("3 cuts at idle time 5.0 s"), "{f}");
+    assert!(
+        f["observed"]
+            .as_str()
+            .unwrap()
+            .contains("3 cuts at idle time 5.0 s"),
+        "{f}"
+    );
 }
 
 #[test]
@@ -589,13 +631,17 @@ fn modern(resend: bool) -> Vec<Value> {
     let mut cap = Capture::new();
     let mut c = cap.connect();
     c.client(&mut cap, &post_2026(4));
-    let evs: Vec<Ev> = (1..=2).map(|p| Ev::no_id(progress(&json!(4), p, 5))).collect();
+    let evs: Vec<Ev> = (1..=2)
+        .map(|p| Ev::no_id(progress(&json!(4), p, 5)))
+        .collect();
     c.server(&mut cap, &sse_response(None, &evs, false));
     c.server_close(&mut cap);
     if resend {
         let mut d = cap.connect();
         d.client(&mut cap, &post_2026(5));
-        let mut evs: Vec<Ev> = (1..=5).map(|p| Ev::no_id(progress(&json!(5), p, 5))).collect();
+        let mut evs: Vec<Ev> = (1..=5)
+            .map(|p| Ev::no_id(progress(&json!(5), p, 5)))
+            .collect();
         evs.push(Ev::no_id(result(5)));
         d.server(&mut cap, &sse_response(None, &evs, true));
         d.close(&mut cap);
@@ -603,8 +649,20 @@ fn modern(resend: bool) -> Vec<Value> {
     // The client goes on working well after the broken stream: a re-send would have been seen.
     cap.wait(40_000_000);
     let mut l = cap.connect();
-    l.client(&mut cap, &post(None, &json!({"jsonrpc": "2.0", "id": 6, "method": "tools/list"})));
-    l.server(&mut cap, &json_response(None, &json!({"jsonrpc": "2.0", "id": 6, "result": {"tools": []}})));
+    l.client(
+        &mut cap,
+        &post(
+            None,
+            &json!({"jsonrpc": "2.0", "id": 6, "method": "tools/list"}),
+        ),
+    );
+    l.server(
+        &mut cap,
+        &json_response(
+            None,
+            &json!({"jsonrpc": "2.0", "id": 6, "result": {"tools": []}}),
+        ),
+    );
     l.close(&mut cap);
     analyze(&cap, &[])
 }
@@ -635,7 +693,9 @@ fn repeated_polls_held_open_are_healthy() {
     c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
     let mut body = sse_head(None);
     body.extend(chunk(b"id: 0\nretry: 500\ndata: \n\n"));
-    body.extend(chunk(Ev::id("1", progress(&token(2), 1, 2)).text().as_bytes()));
+    body.extend(chunk(
+        Ev::id("1", progress(&token(2), 1, 2)).text().as_bytes(),
+    ));
     body.extend_from_slice(LAST_CHUNK);
     c.server(&mut cap, &body);
     for _ in 0..3 {
@@ -650,13 +710,27 @@ fn repeated_polls_held_open_are_healthy() {
     cap.wait(500_000);
     let mut g = cap.connect();
     g.client(&mut cap, &get(Some(SID), Some("1")));
-    g.server(&mut cap, &sse_response(None, &[Ev::id("2", progress(&token(2), 2, 2)), Ev::id("3", result(2))], true));
+    g.server(
+        &mut cap,
+        &sse_response(
+            None,
+            &[
+                Ev::id("2", progress(&token(2), 2, 2)),
+                Ev::id("3", result(2)),
+            ],
+            true,
+        ),
+    );
     g.close(&mut cap);
     c.close(&mut cap);
     let fs = analyze(&cap, &[]);
     let bad: Vec<&Value> = fs.iter().filter(|f| f["severity"] != "info").collect();
     assert!(bad.is_empty(), "{bad:#?}");
-    assert_eq!(fs.iter().filter(|f| f["kind"] == "planned_poll").count(), 4, "{fs:#?}");
+    assert_eq!(
+        fs.iter().filter(|f| f["kind"] == "planned_poll").count(),
+        4,
+        "{fs:#?}"
+    );
 }
 
 /// Per-session Redis-style streams give one broadcast the same `<ms>-<seq>` id in every session:
@@ -672,12 +746,21 @@ fn redis_ids_are_not_unique_across_sessions() {
     let mut g2 = cap.connect();
     g2.client(&mut cap, &get(Some("s2"), None));
     let hello = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "hi"}});
-    g1.server(&mut cap, &sse_response(None, &[Ev::id("1795991032000-0", hello)], false));
-    g2.server(&mut cap, &sse_response(None, &[Ev::id("1795991033000-0", changed.clone())], false));
+    g1.server(
+        &mut cap,
+        &sse_response(None, &[Ev::id("1795991032000-0", hello)], false),
+    );
+    g2.server(
+        &mut cap,
+        &sse_response(None, &[Ev::id("1795991033000-0", changed.clone())], false),
+    );
     g1.server_close(&mut cap);
     let mut r = cap.connect();
     r.client(&mut cap, &get(Some("s1"), Some("1795991032000-0")));
-    r.server(&mut cap, &sse_response(None, &[Ev::id("1795991033000-0", changed)], true));
+    r.server(
+        &mut cap,
+        &sse_response(None, &[Ev::id("1795991033000-0", changed)], true),
+    );
     r.close(&mut cap);
     g2.close(&mut cap);
     assert_kinds(&analyze(&cap, &[]), &[("resume_ok", "info")]);
@@ -690,7 +773,10 @@ fn a_404_after_delete_is_expected() {
     let mut cap = Capture::new();
     handshake_as(&mut cap, SID);
     let mut c = cap.connect();
-    c.client(&mut cap, b"DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:3000\r\nMcp-Session-Id: s1\r\n\r\n");
+    c.client(
+        &mut cap,
+        b"DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:3000\r\nMcp-Session-Id: s1\r\n\r\n",
+    );
     c.server(&mut cap, b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
     for _ in 0..2 {
         c.client(&mut cap, &post(Some(SID), &list));
@@ -730,7 +816,10 @@ fn resume_without_cursor_behind_another_streams_resume() {
     g.server(&mut cap, &sse_response(None, &[Ev::id("g1", note)], false));
     let mut c = cap.connect();
     c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
-    c.server(&mut cap, &sse_response(None, &progs(2, &["1", "2"], 1, 5), false));
+    c.server(
+        &mut cap,
+        &sse_response(None, &progs(2, &["1", "2"], 1, 5), false),
+    );
     g.server_close(&mut cap);
     c.server_close(&mut cap);
     let mut r = cap.connect();
@@ -742,7 +831,11 @@ fn resume_without_cursor_behind_another_streams_resume() {
     n.close(&mut cap);
     r.close(&mut cap);
     let fs = analyze(&cap, &[]);
-    assert!(fs.iter().any(|f| f["kind"] == "resume_without_cursor" && f["last_event_id"] == "2"), "{fs:#?}");
+    assert!(
+        fs.iter()
+            .any(|f| f["kind"] == "resume_without_cursor" && f["last_event_id"] == "2"),
+        "{fs:#?}"
+    );
 }
 
 /// A resumed standalone GET stream that replays a tool call's result (servers #4087).
@@ -763,10 +856,16 @@ fn response_replayed_on_the_standalone_stream() {
     c.close(&mut cap);
     let mut r = cap.connect();
     r.client(&mut cap, &get(Some(SID), Some("g1")));
-    r.server(&mut cap, &sse_response(None, &[Ev::id("g2", result(2))], true));
+    r.server(
+        &mut cap,
+        &sse_response(None, &[Ev::id("g2", result(2))], true),
+    );
     r.close(&mut cap);
     let fs = analyze(&cap, &[]);
-    assert!(fs.iter().any(|f| f["kind"] == "cross_stream_replay"), "{fs:#?}");
+    assert!(
+        fs.iter().any(|f| f["kind"] == "cross_stream_replay"),
+        "{fs:#?}"
+    );
 }
 
 /// Standalone GET streams with keep-alives cut at the same age (a client timeout, §7 #18): the
@@ -786,7 +885,13 @@ fn idle_cut_at_a_fixed_age_despite_keepalives() {
     }
     let fs = analyze(&cap, &[]);
     assert_kinds(&fs, &[("idle_cut", "warning")]);
-    assert!(one(&fs, "idle_cut")["observed"].as_str().unwrap().contains("at age 30.0 s"), "{fs:#?}");
+    assert!(
+        one(&fs, "idle_cut")["observed"]
+            .as_str()
+            .unwrap()
+            .contains("at age 30.0 s"),
+        "{fs:#?}"
+    );
 }
 
 /// An absurd `retry` (beyond any clock) must not overflow.
@@ -802,7 +907,10 @@ fn absurd_retry_does_not_overflow() {
     c.server(&mut cap, &body);
     let mut g = cap.connect();
     g.client(&mut cap, &get(Some(SID), Some("0")));
-    g.server(&mut cap, &sse_response(None, &[Ev::id("1", result(2))], true));
+    g.server(
+        &mut cap,
+        &sse_response(None, &[Ev::id("1", result(2))], true),
+    );
     g.close(&mut cap);
     c.close(&mut cap);
     let fs = analyze(&cap, &[]);

@@ -10,7 +10,15 @@ use mcpcap::report::TABLE_NAMES as TABLES;
 
 fn tables(file: &Path, threads: usize, out: &Path) -> Vec<(String, String)> {
     let o = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
-        .args(["analyze", "--format", "csv", "--fail-on", "never", "--quiet", "--threads"])
+        .args([
+            "analyze",
+            "--format",
+            "csv",
+            "--fail-on",
+            "never",
+            "--quiet",
+            "--threads",
+        ])
         .arg(threads.to_string())
         .arg("--out")
         .arg(out)
@@ -59,7 +67,11 @@ fn threads_give_the_same_tables() {
         for n in [2, 3] {
             let many = tables(f, n, &dir.join(format!("t{n}")));
             for ((t, a), (_, b)) in one.iter().zip(&many) {
-                assert!(a == b, "{}: table {t} differs with --threads {n}", f.display());
+                assert!(
+                    a == b,
+                    "{}: table {t} differs with --threads {n}",
+                    f.display()
+                );
             }
         }
     }

@@ -9,10 +9,18 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// One pcap record: its 16-byte header and its frame.
+type Record = ([u8; 16], Vec<u8>);
+/// One finding as compared here: (session, kind, last_event_id, event_id).
+type Key = (String, String, String, String);
 
-/// The records of a classic little-endian Ethernet pcap: (header, [(record header, data)]).
-fn records(pcap: &[u8]) -> (Vec<u8>, Vec<([u8; 16], Vec<u8>)>) {
-    assert_eq!(pcap[..4], [0xd4, 0xc3, 0xb2, 0xa1], "little-endian µs pcap expected");
+/// The records of a classic little-endian Ethernet pcap: (header, records).
+fn records(pcap: &[u8]) -> (Vec<u8>, Vec<Record>) {
+    assert_eq!(
+        pcap[..4],
+        [0xd4, 0xc3, 0xb2, 0xa1],
+        "little-endian µs pcap expected"
+    );
     let mut out = Vec::new();
     let mut i = 24;
     while i + 16 <= pcap.len() {
@@ -44,7 +52,7 @@ fn ports(frame: &[u8]) -> Option<(u16, u16)> {
 fn write(
     path: &Path,
     header: &[u8],
-    recs: &[([u8; 16], Vec<u8>)],
+    recs: &[Record],
     keep: impl Fn(u16, u16) -> bool,
     shift_us: i64,
 ) {
@@ -68,7 +76,7 @@ fn write(
 
 /// `analyze --format csv` into `out`; returns (findings as (session, kind, last_event_id,
 /// event_id) sorted, the vantages table rows, the number of exchange rows and of client-facing ones).
-fn run(files: &[&Path], out: &Path) -> (Vec<(String, String, String, String)>, Vec<Vec<String>>, usize, usize) {
+fn run(files: &[&Path], out: &Path) -> (Vec<Key>, Vec<Vec<String>>, usize, usize) {
     let o = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
         .args(["analyze", "--format", "csv", "--fail-on", "never", "--out"])
         .arg(out)
@@ -84,14 +92,27 @@ fn run(files: &[&Path], out: &Path) -> (Vec<(String, String, String, String)>, V
             .map(|row| header.iter().cloned().zip(row).collect())
             .collect()
     };
-    let mut findings: Vec<(String, String, String, String)> = read("findings")
+    let mut findings: Vec<Key> = read("findings")
         .into_iter()
-        .map(|f| (f["session_id"].clone(), f["kind"].clone(), f["last_event_id"].clone(), f["event_id"].clone()))
+        .map(|f| {
+            (
+                f["session_id"].clone(),
+                f["kind"].clone(),
+                f["last_event_id"].clone(),
+                f["event_id"].clone(),
+            )
+        })
         .collect();
     findings.sort();
     let vantages = read("vantages")
         .into_iter()
-        .map(|v| vec![v["vantage"].clone(), v["clock_offset_us"].clone(), v["offset_basis"].clone()])
+        .map(|v| {
+            vec![
+                v["vantage"].clone(),
+                v["clock_offset_us"].clone(),
+                v["offset_basis"].clone(),
+            ]
+        })
         .collect();
     let exchanges = read("exchanges");
     let client = exchanges.iter().filter(|e| e["hop_of"].is_empty()).count();
@@ -125,7 +146,10 @@ fn setup(tag: &str) -> (PathBuf, Vec<u8>) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let dir = std::env::temp_dir().join(format!("mcpcap-vantage-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    (dir, std::fs::read(root.join("fixtures/mcp/fork_restart.pcap")).unwrap())
+    (
+        dir,
+        std::fs::read(root.join("fixtures/mcp/fork_restart.pcap")).unwrap(),
+    )
 }
 
 #[test]
@@ -135,7 +159,13 @@ fn front_and_backend_captures_with_skewed_clocks() {
     let front = dir.join("front.pcap");
     let back = dir.join("back.pcap");
     write(&front, &header, &recs, |a, b| a == 3300 || b == 3300, 0);
-    write(&back, &header, &recs, |a, b| a != 3300 && b != 3300, 250_000);
+    write(
+        &back,
+        &header,
+        &recs,
+        |a, b| a != 3300 && b != 3300,
+        250_000,
+    );
     std::fs::write(dir.join("whole.pcap"), &whole).unwrap();
     let (want, one, n, client) = run(&[&dir.join("whole.pcap")], &dir.join("o1"));
     let (got, two, m, client2) = run(&[&back, &front], &dir.join("o2"));
@@ -207,13 +237,29 @@ fn a_gap_in_one_copy_is_filled_by_the_other() {
 fn fork_named_by_backend_from_both_legs_same_as_client_leg() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let dir = std::env::temp_dir().join(format!("mcpcap-vantage-fork-{}", std::process::id()));
-    let (both, ..) = run(&[&root.join("fixtures/mcp/fork_restart.pcap")], &dir.join("a"));
-    let (client, ..) = run(&[&root.join("fixtures/mcp/fork_restart_client.pcap")], &dir.join("b"));
+    let (both, ..) = run(
+        &[&root.join("fixtures/mcp/fork_restart.pcap")],
+        &dir.join("a"),
+    );
+    let (client, ..) = run(
+        &[&root.join("fixtures/mcp/fork_restart_client.pcap")],
+        &dir.join("b"),
+    );
     assert_eq!(both, client);
     let text = std::fs::read_to_string(dir.join("a/findings.csv")).unwrap();
     let switch = text.lines().find(|l| l.contains("backend_switch")).unwrap();
-    assert!(switch.contains("127.0.0.1:3302 (b2)") && switch.contains("127.0.0.1:3301 (b1)"), "{switch}");
+    assert!(
+        switch.contains("127.0.0.1:3302 (b2)") && switch.contains("127.0.0.1:3301 (b1)"),
+        "{switch}"
+    );
     let resumptions = std::fs::read_to_string(dir.join("a/resumptions.csv")).unwrap();
-    assert!(resumptions.lines().nth(1).unwrap().ends_with(",127.0.0.1:3302 (b2),127.0.0.1:3301 (b1)"), "{resumptions}");
+    assert!(
+        resumptions
+            .lines()
+            .nth(1)
+            .unwrap()
+            .ends_with(",127.0.0.1:3302 (b2),127.0.0.1:3301 (b1)"),
+        "{resumptions}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

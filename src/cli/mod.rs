@@ -76,8 +76,8 @@ fn parse_size(s: &str) -> Result<u64, String> {
 }
 
 fn synth(args: &SynthArgs) -> Result<i32, String> {
-    let file = std::fs::File::create(&args.out)
-        .map_err(|e| format!("{}: {e}", args.out.display()))?;
+    let file =
+        std::fs::File::create(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     let w = std::io::BufWriter::with_capacity(1 << 20, file);
     let s = mcpcap::synth::write_capture(
         w,
@@ -249,7 +249,8 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         .filter_map(|(p, _)| std::fs::metadata(p).ok())
         .map(|m| m.len())
         .sum();
-    let mut progress = progress::Progress::new(!args.quiet && std::io::stderr().is_terminal(), total);
+    let mut progress =
+        progress::Progress::new(!args.quiet && std::io::stderr().is_terminal(), total);
     let mut done_bytes = 0u64;
     for (path, first_ts) in &order {
         let file = match std::fs::File::open(path) {
@@ -260,7 +261,15 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             }
         };
         let read_bytes = file.counter();
-        let vi = pick_vantage(&mut vantages, &named, path, *first_ts, &options, &ids, threads);
+        let vi = pick_vantage(
+            &mut vantages,
+            &named,
+            path,
+            *first_ts,
+            &options,
+            &ids,
+            threads,
+        );
         let v = &mut vantages[vi];
         v.files.push(path.display().to_string());
         let analyzer = &mut v.analyzer;
@@ -274,14 +283,17 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                 None => analyzer.frame(&f),
             }
             n += 1;
-            if n % 4096 == 0 {
-                progress.update(done_bytes + read_bytes.load(std::sync::atomic::Ordering::Relaxed), || {
-                    format!(
-                        "{} flows, {} exchanges",
-                        analyzer.flows.flows.len(),
-                        analyzer.http.exchanges.len()
-                    )
-                });
+            if n.is_multiple_of(4096) {
+                progress.update(
+                    done_bytes + read_bytes.load(std::sync::atomic::Ordering::Relaxed),
+                    || {
+                        format!(
+                            "{} flows, {} exchanges",
+                            analyzer.flows.flows.len(),
+                            analyzer.http.exchanges.len()
+                        )
+                    },
+                );
             }
         });
         done_bytes += read_bytes.load(std::sync::atomic::Ordering::Relaxed);
@@ -339,9 +351,12 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             vantages
                 .iter()
                 .find_map(|v| {
-                    v.analyzer.http.client_dir.get(&fi).copied().or_else(|| {
-                        v.analyzer.flows.flow(fi).map(|f| f.client_guess())
-                    })
+                    v.analyzer
+                        .http
+                        .client_dir
+                        .get(&fi)
+                        .copied()
+                        .or_else(|| v.analyzer.flows.flow(fi).map(|f| f.client_guess()))
                 })
                 .unwrap_or(0)
         })?;
@@ -364,12 +379,8 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         .first()
         .map(|v| v.analyzer.app_seq_pointers().to_vec())
         .unwrap_or_default();
-    let analysis = mcpcap::analyze_exchanges_with(
-        &exchanges,
-        &app_seq,
-        capture_end,
-        &args.backend_headers,
-    );
+    let analysis =
+        mcpcap::analyze_exchanges_with(&exchanges, &app_seq, capture_end, &args.backend_headers);
     let flow_parts: Vec<tables::FlowsPart> = vantages
         .iter()
         .zip(&offsets)
@@ -560,7 +571,10 @@ fn pick_vantage(
     ids: &std::sync::Arc<std::sync::atomic::AtomicUsize>,
     threads: usize,
 ) -> usize {
-    let explicit = named.iter().find(|(_, f)| f == path).map(|(n, _)| n.clone());
+    let explicit = named
+        .iter()
+        .find(|(_, f)| f == path)
+        .map(|(n, _)| n.clone());
     let found = match &explicit {
         Some(n) => vantages.iter().position(|v| &v.name == n),
         None => vantages

@@ -14,8 +14,7 @@ use crate::mcp::Model;
 fn is_initialize(e: &Exchange) -> bool {
     e.method() == "POST"
         && e.req_header("mcp-session-id").is_none()
-        && e
-            .req_messages
+        && e.req_messages
             .iter()
             .any(|m| m.kind == Kind::Request && m.method.as_deref() == Some("initialize"))
 }
@@ -104,16 +103,19 @@ pub(super) fn dead_sessions(model: &Model, exchanges: &[Exchange], out: &mut Vec
                 v.sort_unstable();
                 v.dedup();
                 v.iter()
-                    .map(|c| if *c == 0 { "none".to_string() } else { c.to_string() })
+                    .map(|c| {
+                        if *c == 0 {
+                            "none".to_string()
+                        } else {
+                            c.to_string()
+                        }
+                    })
                     .collect()
             };
             let (severity, tail) = match reinit {
                 Some(x) => (
                     Severity::Info,
-                    format!(
-                        "; it re-initialised only in frame {}",
-                        exchanges[x].frame()
-                    ),
+                    format!("; it re-initialised only in frame {}", exchanges[x].frame()),
                 ),
                 None => (
                     Severity::Warning,
@@ -135,7 +137,10 @@ pub(super) fn dead_sessions(model: &Model, exchanges: &[Exchange], out: &mut Vec
                 ),
             );
             f.expected = Some("initialize without Mcp-Session-Id after a 404".into());
-            f.observed = Some(format!("{} request(s) with the dead session id", stale.len()));
+            f.observed = Some(format!(
+                "{} request(s) with the dead session id",
+                stale.len()
+            ));
             out.push(f);
         }
         if let Some(x) = reinit {
@@ -210,7 +215,9 @@ pub(super) fn resumes_without_cursor(
         if s.id.is_none() || !s.era.stateful() {
             continue;
         }
-        let Some(&last) = st.connections.last() else { continue };
+        let Some(&last) = st.connections.last() else {
+            continue;
+        };
         let l = &exchanges[last];
         if l.open_at_capture_end || !pending(&answered, sti, st.connections.len() - 1) {
             continue;
@@ -234,7 +241,10 @@ pub(super) fn resumes_without_cursor(
         // e.g. the standalone one broken at the same time, come and go before it).
         let Some(&g) = s.exchanges.iter().find(|&&x| {
             let e = &exchanges[x];
-            e.method() == "GET" && e.ts() >= end && x != last && e.req_header("last-event-id").is_none()
+            e.method() == "GET"
+                && e.ts() >= end
+                && x != last
+                && e.req_header("last-event-id").is_none()
         }) else {
             continue;
         };

@@ -8,9 +8,9 @@
 //! event store) — the explanation of most forks.
 
 use super::{flow_id, Finding, ResumptionResult, Severity, Verdict};
-use crate::mcp::Resumption;
 use crate::http::{EventRec, Exchange};
 use crate::mcp::Model;
+use crate::mcp::Resumption;
 
 /// Events in one downstream burst that make a finding.
 const MIN_BURST: usize = 3;
@@ -81,7 +81,9 @@ fn check_pair(model: &Model, exchanges: &[Exchange], a: usize, b: usize, out: &m
         }
         let spread = mu[j - 1].sse.ts.saturating_sub(mu[k].sse.ts);
         let lag = md[k].sse.ts.saturating_sub(mu[k].sse.ts);
-        if j - k >= MIN_BURST && spread >= MIN_SPREAD_US && lag >= MIN_LAG_US
+        if j - k >= MIN_BURST
+            && spread >= MIN_SPREAD_US
+            && lag >= MIN_LAG_US
             && best.is_none_or(|(s, e)| j - k > e - s)
         {
             best = Some((k, j));
@@ -124,7 +126,11 @@ fn check_pair(model: &Model, exchanges: &[Exchange], a: usize, b: usize, out: &m
         .find(|m| m.kind == crate::jsonrpc::Kind::Request)
         .and_then(|m| m.id.clone());
     f.expected = Some("events forwarded as the server sends them".into());
-    f.observed = Some(format!("{} events in one burst, up to {} ms late", e - s, ms(max_lag)));
+    f.observed = Some(format!(
+        "{} events in one burst, up to {} ms late",
+        e - s,
+        ms(max_lag)
+    ));
     out.push(f);
 }
 
@@ -154,7 +160,15 @@ pub(super) fn backend_switch(
         r.last_event_id
     );
     for f in out[first..].iter_mut() {
-        if matches!(f.kind, "id_regression" | "id_restart" | "missing_event_id" | "id_gap" | "app_seq_desync" | "suspect_terminal") {
+        if matches!(
+            f.kind,
+            "id_regression"
+                | "id_restart"
+                | "missing_event_id"
+                | "id_gap"
+                | "app_seq_desync"
+                | "suspect_terminal"
+        ) {
             f.detail.push_str(&tail);
         }
     }
@@ -196,7 +210,9 @@ pub(super) fn lost_in_transit(model: &Model, exchanges: &[Exchange], out: &mut V
     let mut delivered: HashMap<usize, HashSet<u64>> = HashMap::new();
     for (a, hops) in model.hops.backend_hops.iter().enumerate() {
         let ea = &exchanges[a];
-        let Some(&backend) = hops.last() else { continue };
+        let Some(&backend) = hops.last() else {
+            continue;
+        };
         if !ea.is_sse || ea.resp_gap || ea.open_at_capture_end {
             continue;
         }

@@ -74,7 +74,12 @@ impl ReplayIndex {
         let mut sessions: HashSet<usize> = HashSet::new();
         for r in &model.resumptions {
             let e = &exchanges[r.exchange];
-            wanted.extend(e.events.iter().filter(|ev| is_message(ev)).map(|ev| ev.data_hash));
+            wanted.extend(
+                e.events
+                    .iter()
+                    .filter(|ev| is_message(ev))
+                    .map(|ev| ev.data_hash),
+            );
             sessions.insert(r.session);
         }
         let mut idx = ReplayIndex::default();
@@ -101,7 +106,8 @@ impl ReplayIndex {
                         }
                     }
                     let v = idx.first_by_session.entry(ev.data_hash).or_default();
-                    if v.len() < MAX_SESSIONS_PER_HASH && v.iter().all(|s| s.session != st.session) {
+                    if v.len() < MAX_SESSIONS_PER_HASH && v.iter().all(|s| s.session != st.session)
+                    {
                         v.push(seen());
                     }
                 }
@@ -150,10 +156,7 @@ impl ReplayIndex {
         let id = ev.sse.id.as_deref().filter(|_| ev.sse.has_own_id);
         if let Some(seen) = self.own.get(&(session, ev.data_hash)).and_then(|v| {
             v.iter().find(|s| {
-                other(s.stream)
-                    && s.ts < ev.sse.ts
-                    && s.id.as_deref() == id
-                    && id.is_some()
+                other(s.stream) && s.ts < ev.sse.ts && s.id.as_deref() == id && id.is_some()
             })
         }) {
             return Some((seen.stream, Some(seen.frame)));
@@ -196,10 +199,10 @@ impl ReplayIndex {
         let id = ev.sse.id.as_deref().filter(|_| ev.sse.has_own_id);
         let foreign_message = !ev.messages.is_empty()
             && ev.messages.iter().all(|m| match m.kind {
-                Kind::Response | Kind::Error => m
-                    .id
-                    .as_deref()
-                    .is_some_and(|i| !session_requests.contains_key(i)),
+                Kind::Response | Kind::Error => {
+                    m.id.as_deref()
+                        .is_some_and(|i| !session_requests.contains_key(i))
+                }
                 _ => m
                     .progress_token
                     .as_deref()

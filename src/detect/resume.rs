@@ -58,6 +58,7 @@ fn fmt_num(v: f64) -> String {
 }
 
 /// Check one resumption; findings are appended to `out`.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn check(
     model: &Model,
     exchanges: &[Exchange],
@@ -230,7 +231,10 @@ pub(super) fn check(
         // The request whose stream the replayed events belong to.
         f.request_id = super::streams::stream_request_id(model, exchanges, other);
         f.expected = Some(format!("only events of stream S{st}"));
-        f.observed = Some(format!("{} event(s) of stream S{other}", foreign_stream.len()));
+        f.observed = Some(format!(
+            "{} event(s) of stream S{other}",
+            foreign_stream.len()
+        ));
         out.push(f);
         gap = true;
         reasons.push("replay carried another stream's events");
@@ -242,7 +246,10 @@ pub(super) fn check(
             r.last_event_id, e.frame(), flow_id(e), foreign_session.len(), ev.sse.frame_first,
             seen.id.as_deref().map(|i| format!("(id {i})")).unwrap_or_default(), seen.frame));
         f.expected = Some("only this session's events".into());
-        f.observed = Some(format!("{} event(s) of session {other}", foreign_session.len()));
+        f.observed = Some(format!(
+            "{} event(s) of session {other}",
+            foreign_session.len()
+        ));
         out.push(f);
         gap = true;
         reasons.push("replay carried another session's events");

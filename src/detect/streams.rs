@@ -64,7 +64,11 @@ pub(super) fn pending(answered: &[Option<usize>], st: usize, k: usize) -> bool {
 }
 
 /// The JSON-RPC request id a POST stream answers (compact JSON), for the `request_id` column.
-pub(super) fn stream_request_id(model: &Model, exchanges: &[Exchange], st: usize) -> Option<String> {
+pub(super) fn stream_request_id(
+    model: &Model,
+    exchanges: &[Exchange],
+    st: usize,
+) -> Option<String> {
     let stream = &model.streams[st];
     if stream.kind != StreamKind::Post {
         return None;
@@ -86,8 +90,7 @@ pub(super) fn empty_answer(e: &Exchange) -> bool {
         && e.status() == 200
         && !e.open_at_capture_end
         && e.resp_body_len == 0
-        && e
-            .ts_end
+        && e.ts_end
             .zip(e.ts_response)
             .is_some_and(|(end, start)| end.saturating_sub(start) < EMPTY_ANSWER_US)
 }
@@ -106,8 +109,14 @@ pub(super) fn duplicate_event_ids(model: &Model, exchanges: &[Exchange], out: &m
             let e = &exchanges[xi];
             let mut seen: HashMap<(&str, u64), &EventRec> = HashMap::new();
             let mut dups: Vec<(&EventRec, &EventRec)> = Vec::new();
-            for ev in e.events.iter().filter(|ev| is_message(ev) && ev.sse.has_own_id) {
-                let Some(id) = ev.sse.id.as_deref() else { continue };
+            for ev in e
+                .events
+                .iter()
+                .filter(|ev| is_message(ev) && ev.sse.has_own_id)
+            {
+                let Some(id) = ev.sse.id.as_deref() else {
+                    continue;
+                };
                 match seen.get(&(id, ev.data_hash)) {
                     Some(first) => dups.push((first, ev)),
                     None => {
@@ -115,7 +124,9 @@ pub(super) fn duplicate_event_ids(model: &Model, exchanges: &[Exchange], out: &m
                     }
                 }
             }
-            let Some(&(first, again)) = dups.first() else { continue };
+            let Some(&(first, again)) = dups.first() else {
+                continue;
+            };
             let id = again.sse.id.as_deref().unwrap_or("");
             let mut f = Finding::at_exchange(
                 model.sessions[st.session].label(),
@@ -158,7 +169,8 @@ pub(super) fn mirrored(a: &Exchange, b: &Exchange) -> bool {
             .as_ref()
             .map(|h| (h.method.clone(), h.target.clone()))
     };
-    let first: fn(&Exchange) -> Vec<(Option<&str>, u64)> = |e| {
+    type FirstEvents<'a> = Vec<(Option<&'a str>, u64)>;
+    let first: fn(&Exchange) -> FirstEvents<'_> = |e| {
         e.events
             .iter()
             .filter(|ev| !ev.sse.truncated)
@@ -229,8 +241,9 @@ pub(super) fn concurrent_connections(
         if let Some((ax, bx)) = first {
             let mut f = concurrent_finding(model, session, &exchanges[ax], &exchanges[bx]);
             if overlaps > 1 {
-                f.detail
-                    .push_str(&format!(" ({overlaps} connections of this stream opened while another was live.)"));
+                f.detail.push_str(&format!(
+                    " ({overlaps} connections of this stream opened while another was live.)"
+                ));
             }
             out.push(f);
         }
@@ -296,7 +309,12 @@ fn retry_in_force(model: &Model, exchanges: &[Exchange], st: usize, upto: usize)
 
 /// The stream's cursor when connection `upto` ended: the last id delivered on it or, if it
 /// carried none, on an earlier connection of the stream.
-fn last_id<'a>(model: &Model, exchanges: &'a [Exchange], st: usize, upto: usize) -> Option<&'a str> {
+fn last_id<'a>(
+    model: &Model,
+    exchanges: &'a [Exchange],
+    st: usize,
+    upto: usize,
+) -> Option<&'a str> {
     let conns = &model.streams[st].connections;
     let k = conns.iter().position(|&x| x == upto)?;
     conns[..=k]
@@ -323,7 +341,9 @@ pub(super) fn planned_polls(model: &Model, exchanges: &[Exchange], out: &mut Vec
         }
         for (k, w) in st.connections.windows(2).enumerate() {
             let (a, b) = (&exchanges[w[0]], &exchanges[w[1]]);
-            let Some(retry) = retry_in_force(model, exchanges, si, w[0]) else { continue };
+            let Some(retry) = retry_in_force(model, exchanges, si, w[0]) else {
+                continue;
+            };
             if !a.resp_complete
                 || a.open_at_capture_end
                 || empty_answer(a)
@@ -331,7 +351,10 @@ pub(super) fn planned_polls(model: &Model, exchanges: &[Exchange], out: &mut Vec
             {
                 continue;
             }
-            let (Some(l), Some(cursor)) = (b.req_header("last-event-id"), last_id(model, exchanges, si, w[0])) else {
+            let (Some(l), Some(cursor)) = (
+                b.req_header("last-event-id"),
+                last_id(model, exchanges, si, w[0]),
+            ) else {
                 continue;
             };
             let end = a.ts_end.unwrap_or(a.ts());
@@ -369,13 +392,14 @@ pub(super) fn planned_polls(model: &Model, exchanges: &[Exchange], out: &mut Vec
                 .find(|ev| ev.sse.has_own_id && !ev.priming && !ev.sse.truncated)
                 .and_then(|ev| ev.sse.id.clone());
             f.request_id = stream_request_id(model, exchanges, si);
-            f.expected = Some(format!("a GET with Last-Event-ID {l} about {retry} ms later"));
+            f.expected = Some(format!(
+                "a GET with Last-Event-ID {l} about {retry} ms later"
+            ));
             f.observed = Some(format!("GET after {} ms", delay / 1000));
             out.push(f);
         }
     }
 }
-
 
 /// `idle_cut` (warning): three or more SSE connections of a session were cut — ended by a close,
 /// reset or gap before their framing said so (a planned poll ends cleanly), while the stream still
@@ -406,7 +430,8 @@ pub(super) fn idle_cuts(model: &Model, exchanges: &[Exchange], out: &mut Vec<Fin
         for &sti in &by_session[si] {
             for (k, &xi) in model.streams[sti].connections.iter().enumerate() {
                 let e = &exchanges[xi];
-                let (Some(end), Some(last), Some(start)) = (e.ts_end, e.ts_last_byte, e.ts_response)
+                let (Some(end), Some(last), Some(start)) =
+                    (e.ts_end, e.ts_last_byte, e.ts_response)
                 else {
                     continue;
                 };
@@ -433,8 +458,10 @@ pub(super) fn idle_cuts(model: &Model, exchanges: &[Exchange], out: &mut Vec<Fin
             (None, None) => continue,
         };
         let pick = |c: &(i64, i64, usize)| if basis == "age" { c.1 } else { c.0 };
-        let mut same: Vec<&(i64, i64, usize)> =
-            cuts.iter().filter(|c| (pick(c) - value).abs() <= tol).collect();
+        let mut same: Vec<&(i64, i64, usize)> = cuts
+            .iter()
+            .filter(|c| (pick(c) - value).abs() <= tol)
+            .collect();
         same.sort_by_key(|c| (exchanges[c.2].ts(), c.2));
         let first = &exchanges[same[0].2];
         let frames: Vec<String> = same
@@ -469,7 +496,8 @@ pub(super) fn idle_cuts(model: &Model, exchanges: &[Exchange], out: &mut Vec<Fin
         );
         f.ts = first.ts_end.unwrap_or(f.ts);
         f.frame = first.frame_last.unwrap_or(f.frame);
-        f.expected = Some("streams kept open (keep-alive comments) or closed cleanly with retry".into());
+        f.expected =
+            Some("streams kept open (keep-alive comments) or closed cleanly with retry".into());
         f.observed = Some(format!("{} cuts at {basis} {} s", same.len(), secs(value)));
         out.push(f);
     }

@@ -323,7 +323,9 @@ impl StreamSink for HttpLayer {
                             return;
                         }
                         if conn.client_dir.is_some_and(|c| c != d)
-                            && conn.parsers[d].as_ref().is_some_and(|p| p.between_messages())
+                            && conn.parsers[d]
+                                .as_ref()
+                                .is_some_and(|p| p.between_messages())
                         {
                             conn.resp_lost_between = true;
                         }
@@ -465,8 +467,8 @@ fn on_event(
                 // (a client that does not pipeline sends the next request only after the previous
                 // answer); the requests skipped lost their responses to the capture.
                 let latest = (conn.next_resp..conn.exchanges.len())
-                    .filter(|&i| conn.exchanges[i].ts_request.is_some_and(|t| t <= ts))
-                    .last();
+                    .rev()
+                    .find(|&i| conn.exchanges[i].ts_request.is_some_and(|t| t <= ts));
                 if let Some(latest) = latest {
                     for i in conn.next_resp..latest {
                         conn.exchanges[i].resp_gap = true;
@@ -495,7 +497,7 @@ fn on_event(
                     flow_index: fi,
                     client: conn.client_dir.map(|d| conn.ends[d].0),
                     client_port: conn.client_dir.map(|d| conn.ends[d].1),
-                server: conn.client_dir.map(|d| conn.ends[1 - d.min(1)]),
+                    server: conn.client_dir.map(|d| conn.ends[1 - d.min(1)]),
                     trans_depth: conn.depth,
                     ..Default::default()
                 });
@@ -845,8 +847,11 @@ fn finish_json(
 }
 
 fn event_rec(mut ev: SseEvent, app_seq: &[String]) -> EventRec {
-    let (data_len, data_hash, priming) =
-        (ev.data.len(), crate::hash::hash64(ev.data.as_bytes()), ev.is_priming());
+    let (data_len, data_hash, priming) = (
+        ev.data.len(),
+        crate::hash::hash64(ev.data.as_bytes()),
+        ev.is_priming(),
+    );
     let (messages, parse_error) = if ev.data.trim().is_empty() || ev.truncated {
         (Vec::new(), None)
     } else {

@@ -113,7 +113,9 @@ pub fn classify(v: &Value, app_seq: &[String]) -> Message {
     let protocol_version = params
         .and_then(|p| p.get("protocolVersion"))
         .or_else(|| get("result").and_then(|r| r.get("protocolVersion")))
-        .or_else(|| params.and_then(|p| p.pointer("/_meta/io.modelcontextprotocol~1protocolVersion")))
+        .or_else(|| {
+            params.and_then(|p| p.pointer("/_meta/io.modelcontextprotocol~1protocolVersion"))
+        })
         .and_then(Value::as_str)
         .map(str::to_string);
     let app_seq = app_seq

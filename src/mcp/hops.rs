@@ -139,7 +139,8 @@ pub fn link(exchanges: &[Exchange], backend_headers: &[String]) -> Hops {
                 if hops.primary[b].is_some() {
                     continue;
                 }
-                if forwards(&exchanges[last], &exchanges[b]) || forwards(&exchanges[a], &exchanges[b])
+                if forwards(&exchanges[last], &exchanges[b])
+                    || forwards(&exchanges[a], &exchanges[b])
                 {
                     hops.primary[b] = Some(a);
                     hops.backend_hops[a].push(b);
@@ -152,7 +153,9 @@ pub fn link(exchanges: &[Exchange], backend_headers: &[String]) -> Hops {
     for b in 0..n {
         if let Some(a) = hops.primary[b] {
             let (ea, eb) = (&exchanges[a], &exchanges[b]);
-            if same_connection(ea, eb) && (ea.resp_gap || ea.req_gap) && !(eb.resp_gap || eb.req_gap)
+            if same_connection(ea, eb)
+                && (ea.resp_gap || ea.req_gap)
+                && !(eb.resp_gap || eb.req_gap)
             {
                 hops.primary[a] = Some(b);
                 hops.primary[b] = None;

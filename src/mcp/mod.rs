@@ -67,9 +67,13 @@ impl Era {
         let v = v.trim();
         let b = v.as_bytes();
         let date = b.len() == 10
-            && b.iter()
-                .enumerate()
-                .all(|(i, c)| if i == 4 || i == 7 { *c == b'-' } else { c.is_ascii_digit() });
+            && b.iter().enumerate().all(|(i, c)| {
+                if i == 4 || i == 7 {
+                    *c == b'-'
+                } else {
+                    c.is_ascii_digit()
+                }
+            });
         if !date {
             return Era::Unknown;
         }
@@ -441,7 +445,10 @@ mod tests {
     #[test]
     fn legacy_session_query_parameter() {
         assert_eq!(query_session_id("/messages?sessionId=abc"), Some("abc"));
-        assert_eq!(query_session_id("/messages/?session_id=9f3e&x=1"), Some("9f3e"));
+        assert_eq!(
+            query_session_id("/messages/?session_id=9f3e&x=1"),
+            Some("9f3e")
+        );
         assert_eq!(query_session_id("/messages?other=1"), None);
         assert_eq!(query_session_id("/messages?sessionId="), None);
     }

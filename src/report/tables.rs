@@ -236,7 +236,9 @@ pub fn resumptions(a: &Analysis, ex: &[Exchange]) -> Table {
                 r.verdict.as_str(),
                 r.reason.clone(),
                 m.backend(res.exchange).map(str::to_string),
-                res.cursor.and_then(|(cx, _)| m.backend(cx)).map(str::to_string),
+                res.cursor
+                    .and_then(|(cx, _)| m.backend(cx))
+                    .map(str::to_string),
             )
         })
         .collect();
@@ -348,12 +350,12 @@ pub fn exchanges(a: &Analysis, ex: &[Exchange]) -> Table {
             col!("session_id", Str, r, |(i, _)| Some(
                 m.sessions[m.exchange_session[*i]].label()
             )),
-            col!("hop_of", Str, r, |(i, _)| m.hops.primary[*i].map(|p| format!(
-                "{}#{}",
-                FlowId(ex[p].flow_index),
-                ex[p].trans_depth
-            ))),
-            col!("backend", Str, r, |(i, _)| m.backend(*i).map(str::to_string)),
+            col!("hop_of", Str, r, |(i, _)| m.hops.primary[*i].map(
+                |p| format!("{}#{}", FlowId(ex[p].flow_index), ex[p].trans_depth)
+            )),
+            col!("backend", Str, r, |(i, _)| m
+                .backend(*i)
+                .map(str::to_string)),
             col!("ts_request", Ts, r, |(_, e)| e.ts_request),
             col!("ts_response", Ts, r, |(_, e)| e.ts_response),
             col!("ts_end", Ts, r, |(_, e)| e.ts_end),
@@ -462,16 +464,22 @@ pub fn flows(parts: &[FlowsPart<'_>]) -> Table {
             col!("vantage", Str, rows, |(_, _, v, _)| Some(v.to_string())),
             col!("ts_first", Ts, rows, |(f, _, _, o)| Some(f.ts_first - o)),
             col!("ts_last", Ts, rows, |(f, _, _, o)| Some(f.ts_last - o)),
-            col!("orig_h", Str, rows, |(f, c, ..)| Some(f.ends[*c].0.to_string())),
+            col!("orig_h", Str, rows, |(f, c, ..)| Some(
+                f.ends[*c].0.to_string()
+            )),
             col!("orig_p", U64, rows, |(f, c, ..)| Some(f.ends[*c].1 as u64)),
             col!("resp_h", Str, rows, |(f, c, ..)| Some(
                 f.ends[1 - *c].0.to_string()
             )),
-            col!("resp_p", U64, rows, |(f, c, ..)| Some(f.ends[1 - *c].1 as u64)),
+            col!("resp_p", U64, rows, |(f, c, ..)| Some(
+                f.ends[1 - *c].1 as u64
+            )),
             col!("orig_pkts", U64, rows, |(f, c, ..)| Some(f.packets[*c])),
             col!("resp_pkts", U64, rows, |(f, c, ..)| Some(f.packets[1 - *c])),
             col!("orig_bytes", U64, rows, |(f, c, ..)| Some(f.wire_bytes[*c])),
-            col!("resp_bytes", U64, rows, |(f, c, ..)| Some(f.wire_bytes[1 - *c])),
+            col!("resp_bytes", U64, rows, |(f, c, ..)| Some(
+                f.wire_bytes[1 - *c]
+            )),
             col!("orig_missed_bytes", U64, rows, |(f, c, ..)| Some(
                 f.dirs[*c].stats.missed
             )),
@@ -487,7 +495,9 @@ pub fn flows(parts: &[FlowsPart<'_>]) -> Table {
             col!("syn", Bool, rows, |(f, ..)| Some(f.syn[0] || f.syn[1])),
             col!("fin", Bool, rows, |(f, ..)| Some(f.fin[0] || f.fin[1])),
             col!("rst", Bool, rows, |(f, ..)| Some(f.rst[0] || f.rst[1])),
-            col!("history", Str, rows, |(f, c, ..)| Some(f.history_string(*c))),
+            col!("history", Str, rows, |(f, c, ..)| Some(
+                f.history_string(*c)
+            )),
         ],
     }
 }
