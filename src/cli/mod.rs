@@ -413,34 +413,33 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         ]);
     }
     let findings_t = tables::findings(&analysis);
-    let all = || -> Vec<Table> {
-        vec![
-            tables::sessions(&analysis, &exchanges),
-            tables::streams(&analysis, &exchanges),
-            tables::resumptions(&analysis, &exchanges),
-            findings_t.clone(),
-            tables::events(&analysis, &exchanges),
-            tables::exchanges(&analysis, &exchanges),
-            tables::flows(&flow_parts),
-            tables::anomalies(&anomaly_sets),
-            tables::vantages(&vantage_rows),
-        ]
-    };
-    // Tables are built only when they are written or shown.
-    let selected = || -> Vec<Table> {
-        match which {
-            "flows" => vec![tables::flows(&flow_parts)],
-            "exchanges" => vec![tables::exchanges(&analysis, &exchanges)],
-            "events" => vec![tables::events(&analysis, &exchanges)],
-            _ => all(),
+    // Tables are built only when they are written or shown, one at a time.
+    let build = |name: &str| -> Table {
+        match name {
+            "sessions" => tables::sessions(&analysis, &exchanges),
+            "streams" => tables::streams(&analysis, &exchanges),
+            "resumptions" => tables::resumptions(&analysis, &exchanges),
+            "events" => tables::events(&analysis, &exchanges),
+            "exchanges" => tables::exchanges(&analysis, &exchanges),
+            "flows" => tables::flows(&flow_parts),
+            "anomalies" => tables::anomalies(&anomaly_sets),
+            "vantages" => tables::vantages(&vantage_rows),
+            _ => findings_t.clone(),
         }
     };
+    let names: Vec<&str> = match which {
+        "flows" | "exchanges" | "events" => vec![which],
+        _ => report::TABLE_NAMES.to_vec(),
+    };
+    let selected = || -> Vec<Table> { names.iter().map(|n| build(n)).collect() };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match format {
         Format::Csv | Format::Parquet => {
             let dir = args.out.as_ref().expect("checked above");
-            report::write_files(&selected(), dir, format)?;
+            for n in &names {
+                report::write_files(&[build(n)], dir, format)?;
+            }
         }
         Format::Ndjson => {
             let t = if which == "analyze" {
