@@ -200,7 +200,7 @@ struct Conn {
 /// The HTTP stage: a [`StreamSink`] that turns connections into [`Exchange`]s.
 #[derive(Debug, Default)]
 pub struct HttpLayer {
-    conns: HashMap<usize, Conn>,
+    conns: crate::hash::FastMap<usize, Conn>,
     /// Finished exchanges, in completion order.
     pub exchanges: Vec<Exchange>,
     /// Client direction per flow, as decided by SYN or by the HTTP roles.

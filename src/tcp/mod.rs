@@ -9,7 +9,6 @@
 
 pub mod reassembly;
 
-use std::collections::HashMap;
 use std::net::IpAddr;
 
 use crate::anomaly::{Anomalies, Anomaly};
@@ -186,7 +185,7 @@ fn key_of(a: (IpAddr, u16), b: (IpAddr, u16)) -> Key {
 pub struct FlowTable {
     /// Every flow, in order of first packet.
     pub flows: Vec<Flow>,
-    active: HashMap<Key, usize>,
+    active: crate::hash::FastMap<Key, usize>,
     /// Reassembly limits.
     pub limits: ReassemblyLimits,
     /// Reassembly anomalies: `tcp.ooo_buffer_full`, `tcp.overlap_conflict`.
