@@ -31,6 +31,9 @@ pub struct Hops {
     pub backend: Vec<Option<String>>,
 }
 
+/// How long after the client's request a proxy may still forward it, µs.
+const FORWARD_WINDOW_US: i64 = 60_000_000;
+
 /// Microseconds two observations of one instant at one vantage point may differ by.
 const JITTER_US: i64 = 2_000;
 
@@ -118,6 +121,10 @@ pub fn link(exchanges: &[Exchange], backend_headers: &[String]) -> Hops {
             }
             for &b in &members[i + 1..] {
                 let (ea, eb) = (&exchanges[a], &exchanges[b]);
+                // Members are in time order: nothing later than a second can be a copy.
+                if eb.ts() > ea.ts().saturating_add(1_000_000) {
+                    break;
+                }
                 if hops.primary[b].is_none()
                     && same_connection(ea, eb)
                     && same_request(ea, eb)
@@ -136,6 +143,10 @@ pub fn link(exchanges: &[Exchange], backend_headers: &[String]) -> Hops {
             }
             let mut last = a;
             for &b in &members[i + 1..] {
+                // A proxy forwards within the window (and before its answer, see `forwards`).
+                if exchanges[b].ts() > exchanges[a].ts().saturating_add(FORWARD_WINDOW_US) {
+                    break;
+                }
                 if hops.primary[b].is_some() {
                     continue;
                 }
