@@ -723,6 +723,8 @@ fn on_event(
                         &mut |a| anomalies.add(a),
                     );
                     e.sse_comments = sse.comments;
+                    // Kept until the end of the run: no spare capacity.
+                    e.events.shrink_to_fit();
                 } else {
                     let ct = e
                         .resp_header("content-type")
