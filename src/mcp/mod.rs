@@ -257,9 +257,10 @@ impl Model {
         // Per session: event id → deliveries.
         // Without a session, the cursor index is per client address: unrelated stateless
         // clients reuse the same ids.
+        // Ids are borrowed from the exchanges, not copied.
         let mut delivered: HashMap<
             (usize, Option<std::net::IpAddr>),
-            HashMap<String, Vec<Delivery>>,
+            HashMap<&str, Vec<Delivery>>,
         > = HashMap::new();
         for (xi, e) in exchanges.iter().enumerate() {
             if m.hops.primary.get(xi).is_some_and(Option::is_some) {
@@ -300,7 +301,7 @@ impl Model {
                     // Link to the stream that delivered L most recently before this request.
                     let found = delivered
                         .get(&index_key)
-                        .and_then(|ids| ids.get(&l))
+                        .and_then(|ids| ids.get(l.as_str()))
                         .and_then(|v| {
                             v.iter()
                                 .filter(|d| d.3 <= e.ts())
@@ -313,7 +314,7 @@ impl Model {
                     let ambiguous = sid.is_none()
                         && delivered
                             .get(&index_key)
-                            .and_then(|ids| ids.get(&l))
+                            .and_then(|ids| ids.get(l.as_str()))
                             .is_some_and(|v| v.iter().any(|d| d.0 != v[0].0));
                     let (stream, cursor) = match found {
                         Some((st, dx, ei, _)) if !ambiguous => (Some(st), Some((dx, ei))),
@@ -352,7 +353,7 @@ impl Model {
                             delivered
                                 .entry(index_key)
                                 .or_default()
-                                .entry(id.clone())
+                                .entry(id.as_str())
                                 .or_default()
                                 .push((st, xi, ei, ev.sse.ts));
                         }

@@ -265,63 +265,53 @@ pub fn resumptions(a: &Analysis, ex: &[Exchange]) -> Table {
 /// `events`: one row per SSE event.
 pub fn events(a: &Analysis, ex: &[Exchange]) -> Table {
     let m = &a.model;
-    let mut rows = Vec::new();
-    for (xi, e) in ex.iter().enumerate() {
-        let session = m.sessions[m.exchange_session[xi]].label();
-        let stream = m.exchange_stream[xi].map(|s| format!("S{s}"));
-        for ev in &e.events {
-            let s = &ev.sse;
-            let progress = ev.messages.iter().find_map(|m| m.progress);
-            let token = ev.messages.iter().find_map(|m| m.progress_token.clone());
-            rows.push((
-                s.ts,
-                session.clone(),
-                stream.clone(),
-                FlowId(e.flow_index).to_string(),
-                e.trans_depth as u64,
-                s.frame_first,
-                s.frame_last,
-                s.offset,
-                s.has_own_id,
-                s.id.clone(),
-                s.event_type.clone(),
-                ev.data_len as u64,
-                s.retry,
-                ev.priming,
-                s.truncated,
-                join(ev.messages.iter().map(|m| m.kind.as_str().to_string())),
-                join(ev.messages.iter().filter_map(|m| m.method.clone())),
-                join(ev.messages.iter().filter_map(|m| m.id.clone())),
-                token,
-                progress,
-                ev.parse_error.clone(),
-            ));
-        }
-    }
+    // Columns are made straight from the events (no row copies: this is the largest table).
+    let labels: Vec<String> = m.sessions.iter().map(|s| s.label()).collect();
+    let evs: Vec<(usize, &crate::http::EventRec)> = ex
+        .iter()
+        .enumerate()
+        .flat_map(|(xi, e)| e.events.iter().map(move |ev| (xi, ev)))
+        .collect();
+    let joined = |ev: &crate::http::EventRec, f: &dyn Fn(&crate::jsonrpc::Message) -> Option<String>| {
+        join(ev.messages.iter().filter_map(f))
+    };
     Table {
         name: "events",
         columns: vec![
-            col!("ts", Ts, rows, |r| Some(r.0)),
-            col!("session_id", Str, rows, |r| Some(r.1.clone())),
-            col!("stream_id", Str, rows, |r| r.2.clone()),
-            col!("flow_id", Str, rows, |r| Some(r.3.clone())),
-            col!("trans_depth", U64, rows, |r| Some(r.4)),
-            col!("frame_first", U64, rows, |r| Some(r.5)),
-            col!("frame_last", U64, rows, |r| Some(r.6)),
-            col!("offset", U64, rows, |r| Some(r.7)),
-            col!("has_own_id", Bool, rows, |r| Some(r.8)),
-            col!("event_id", Str, rows, |r| r.9.clone()),
-            col!("event_type", Str, rows, |r| r.10.clone()),
-            col!("data_len", U64, rows, |r| Some(r.11)),
-            col!("retry", U64, rows, |r| r.12),
-            col!("priming", Bool, rows, |r| Some(r.13)),
-            col!("truncated", Bool, rows, |r| Some(r.14)),
-            col!("jsonrpc_kinds", Str, rows, |r| r.15.clone()),
-            col!("jsonrpc_methods", Str, rows, |r| r.16.clone()),
-            col!("jsonrpc_ids", Str, rows, |r| r.17.clone()),
-            col!("progress_token", Str, rows, |r| r.18.clone()),
-            col!("progress", F64, rows, |r| r.19),
-            col!("parse_error", Str, rows, |r| r.20.clone()),
+            col!("ts", Ts, evs, |(_, ev)| Some(ev.sse.ts)),
+            col!("session_id", Str, evs, |(xi, _)| Some(
+                labels[m.exchange_session[*xi]].clone()
+            )),
+            col!("stream_id", Str, evs, |(xi, _)| m.exchange_stream[*xi]
+                .map(|s| format!("S{s}"))),
+            col!("flow_id", Str, evs, |(xi, _)| Some(
+                FlowId(ex[*xi].flow_index).to_string()
+            )),
+            col!("trans_depth", U64, evs, |(xi, _)| Some(ex[*xi].trans_depth as u64)),
+            col!("frame_first", U64, evs, |(_, ev)| Some(ev.sse.frame_first)),
+            col!("frame_last", U64, evs, |(_, ev)| Some(ev.sse.frame_last)),
+            col!("offset", U64, evs, |(_, ev)| Some(ev.sse.offset)),
+            col!("has_own_id", Bool, evs, |(_, ev)| Some(ev.sse.has_own_id)),
+            col!("event_id", Str, evs, |(_, ev)| ev.sse.id.clone()),
+            col!("event_type", Str, evs, |(_, ev)| ev.sse.event_type.clone()),
+            col!("data_len", U64, evs, |(_, ev)| Some(ev.data_len as u64)),
+            col!("retry", U64, evs, |(_, ev)| ev.sse.retry),
+            col!("priming", Bool, evs, |(_, ev)| Some(ev.priming)),
+            col!("truncated", Bool, evs, |(_, ev)| Some(ev.sse.truncated)),
+            col!("jsonrpc_kinds", Str, evs, |(_, ev)| joined(ev, &|m| Some(
+                m.kind.as_str().to_string()
+            ))),
+            col!("jsonrpc_methods", Str, evs, |(_, ev)| joined(ev, &|m| m.method.clone())),
+            col!("jsonrpc_ids", Str, evs, |(_, ev)| joined(ev, &|m| m.id.clone())),
+            col!("progress_token", Str, evs, |(_, ev)| ev
+                .messages
+                .iter()
+                .find_map(|m| m.progress_token.clone())),
+            col!("progress", F64, evs, |(_, ev)| ev
+                .messages
+                .iter()
+                .find_map(|m| m.progress)),
+            col!("parse_error", Str, evs, |(_, ev)| ev.parse_error.clone()),
         ],
     }
 }
