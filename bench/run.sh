@@ -27,7 +27,7 @@ measure() { # measure CMD... -> "seconds peak_kib"
   tail -1 "$DIR/time.txt"
 }
 
-echo "| capture | frames | events | tool | threads | seconds | MB/s | frames/s | events/s | peak RSS MB | vs tshark | vs cat |"
+echo "| capture | frames | events | tool | threads | seconds | MB/s | frames/s | events/s | peak RSS MB | vs tshark | × cat's time |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for s in $SIZES; do
   f=$DIR/synth_$s.pcap
@@ -44,13 +44,13 @@ for s in $SIZES; do
   if [ -z "${NO_TSHARK:-}" ] && command -v tshark >/dev/null; then
     read -r tshark_s tshark_kib < <(measure tshark -r "$f" -Y http -T fields -e frame.number)
     awk -v s="$tshark_s" -v mb="$mb" -v fr="$frames" -v ev="$events" -v k="$tshark_kib" -v c="$cat_s" -v n="$s" \
-      'BEGIN{printf "| %s | %d | %d | tshark | 1 | %.2f | %.0f | %.0f | %.0f | %.0f | 1.0 | %.1f |\n", n, fr, ev, s, mb/s, fr/s, ev/s, k/1024, (c>0? s/c : 0)}'
+      'BEGIN{printf "| %s | %d | %d | tshark | 1 | %.2f | %.0f | %.0f | %.0f | %.0f | 1.0 | %s |\n", n, fr, ev, s, mb/s, fr/s, ev/s, k/1024, (c>0? sprintf("%.1f", s/c) : "-")}'
   fi
   for t in $THREADS; do
     rm -rf "$DIR/out"
     read -r sec kib < <(measure "$BIN" analyze --format parquet --out "$DIR/out" --fail-on never --quiet --threads "$t" "$f")
     awk -v s="$sec" -v mb="$mb" -v fr="$frames" -v ev="$events" -v k="$kib" -v ts="$tshark_s" -v c="$cat_s" -v n="$s" -v t="$t" \
-      'BEGIN{printf "| %s | %d | %d | mcpcap | %s | %.2f | %.0f | %.0f | %.0f | %.0f | %s | %.1f |\n", n, fr, ev, t, s, mb/s, fr/s, ev/s, k/1024, (ts!=""? sprintf("%.1fx faster", ts/s) : "-"), (c>0? s/c : 0)}'
+      'BEGIN{printf "| %s | %d | %d | mcpcap | %s | %.2f | %.0f | %.0f | %.0f | %.0f | %s | %s |\n", n, fr, ev, t, s, mb/s, fr/s, ev/s, k/1024, (ts!=""? sprintf("%.1fx faster", ts/s) : "-"), (c>0? sprintf("%.1f", s/c) : "-")}'
   done
   awk -v c="$cat_s" -v mb="$mb" -v n="$s" 'BEGIN{printf "| %s | | | cat | 1 | %.2f | %.0f | | | | | 1.0 |\n", n, c, (c>0? mb/c : 0)}'
 done
