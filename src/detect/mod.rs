@@ -17,7 +17,7 @@
 //! | `resume` | `resume_ok`, `resume_rejected`, `unknown_last_event_id`, `missing_event_id`, `id_regression`, `id_restart`, `id_gap`, `duplicate_delivery`, `app_seq_desync`, `suspect_terminal`, `cross_stream_replay` [#6], `cross_session_replay` [#5] |
 //! | `session` | `lost_response`, `response_unverifiable`, `duplicate_delivery` of responses |
 //! | `streams` | `duplicate_event_id` [#4], `concurrent_stream_connections` [#22], `planned_poll` (2025-11-25 polling), `idle_cut` [#17–#19] |
-//! | `lifecycle` | `stale_session_reuse` and `session_reinitialized` [#9–#11], `resume_without_cursor` [#3, #14], `empty_resume_loop` [#7] |
+//! | `lifecycle` | `stale_session_reuse` and `session_reinitialized` [#9–#11], `resume_without_cursor` [#3, #14], `empty_resume_loop` [#7], `batch_outside_era` |
 //! | `proxy` | `buffered_delivery` [#16], `backend_switch` [#11], `lost_in_transit` |
 //!
 //! Each finding names in `detail` what happened, in one sentence, and the
@@ -207,6 +207,7 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
     lifecycle::dead_sessions(&model, exchanges, &mut findings);
     lifecycle::resumes_without_cursor(&model, exchanges, &mut findings);
     lifecycle::empty_resume_loops(&model, exchanges, &mut findings);
+    lifecycle::batches_outside_era(&model, exchanges, &mut findings);
     proxy::buffered_delivery(&model, exchanges, &mut findings);
     proxy::lost_in_transit(&model, exchanges, &mut findings);
     findings.sort_by(|a, b| {

@@ -72,6 +72,8 @@ pub struct Exchange {
     pub req_gap: bool,
     /// Messages in the request body.
     pub req_messages: Vec<Message>,
+    /// The request body was a JSON array: a JSON-RPC batch (allowed by MCP 2025-03-26 only).
+    pub req_batch: bool,
     /// Interim (1xx) status codes received before the final response.
     pub interim: Vec<u16>,
     /// The final response head, when captured.
@@ -666,6 +668,11 @@ fn on_event(
                         }
                     }
                     e.req_body_hash = crate::hash::hash64(&e.req_body);
+                    e.req_batch = e
+                        .req_body
+                        .iter()
+                        .find(|b| !b.is_ascii_whitespace())
+                        .is_some_and(|&b| b == b'[');
                     finish_json(
                         &e.req_body,
                         e.req_gap,
