@@ -77,5 +77,4 @@ impl std::hash::Hasher for FastHasher {
 }
 
 /// A `HashMap` with [`FastHasher`].
-pub type FastMap<K, V> =
-    std::collections::HashMap<K, V, std::hash::BuildHasherDefault<FastHasher>>;
+pub type FastMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<FastHasher>>;

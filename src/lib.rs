@@ -114,14 +114,23 @@ impl Analyzer {
     /// Run stages 3–4 on `threads` worker threads (flows sharded after decoding; see
     /// [`shard`]); 0 or 1 keeps them on the calling thread. The output is the same either way.
     /// Stream taps ([`Analyzer::frame_tap`]) see nothing from the workers.
-    pub fn with_threads(mut self, threads: usize) -> Self {
+    pub fn with_threads(self, threads: usize) -> Self {
         if threads > 1 {
-            self.shards = Some(shard::Shards::new(
-                threads,
-                self.flows.limits,
-                self.http.options.clone(),
-            ));
+            self.with_workers(threads)
+        } else {
+            self
         }
+    }
+
+    /// Run stages 3–4 on `workers` worker threads (at least one), whatever their number: flows
+    /// are then numbered when the analyzer finishes, in order of their first segment, so that
+    /// several analyzers sharing flow indices number alike for any worker count.
+    pub fn with_workers(mut self, workers: usize) -> Self {
+        self.shards = Some(shard::Shards::new(
+            workers.max(1),
+            self.flows.limits,
+            self.http.options.clone(),
+        ));
         self
     }
 
@@ -215,7 +224,7 @@ pub fn analyze_exchanges(
 }
 
 /// As [`analyze_exchanges`]; `backend_headers` are response header names (any case) that name
-/// the backend, checked before `X-Backend`, `X-Served-By`, `X-Upstream` and `Via`.
+/// the backend, checked before `X-Backend`, `X-Served-By` and `X-Upstream`.
 pub fn analyze_exchanges_with(
     exchanges: &[http::Exchange],
     app_seq: &[String],

@@ -5,10 +5,11 @@
 //! estimated from exchanges seen at both and removed before the exchanges are merged.
 //!
 //! The estimate is the median, over exchanges of vantage `k` that have a twin at vantage 0 (same
-//! method, path, `Mcp-Session-Id`, `Last-Event-ID` and request body), of the difference of their
-//! request times — twins on the same connection (same 5-tuple) when there are any, else twins at
-//! adjacent hops, where the proxy's forwarding delay (typically well under a millisecond) stays in
-//! the estimate.
+//! method, `Mcp-Session-Id`, `Last-Event-ID` and request body), of the difference of their times:
+//! of the request times for twins on the same connection (same 5-tuple), used when there are any;
+//! else, for twins at adjacent hops, the mean of the request and response differences, where the
+//! proxy's forwarding delay on the way in and on the way out cancel. Offsets are estimated
+//! against the first vantage point only.
 
 use std::collections::HashMap;
 
@@ -26,13 +27,13 @@ pub struct ClockOffset {
     pub same_connection: bool,
 }
 
-type Key = (String, String, Option<String>, Option<String>, u64);
+type Key = (String, Option<String>, Option<String>, u64);
 
+/// The request's identity across hops (as in [`crate::mcp::hops`]: no path, proxies rewrite it).
 fn key(e: &Exchange) -> Option<Key> {
     let h = e.request.as_ref()?;
     Some((
         h.method.clone(),
-        h.target.clone(),
         e.req_header("mcp-session-id").map(str::to_string),
         e.req_header("last-event-id").map(str::to_string),
         e.req_body_hash,
@@ -98,7 +99,13 @@ pub fn estimate_offsets(vantages: &[Vec<Exchange>]) -> Vec<ClockOffset> {
             {
                 same.push(d);
             } else {
-                hop.push(d);
+                // Adjacent hops: the backend's request comes after the client's by the forwarding
+                // delay, its answer before the proxy's by about as much; the middle cancels both.
+                let mid = match (r.ts_response, e.ts_response) {
+                    (Some(rr), Some(er)) => d.saturating_add(er.saturating_sub(rr)) / 2,
+                    _ => d,
+                };
+                hop.push(mid);
             }
         }
         out[k] = if !same.is_empty() {

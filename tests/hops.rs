@@ -313,3 +313,27 @@ fn events_replayed_after_the_cut_are_not_lost() {
         "{fs:#?}"
     );
 }
+
+/// One client asks two MCP servers the same thing at once: two exchanges, not one seen twice
+/// (their answers differ: each server assigns its own session).
+#[test]
+fn same_request_to_two_servers_is_two_exchanges() {
+    let mut cap = Capture::new();
+    let mut a = cap.connect_to(3000);
+    a.client(&mut cap, &post(None, &initialize(1)));
+    let mut b = cap.connect_to(4000);
+    b.client(&mut cap, &post(None, &initialize(1)));
+    b.server(&mut cap, &json_response(Some("sB"), &initialize_result(1)));
+    a.server(&mut cap, &json_response(Some("sA"), &initialize_result(1)));
+    a.close(&mut cap);
+    b.close(&mut cap);
+    let rows = exchanges(&cap);
+    assert_eq!(rows.len(), 2, "{rows:#?}");
+    assert!(rows.iter().all(|r| r["hop_of"].is_null()), "{rows:#?}");
+    let mut sessions: Vec<&str> = rows
+        .iter()
+        .map(|r| r["session_id"].as_str().unwrap())
+        .collect();
+    sessions.sort_unstable();
+    assert_eq!(sessions, ["sA", "sB"]);
+}

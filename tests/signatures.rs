@@ -942,7 +942,10 @@ fn batch_in(version: &str) -> Vec<Value> {
 fn batch_outside_2025_03_26() {
     let fs = batch_in("2025-06-18");
     assert_kinds(&fs, &[("batch_outside_era", "info")]);
-    assert!(one(&fs, "batch_outside_era")["detail"].as_str().unwrap().contains("batch of 2"));
+    assert!(one(&fs, "batch_outside_era")["detail"]
+        .as_str()
+        .unwrap()
+        .contains("batch of 2"));
 }
 
 #[test]

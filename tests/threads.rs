@@ -1,14 +1,14 @@
 //! `--threads N` shards flows over worker threads after decoding; every table must be byte for
 //! byte what one thread writes — on fixture captures (keep-alive, pipelining through proxies,
-//! gaps, several vantage points' worth of flows) and on a generated capture with thousands of
-//! flows, retransmissions and reordering.
+//! gaps, two vantage points of one run) and on a generated capture with thousands of flows,
+//! retransmissions and reordering.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use mcpcap::report::TABLE_NAMES as TABLES;
 
-fn tables(file: &Path, threads: usize, out: &Path) -> Vec<(String, String)> {
+fn tables(files: &[&Path], threads: usize, out: &Path) -> Vec<(String, String)> {
     let o = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
         .args([
             "analyze",
@@ -22,7 +22,7 @@ fn tables(file: &Path, threads: usize, out: &Path) -> Vec<(String, String)> {
         .arg(threads.to_string())
         .arg("--out")
         .arg(out)
-        .arg(file)
+        .args(files)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -62,16 +62,17 @@ fn threads_give_the_same_tables() {
     ] {
         files.push(root.join(f));
     }
-    for f in &files {
-        let one = tables(f, 1, &dir.join("one"));
+    let mut runs: Vec<Vec<&Path>> = files.iter().map(|f| vec![f.as_path()]).collect();
+    // Two vantage points of one run (both legs of the proxy, and the client leg on its own).
+    let both = root.join("fixtures/mcp/fork_restart.pcap");
+    let client = root.join("fixtures/mcp/fork_restart_client.pcap");
+    runs.push(vec![both.as_path(), client.as_path()]);
+    for run in &runs {
+        let one = tables(run, 1, &dir.join("one"));
         for n in [2, 3] {
-            let many = tables(f, n, &dir.join(format!("t{n}")));
+            let many = tables(run, n, &dir.join(format!("t{n}")));
             for ((t, a), (_, b)) in one.iter().zip(&many) {
-                assert!(
-                    a == b,
-                    "{}: table {t} differs with --threads {n}",
-                    f.display()
-                );
+                assert!(a == b, "{run:?}: table {t} differs with --threads {n}");
             }
         }
     }

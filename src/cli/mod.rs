@@ -151,7 +151,7 @@ struct AnalyzeArgs {
     #[arg(long = "app-seq")]
     app_seq: Vec<String>,
     /// Response header naming the backend that served a response (repeatable; checked before
-    /// X-Backend, X-Served-By, X-Upstream and Via).
+    /// X-Backend, X-Served-By and X-Upstream).
     #[arg(long = "backend-header", value_name = "NAME")]
     backend_headers: Vec<String>,
     /// Write each direction's reassembled bytes to DIR/<flow_id>.orig.bin and .resp.bin
@@ -232,8 +232,9 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         None => None,
     };
     let ids = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    // 0 below: no workers (the stream tap of --dump-streams runs on this thread).
     let threads = match (args.threads, dump.is_some()) {
-        (_, true) => 1,
+        (_, true) => 0,
         (0, _) => std::thread::available_parallelism().map_or(1, |n| n.get()),
         (n, _) => n,
     };
@@ -601,7 +602,13 @@ fn pick_vantage(
         name,
         explicit: explicit.is_some(),
         files: Vec::new(),
-        analyzer: Analyzer::with_flow_ids(options.clone(), ids.clone()).with_threads(threads),
+        // Workers even for one thread (not with --dump-streams, whose tap needs the stream
+        // events here): flows of every vantage point are then numbered alike for any --threads.
+        analyzer: if threads == 0 {
+            Analyzer::with_flow_ids(options.clone(), ids.clone())
+        } else {
+            Analyzer::with_flow_ids(options.clone(), ids.clone()).with_workers(threads)
+        },
         ts_first: first_ts,
         last_ts: None,
     });

@@ -348,7 +348,10 @@ pub(super) fn empty_resume_loops(model: &Model, exchanges: &[Exchange], out: &mu
 /// them; the Go SDK answers 400). Reported once per session, at the first batch.
 pub(super) fn batches_outside_era(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
     for s in &model.sessions {
-        if matches!(s.era, crate::mcp::Era::Unknown | crate::mcp::Era::V2025_03_26) {
+        if matches!(
+            s.era,
+            crate::mcp::Era::Unknown | crate::mcp::Era::V2025_03_26
+        ) {
             continue;
         }
         let batches: Vec<usize> = s
@@ -357,7 +360,9 @@ pub(super) fn batches_outside_era(model: &Model, exchanges: &[Exchange], out: &m
             .copied()
             .filter(|&x| exchanges[x].req_batch && exchanges[x].method() == "POST")
             .collect();
-        let Some(&first) = batches.first() else { continue };
+        let Some(&first) = batches.first() else {
+            continue;
+        };
         let e = &exchanges[first];
         let mut f = Finding::at_exchange(
             s.label(),

@@ -10,15 +10,17 @@
 //! vantage points (same 5-tuple) is one observation too; the copy with fewer capture gaps is kept.
 //!
 //! Backends are named by the deepest backend hop's `resp_h:resp_p` when it was captured, else by
-//! a backend-identifying response header (`X-Backend`, `X-Served-By`, `X-Upstream`, `Via`, or
-//! the names given).
+//! a backend-identifying response header (`X-Backend`, `X-Served-By`, `X-Upstream`, or the
+//! names given).
 
 use std::collections::HashMap;
 
 use crate::http::Exchange;
 
 /// Response headers that name the backend, checked in this order after any given by the user.
-pub const BACKEND_HEADERS: [&str; 4] = ["x-backend", "x-served-by", "x-upstream", "via"];
+/// (`Via` names the proxies on the way, not the backend: give it with `--backend-header` where a
+/// tier of proxies is what tells the backends apart.)
+pub const BACKEND_HEADERS: [&str; 3] = ["x-backend", "x-served-by", "x-upstream"];
 
 /// How exchanges relate across hops.
 #[derive(Debug, Clone, Default)]
@@ -89,11 +91,53 @@ fn forwards(a: &Exchange, b: &Exchange) -> bool {
         return false;
     }
     // The backend's answer began no later than the proxy's.
-    match (a.ts_response, b.ts_response) {
+    let timely = match (a.ts_response, b.ts_response) {
         (Some(pa), Some(pb)) => pb <= pa.saturating_add(JITTER_US),
         (Some(_), None) => true,
         (None, _) => true,
+    };
+    timely && same_answer(a, b)
+}
+
+/// Whether two observations carry the same answer, as far as both were captured: the status, the
+/// `Mcp-Session-Id` it assigns, the JSON-RPC messages of a JSON body, the first SSE events. Two
+/// real exchanges with the same request (one client asking two servers, two clients asking one
+/// proxy) differ here.
+fn same_answer(a: &Exchange, b: &Exchange) -> bool {
+    if a.response.is_none() || b.response.is_none() {
+        return true;
     }
+    if a.status() != b.status() || a.is_sse != b.is_sse {
+        return false;
+    }
+    if let (Some(x), Some(y)) = (
+        a.resp_header("mcp-session-id"),
+        b.resp_header("mcp-session-id"),
+    ) {
+        if x != y {
+            return false;
+        }
+    }
+    let msgs = |e: &Exchange| -> Vec<(Option<String>, Option<String>)> {
+        e.resp_messages
+            .iter()
+            .map(|m| (m.id.clone(), m.method.clone()))
+            .collect()
+    };
+    if !a.resp_messages.is_empty() && !b.resp_messages.is_empty() && msgs(a) != msgs(b) {
+        return false;
+    }
+    let first = |e: &Exchange| -> Vec<(Option<String>, u64)> {
+        e.events
+            .iter()
+            .filter(|ev| !ev.sse.truncated)
+            .take(4)
+            .map(|ev| (ev.sse.id.clone(), ev.data_hash))
+            .collect()
+    };
+    let (fa, fb) = (first(a), first(b));
+    let n = fa.len().min(fb.len());
+    fa[..n] == fb[..n]
 }
 
 /// Link the observations of each exchange. `exchanges` are in time order; `backend_headers` are
@@ -160,21 +204,39 @@ pub fn link(exchanges: &[Exchange], backend_headers: &[String]) -> Hops {
             }
         }
     }
-    // Where one vantage point's copy has gaps and another's has none, the complete one speaks.
+    // Where copies of one connection differ in capture gaps, the most complete one speaks: chosen
+    // once per group, every other copy points at it.
+    let mut copies: HashMap<usize, Vec<usize>> = HashMap::new();
     for b in 0..n {
         if let Some(a) = hops.primary[b] {
-            let (ea, eb) = (&exchanges[a], &exchanges[b]);
-            if same_connection(ea, eb)
-                && (ea.resp_gap || ea.req_gap)
-                && !(eb.resp_gap || eb.req_gap)
-            {
-                hops.primary[a] = Some(b);
-                hops.primary[b] = None;
-                hops.backend_hops[b] = std::mem::take(&mut hops.backend_hops[a]);
-                for h in hops.backend_hops[b].clone() {
-                    hops.primary[h] = Some(b);
-                }
+            if same_connection(&exchanges[a], &exchanges[b]) {
+                copies.entry(a).or_default().push(b);
             }
+        }
+    }
+    let mut groups: Vec<(usize, Vec<usize>)> = copies.into_iter().collect();
+    groups.sort_unstable();
+    for (a, others) in groups {
+        let gaps = |x: usize| {
+            let e = &exchanges[x];
+            (u8::from(e.resp_gap) + u8::from(e.req_gap), x)
+        };
+        let best = std::iter::once(a)
+            .chain(others.iter().copied())
+            .min_by_key(|&x| gaps(x))
+            .unwrap_or(a);
+        if best == a {
+            continue;
+        }
+        hops.primary[best] = None;
+        for x in std::iter::once(a).chain(others.iter().copied()) {
+            if x != best {
+                hops.primary[x] = Some(best);
+            }
+        }
+        hops.backend_hops[best] = std::mem::take(&mut hops.backend_hops[a]);
+        for h in hops.backend_hops[best].clone() {
+            hops.primary[h] = Some(best);
         }
     }
     for (i, e) in exchanges.iter().enumerate() {

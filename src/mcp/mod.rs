@@ -199,6 +199,8 @@ pub struct Model {
 
 /// Where an event id was delivered: (logical stream, exchange, event index, ts).
 type Delivery = (usize, usize, usize, i64);
+/// Event id (borrowed from the exchanges) → its deliveries.
+type IdIndex<'a> = HashMap<&'a str, Vec<Delivery>>;
 
 /// The `Mcp-Session-Id` of an exchange: the request's, else the one its response assigned.
 pub fn session_id_of(e: &Exchange) -> Option<&str> {
@@ -258,10 +260,7 @@ impl Model {
         // Without a session, the cursor index is per client address: unrelated stateless
         // clients reuse the same ids.
         // Ids are borrowed from the exchanges, not copied.
-        let mut delivered: HashMap<
-            (usize, Option<std::net::IpAddr>),
-            HashMap<&str, Vec<Delivery>>,
-        > = HashMap::new();
+        let mut delivered: HashMap<(usize, Option<std::net::IpAddr>), IdIndex<'_>> = HashMap::new();
         for (xi, e) in exchanges.iter().enumerate() {
             if m.hops.primary.get(xi).is_some_and(Option::is_some) {
                 continue;

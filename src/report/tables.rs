@@ -272,7 +272,8 @@ pub fn events(a: &Analysis, ex: &[Exchange]) -> Table {
         .enumerate()
         .flat_map(|(xi, e)| e.events.iter().map(move |ev| (xi, ev)))
         .collect();
-    let joined = |ev: &crate::http::EventRec, f: &dyn Fn(&crate::jsonrpc::Message) -> Option<String>| {
+    let joined = |ev: &crate::http::EventRec,
+                  f: &dyn Fn(&crate::jsonrpc::Message) -> Option<String>| {
         join(ev.messages.iter().filter_map(f))
     };
     Table {
@@ -287,7 +288,9 @@ pub fn events(a: &Analysis, ex: &[Exchange]) -> Table {
             col!("flow_id", Str, evs, |(xi, _)| Some(
                 FlowId(ex[*xi].flow_index).to_string()
             )),
-            col!("trans_depth", U64, evs, |(xi, _)| Some(ex[*xi].trans_depth as u64)),
+            col!("trans_depth", U64, evs, |(xi, _)| Some(
+                ex[*xi].trans_depth as u64
+            )),
             col!("frame_first", U64, evs, |(_, ev)| Some(ev.sse.frame_first)),
             col!("frame_last", U64, evs, |(_, ev)| Some(ev.sse.frame_last)),
             col!("offset", U64, evs, |(_, ev)| Some(ev.sse.offset)),
@@ -301,8 +304,12 @@ pub fn events(a: &Analysis, ex: &[Exchange]) -> Table {
             col!("jsonrpc_kinds", Str, evs, |(_, ev)| joined(ev, &|m| Some(
                 m.kind.as_str().to_string()
             ))),
-            col!("jsonrpc_methods", Str, evs, |(_, ev)| joined(ev, &|m| m.method.clone())),
-            col!("jsonrpc_ids", Str, evs, |(_, ev)| joined(ev, &|m| m.id.clone())),
+            col!("jsonrpc_methods", Str, evs, |(_, ev)| joined(ev, &|m| m
+                .method
+                .clone())),
+            col!("jsonrpc_ids", Str, evs, |(_, ev)| joined(ev, &|m| m
+                .id
+                .clone())),
             col!("progress_token", Str, evs, |(_, ev)| ev
                 .messages
                 .iter()
