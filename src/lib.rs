@@ -78,6 +78,44 @@ pub struct Analyzer {
     pub counters: Counters,
     options: Options,
     shards: Option<shard::Shards>,
+    /// Connections seen on this thread (address pair, either order) and whether they are open:
+    /// what tells a rotated part of this capture from another capture ([`Analyzer::continuity`]).
+    seen: hash::FastMap<ConnKey, bool>,
+}
+
+/// A connection's address pair, lower end first.
+pub type ConnKey = ((std::net::IpAddr, u16), (std::net::IpAddr, u16));
+
+/// The address pair of a segment, lower end first.
+pub fn conn_key(seg: &decode::Segment<'_>) -> ConnKey {
+    let (a, b) = ((seg.src, seg.sport), (seg.dst, seg.dport));
+    if a <= b {
+        (a, b)
+    } else {
+        (b, a)
+    }
+}
+
+/// How the first segments of a file relate to the connections an analyzer has seen.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Continuity {
+    /// Segments of connections still open here.
+    pub open: usize,
+    /// Data segments of connections that ended here.
+    pub closed: usize,
+    /// Data segments (no SYN) of connections never seen here.
+    pub unknown: usize,
+    /// Whether any connection is still open here.
+    pub any_open: bool,
+}
+
+impl Continuity {
+    /// Whether the file plausibly continues this capture (a rotated part): it does not carry data
+    /// of connections that ended here without any of those still open, nor only data of unknown
+    /// connections while connections are still open here.
+    pub fn continues(&self) -> bool {
+        !(self.closed > 0 && self.open == 0 || self.any_open && self.open == 0 && self.unknown > 0)
+    }
 }
 
 impl Analyzer {
@@ -108,7 +146,26 @@ impl Analyzer {
             counters: Counters::default(),
             options,
             shards: None,
+            seen: Default::default(),
         }
+    }
+
+    /// How the given first segments of another file — (address pair, SYN without ACK, carries
+    /// data) — relate to the connections seen here.
+    pub fn continuity(&self, first: &[(ConnKey, bool, bool)]) -> Continuity {
+        let mut c = Continuity {
+            any_open: self.seen.values().any(|&open| open),
+            ..Default::default()
+        };
+        for (k, syn, data) in first {
+            match self.seen.get(k) {
+                Some(true) => c.open += 1,
+                Some(false) if *data => c.closed += 1,
+                None if *data && !*syn => c.unknown += 1,
+                _ => {}
+            }
+        }
+        c
     }
 
     /// Run stages 3–4 on `threads` worker threads (flows sharded after decoding; see
@@ -158,6 +215,13 @@ impl Analyzer {
                     return;
                 }
                 self.counters.tcp_segments += 1;
+                let open = !(seg.fin || seg.rst);
+                let k = conn_key(&seg);
+                if seg.syn && !seg.ack {
+                    self.seen.insert(k, true);
+                } else {
+                    *self.seen.entry(k).or_insert(open) &= open;
+                }
                 match self.shards.as_mut() {
                     Some(s) => s.segment(&seg, f.ts, f.number),
                     None => {

@@ -263,3 +263,23 @@ fn fork_named_by_backend_from_both_legs_same_as_client_leg() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_later_copy_of_the_same_connections_is_another_vantage_point() {
+    // A second point captured the same run, its clock so far behind that its file starts after
+    // the first one ends: by time it could be a rotated part, but it carries the same, already
+    // closed connections.
+    let (dir, whole) = setup("later");
+    let (header, recs) = records(&whole);
+    let a = dir.join("a.pcap");
+    let b = dir.join("b.pcap");
+    write(&a, &header, &recs, |_, _| true, 0);
+    write(&b, &header, &recs, |_, _| true, 60_000_000);
+    let (want, _, n, client) = run(&[&a], &dir.join("o1"));
+    let (got, two, m, client2) = run(&[&a, &b], &dir.join("o2"));
+    assert_eq!(two.len(), 2, "{two:?}");
+    assert_eq!(two[1], ["v2", "60000000", "same_connection"]);
+    assert_eq!(got, want);
+    assert_eq!((m, client2), (2 * n, client));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -545,10 +545,34 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     Ok(if failed { EXIT_FINDINGS } else { EXIT_OK })
 }
 
-/// The files of the run in capture order: directories expand to the files in them (by name),
-/// and files are read in order of their first frame's time, so that rotated files
-/// (`tcpdump -C/-G`) given in any order form one capture. A file that cannot be opened or is
-/// not a capture gets its one-line message here and is left out.
+/// The address pairs of the first `n` TCP segments of a capture file: (pair, SYN without ACK,
+/// carries data). Empty when the file cannot be read.
+fn first_segments(path: &std::path::Path, n: usize) -> Vec<(mcpcap::ConnKey, bool, bool)> {
+    let mut out = Vec::new();
+    let Ok(file) = std::fs::File::open(path) else {
+        return out;
+    };
+    let mut anomalies = mcpcap::anomaly::Anomalies::default();
+    let _ = mcpcap::capture::read_capture_while(
+        std::io::BufReader::new(file),
+        1,
+        &mut anomalies,
+        |f| {
+            if let mcpcap::decode::Decoded::Tcp(seg) =
+                mcpcap::decode::decode(f.linktype, f.data, f.orig_len)
+            {
+                out.push((
+                    mcpcap::conn_key(&seg),
+                    seg.syn && !seg.ack,
+                    seg.wire_len > 0,
+                ));
+            }
+            out.len() < n
+        },
+    );
+    out
+}
+
 /// One vantage point being read: its files feed one analyzer, in time order.
 struct Vantage {
     name: String,
@@ -560,8 +584,9 @@ struct Vantage {
 }
 
 /// The vantage point a file belongs to: the one `--vantage` names; else the automatic one whose
-/// last frame is the latest not after the file's first (a rotated part continues it); else a new
-/// one (the file overlaps every vantage point so far).
+/// last frame is the latest not after the file's first and whose connections the file continues
+/// (a rotated part: see [`mcpcap::Continuity`]); else a new one (the file overlaps every vantage
+/// point so far, or carries other connections).
 fn pick_vantage(
     vantages: &mut Vec<Vantage>,
     named: &[(String, PathBuf)],
@@ -577,16 +602,25 @@ fn pick_vantage(
         .map(|(n, _)| n.clone());
     let found = match &explicit {
         Some(n) => vantages.iter().position(|v| &v.name == n),
-        None => vantages
-            .iter()
-            .enumerate()
-            .filter(|(_, v)| !v.explicit)
-            .filter(|(_, v)| match (v.last_ts, first_ts) {
-                (Some(l), Some(f)) => l <= f,
-                _ => true,
-            })
-            .max_by_key(|(i, v)| (v.last_ts, std::cmp::Reverse(*i)))
-            .map(|(i, _)| i),
+        None => {
+            // Candidates by time (the latest first); a rotated part also shares connections.
+            let mut cands: Vec<usize> = (0..vantages.len())
+                .filter(|&i| !vantages[i].explicit)
+                .filter(|&i| match (vantages[i].last_ts, first_ts) {
+                    (Some(l), Some(f)) => l <= f,
+                    _ => true,
+                })
+                .collect();
+            cands.sort_by_key(|&i| (std::cmp::Reverse(vantages[i].last_ts), i));
+            let first = if cands.is_empty() {
+                Vec::new()
+            } else {
+                first_segments(path, 200)
+            };
+            cands
+                .into_iter()
+                .find(|&i| vantages[i].analyzer.continuity(&first).continues())
+        }
     };
     if let Some(i) = found {
         if vantages[i].ts_first.is_none() {
@@ -615,8 +649,11 @@ fn pick_vantage(
     vantages.len() - 1
 }
 
-/// The capture files to read (directories expanded), each with its first frame's time, in order
-/// of that time.
+/// The files of the run in capture order, each with its first frame's time: directories expand
+/// to the files in them (by name), and files are read in order of their first frame's time, so
+/// that rotated files (`tcpdump -C/-G`) given in any order continue one vantage point. A file
+/// that cannot be opened or is not a capture gets its one-line message here and is left out;
+/// a file named twice is read once.
 fn capture_order(args: &[PathBuf]) -> Vec<(PathBuf, Option<i64>)> {
     let mut files: Vec<PathBuf> = Vec::new();
     for p in args {
@@ -639,6 +676,8 @@ fn capture_order(args: &[PathBuf]) -> Vec<(PathBuf, Option<i64>)> {
             files.push(p.clone());
         }
     }
+    let mut seen = std::collections::HashSet::new();
+    files.retain(|f| seen.insert(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone())));
     let mut keyed: Vec<(i64, usize, PathBuf)> = Vec::new();
     for (i, f) in files.into_iter().enumerate() {
         let first = std::fs::File::open(&f)

@@ -33,8 +33,9 @@ pub struct Hops {
     pub backend: Vec<Option<String>>,
 }
 
-/// How long after the client's request a proxy may still forward it, µs.
-const FORWARD_WINDOW_US: i64 = 60_000_000;
+/// How long after the client's request a proxy may still forward it, µs (it takes milliseconds;
+/// the window bounds the search among many identical requests).
+const FORWARD_WINDOW_US: i64 = 10_000_000;
 
 /// Microseconds two observations of one instant at one vantage point may differ by.
 const JITTER_US: i64 = 2_000;
@@ -173,7 +174,6 @@ pub fn link(exchanges: &[Exchange], backend_headers: &[String]) -> Hops {
                     && same_connection(ea, eb)
                     && same_request(ea, eb)
                     && ea.ts().saturating_sub(eb.ts()).saturating_abs() < 1_000_000
-                    && ea.trans_depth == eb.trans_depth
                     && ea.flow_index != eb.flow_index
                 {
                     hops.primary[b] = Some(a);
