@@ -11,12 +11,15 @@
 //! 3. [`tcp`] — flow table and per-direction reassembly → in-order bytes and gaps.
 //! 4. [`http`] — HTTP/1.x framing and request/response pairing → [`http::Exchange`]s;
 //!    `text/event-stream` bodies go through [`sse`], JSON through [`jsonrpc`].
-//! 5. [`mcp`] — sessions, logical streams and resumptions from the exchanges.
+//! 5. [`mcp`] — sessions, logical streams and resumptions from the exchanges; [`mcp::hops`]
+//!    makes one exchange of its observations at a proxy's legs or several vantage points.
 //! 6. [`detect`] — verdicts and findings per resumption and session.
 //! 7. [`report`] — rows → polars tables → terminal, CSV, Parquet, NDJSON.
 //!
 //! Nothing in the library opens files, reads clocks or prints; [`Analyzer`]
-//! ties stages 2–4 together, [`analyze_exchanges`] stages 5–6.
+//! ties stages 2–4 together (on worker threads with [`shard`]), [`analyze_exchanges`]
+//! stages 5–6. [`vantage`] aligns the clocks of several vantage points; [`synth`] writes
+//! large captures for benchmarks; [`hash`] compares payloads.
 
 pub mod anomaly;
 pub mod capture;
