@@ -171,17 +171,6 @@ impl Analyzer {
         c
     }
 
-    /// Run stages 3–4 on `threads` worker threads (flows sharded after decoding; see
-    /// [`shard`]); 0 or 1 keeps them on the calling thread. The output is the same either way.
-    /// Stream taps ([`Analyzer::frame_tap`]) see nothing from the workers.
-    pub fn with_threads(self, threads: usize) -> Self {
-        if threads > 1 {
-            self.with_workers(threads)
-        } else {
-            self
-        }
-    }
-
     /// Run stages 3–4 on `workers` worker threads (at least one), whatever their number: flows
     /// are then numbered when the analyzer finishes, in order of their first segment, so that
     /// several analyzers sharing flow indices number alike for any worker count.
@@ -309,6 +298,6 @@ pub fn analyze_exchanges_with(
         .iter()
         .map(|h| h.to_ascii_lowercase())
         .collect();
-    let model = mcp::Model::build_with(exchanges, mcp::hops::link(exchanges, &headers));
+    let model = mcp::Model::build(exchanges, mcp::hops::link(exchanges, &headers));
     detect::run(model, exchanges, app_seq, end)
 }

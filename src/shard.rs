@@ -116,10 +116,8 @@ impl Shards {
     /// Hand one segment to its worker.
     pub fn segment(&mut self, seg: &Segment<'_>, ts: i64, frame: u64) {
         use std::hash::{Hash, Hasher};
-        let (a, b) = ((seg.src, seg.sport), (seg.dst, seg.dport));
-        let key = if a <= b { (a, b) } else { (b, a) };
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        key.hash(&mut h);
+        let mut h = crate::hash::FastHasher::default();
+        crate::conn_key(seg).hash(&mut h);
         let w = (h.finish() % self.senders.len() as u64) as usize;
         self.order += 1;
         self.batches[w].push(Owned {
@@ -161,7 +159,19 @@ impl Shards {
             }
         }
         drop(senders);
-        let done: Vec<Done> = handles.into_iter().filter_map(|h| h.join().ok()).collect();
+        let mut done: Vec<Done> = Vec::new();
+        for h in handles {
+            match h.join() {
+                Ok(d) => done.push(d),
+                // A worker that panicked lost its flows: said, not silently dropped.
+                Err(_) => http.anomalies.add(Anomaly::new(
+                    "internal.worker_failed",
+                    None,
+                    None,
+                    "a reassembly worker failed; the flows it held are missing".into(),
+                )),
+            }
+        }
         // (order, worker, local index) → new index.
         let mut all: Vec<(u64, usize, usize)> = Vec::new();
         for (w, d) in done.iter().enumerate() {

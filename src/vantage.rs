@@ -27,18 +27,7 @@ pub struct ClockOffset {
     pub same_connection: bool,
 }
 
-type Key = (String, Option<String>, Option<String>, u64);
-
-/// The request's identity across hops (as in [`crate::mcp::hops`]: no path, proxies rewrite it).
-fn key(e: &Exchange) -> Option<Key> {
-    let h = e.request.as_ref()?;
-    Some((
-        h.method.clone(),
-        e.req_header("mcp-session-id").map(str::to_string),
-        e.req_header("last-event-id").map(str::to_string),
-        e.req_body_hash,
-    ))
-}
+use crate::mcp::hops::{key, RequestKey as Key};
 
 /// Largest offset considered, µs: twins further apart are different exchanges.
 const MAX_OFFSET_US: i64 = 3_600_000_000;

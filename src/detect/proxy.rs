@@ -20,10 +20,7 @@ const MIN_SPREAD_US: i64 = 200_000;
 const MIN_LAG_US: i64 = 500_000;
 
 fn messages(e: &Exchange) -> Vec<&EventRec> {
-    e.events
-        .iter()
-        .filter(|ev| !ev.sse.truncated && ev.data_len > 0 && !ev.priming)
-        .collect()
+    e.events.iter().filter(|ev| ev.carries_data()).collect()
 }
 
 /// `buffered_delivery` (warning): a client-facing SSE response and its backend hop
@@ -206,7 +203,7 @@ pub(super) fn backend_switch(
 /// client-facing copy has capture gaps.
 pub(super) fn lost_in_transit(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
     use std::collections::{HashMap, HashSet};
-    let message = |ev: &&EventRec| !ev.sse.truncated && !ev.priming && ev.data_len > 0;
+    let message = |ev: &&EventRec| ev.carries_data();
     let mut delivered: HashMap<usize, HashSet<u64>> = HashMap::new();
     for (a, hops) in model.hops.backend_hops.iter().enumerate() {
         let ea = &exchanges[a];

@@ -50,10 +50,6 @@ const MAX_OWN: usize = 16;
 /// notifications) would otherwise grow with the capture.
 const MAX_SESSIONS_PER_HASH: usize = 8;
 
-fn is_message(ev: &EventRec) -> bool {
-    !ev.sse.truncated && !ev.priming && ev.data_len > 0
-}
-
 /// Whether an id format carries a part unique to its stream or session (so an equal id in another
 /// session is the same event, not a coincidence of counters).
 fn unique_ids(id: &str) -> bool {
@@ -77,7 +73,7 @@ impl ReplayIndex {
             wanted.extend(
                 e.events
                     .iter()
-                    .filter(|ev| is_message(ev))
+                    .filter(|ev| ev.carries_data())
                     .map(|ev| ev.data_hash),
             );
             sessions.insert(r.session);
@@ -88,7 +84,7 @@ impl ReplayIndex {
         }
         for (sti, st) in model.streams.iter().enumerate() {
             for &xi in &st.connections {
-                for ev in exchanges[xi].events.iter().filter(|ev| is_message(ev)) {
+                for ev in exchanges[xi].events.iter().filter(|ev| ev.carries_data()) {
                     if !wanted.contains(&ev.data_hash) {
                         continue;
                     }
@@ -142,7 +138,7 @@ impl ReplayIndex {
         st: usize,
         ev: &EventRec,
     ) -> Option<(usize, Option<u64>)> {
-        if !is_message(ev) {
+        if !ev.carries_data() {
             return None;
         }
         // The same stream seen at another vantage point (a proxy's other leg) is not another stream.
@@ -192,7 +188,7 @@ impl ReplayIndex {
         session_requests: &HashMap<String, String>,
         tokens: &HashSet<&str>,
     ) -> Option<&Seen> {
-        if !is_message(ev) {
+        if !ev.carries_data() {
             return None;
         }
         let seen = self.first_by_session.get(&ev.data_hash)?;

@@ -636,12 +636,7 @@ fn seq_values(ev: &EventRec) -> impl Iterator<Item = (SeqKey, f64)> + '_ {
 
 /// Whether the stream's request got its response on the events up to the cursor.
 fn answered_before(exchanges: &[Exchange], origin: usize, upto: &[Ev]) -> bool {
-    let reqs: HashSet<&str> = exchanges[origin]
-        .req_messages
-        .iter()
-        .filter(|m| m.kind == Kind::Request)
-        .filter_map(|m| m.id.as_deref())
-        .collect();
+    let reqs = super::streams::request_ids(&exchanges[origin]);
     if reqs.is_empty() {
         return false;
     }

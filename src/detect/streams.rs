@@ -95,10 +95,6 @@ pub(super) fn empty_answer(e: &Exchange) -> bool {
             .is_some_and(|(end, start)| end.saturating_sub(start) < EMPTY_ANSWER_US)
 }
 
-fn is_message(ev: &EventRec) -> bool {
-    !ev.sse.truncated && !ev.priming && ev.data_len > 0
-}
-
 /// `duplicate_event_id` (error): one connection delivered two events with the same `id` and the
 /// same data — one message handed to the client twice under one cursor (wire reference §7 #4:
 /// an event store written twice by a race between `storeEvent` and a concurrent resume).
@@ -112,7 +108,7 @@ pub(super) fn duplicate_event_ids(model: &Model, exchanges: &[Exchange], out: &m
             for ev in e
                 .events
                 .iter()
-                .filter(|ev| is_message(ev) && ev.sse.has_own_id)
+                .filter(|ev| ev.carries_data() && ev.sse.has_own_id)
             {
                 let Some(id) = ev.sse.id.as_deref() else {
                     continue;
@@ -169,22 +165,11 @@ pub(super) fn mirrored(a: &Exchange, b: &Exchange) -> bool {
             .as_ref()
             .map(|h| (h.method.clone(), h.target.clone()))
     };
-    type FirstEvents<'a> = Vec<(Option<&'a str>, u64)>;
-    let first: fn(&Exchange) -> FirstEvents<'_> = |e| {
-        e.events
-            .iter()
-            .filter(|ev| !ev.sse.truncated)
-            .take(4)
-            .map(|ev| (ev.sse.id.as_deref(), ev.data_hash))
-            .collect()
-    };
-    let (fa, fb) = (first(a), first(b));
-    let n = fa.len().min(fb.len());
     a.flow_index != b.flow_index
         && head(a) == head(b)
         && a.req_header("last-event-id") == b.req_header("last-event-id")
         && a.ts().saturating_sub(b.ts()).saturating_abs() < 50_000
-        && fa[..n] == fb[..n]
+        && a.same_first_events(b)
 }
 
 /// `concurrent_stream_connections` (warning): two connections of one logical stream — or two
@@ -287,44 +272,6 @@ fn describe(e: &Exchange) -> String {
     }
 }
 
-/// The reconnection time a connection leaves the client with: the last `retry` announced on it or
-/// an earlier connection of its stream (SSE clients keep it), `Some(0)` for Go's `event: close`
-/// without one; in ms, at most an hour.
-fn retry_in_force(model: &Model, exchanges: &[Exchange], st: usize, upto: usize) -> Option<u64> {
-    let mut announced = None;
-    for &x in &model.streams[st].connections {
-        for ev in &exchanges[x].events {
-            if let Some(r) = ev.sse.retry {
-                announced = Some(r.min(3_600_000));
-            } else if ev.sse.event_type.as_deref() == Some("close") && announced.is_none() {
-                announced = Some(0);
-            }
-        }
-        if x == upto {
-            break;
-        }
-    }
-    announced
-}
-
-/// The stream's cursor when connection `upto` ended: the last id delivered on it or, if it
-/// carried none, on an earlier connection of the stream.
-fn last_id<'a>(
-    model: &Model,
-    exchanges: &'a [Exchange],
-    st: usize,
-    upto: usize,
-) -> Option<&'a str> {
-    let conns = &model.streams[st].connections;
-    let k = conns.iter().position(|&x| x == upto)?;
-    conns[..=k]
-        .iter()
-        .rev()
-        .flat_map(|&x| exchanges[x].events.iter().rev())
-        .filter(|ev| !ev.sse.truncated && ev.sse.has_own_id)
-        .find_map(|ev| ev.sse.id.as_deref())
-}
-
 /// `planned_poll` (info): the server ended a connection cleanly (the body closed as framed, not
 /// cut) with a `retry` in force (announced on it or earlier on the stream) and before the
 /// stream's response, and the client came back within three times `retry` plus a second with a
@@ -339,9 +286,23 @@ pub(super) fn planned_polls(model: &Model, exchanges: &[Exchange], out: &mut Vec
         if !era.stateful() || (era != Era::Unknown && era < Era::V2025_11_25) {
             continue;
         }
+        // The stream's state as each connection ends: the `retry` in force (SSE clients keep the
+        // last one; Go's `event: close` without one counts as 0) and the cursor (its last id).
+        let mut in_force: Option<u64> = None;
+        let mut last: Option<&str> = None;
         for (k, w) in st.connections.windows(2).enumerate() {
             let (a, b) = (&exchanges[w[0]], &exchanges[w[1]]);
-            let Some(retry) = retry_in_force(model, exchanges, si, w[0]) else {
+            for ev in &a.events {
+                if let Some(r) = ev.sse.retry {
+                    in_force = Some(r.min(3_600_000));
+                } else if ev.sse.event_type.as_deref() == Some("close") && in_force.is_none() {
+                    in_force = Some(0);
+                }
+                if !ev.sse.truncated && ev.sse.has_own_id {
+                    last = ev.sse.id.as_deref().or(last);
+                }
+            }
+            let Some(retry) = in_force else {
                 continue;
             };
             if !a.resp_complete
@@ -351,10 +312,7 @@ pub(super) fn planned_polls(model: &Model, exchanges: &[Exchange], out: &mut Vec
             {
                 continue;
             }
-            let (Some(l), Some(cursor)) = (
-                b.req_header("last-event-id"),
-                last_id(model, exchanges, si, w[0]),
-            ) else {
+            let (Some(l), Some(cursor)) = (b.req_header("last-event-id"), last) else {
                 continue;
             };
             let end = a.ts_end.unwrap_or(a.ts());

@@ -42,6 +42,14 @@ pub struct EventRec {
     pub parse_error: Option<String>,
 }
 
+impl EventRec {
+    /// Whether the event carries a payload the client handled: complete (not truncated), not a
+    /// priming event, with data.
+    pub fn carries_data(&self) -> bool {
+        !self.sse.truncated && !self.priming && self.data_len > 0
+    }
+}
+
 /// One request/response exchange (Zeek http.log row).
 #[derive(Debug, Clone, Default)]
 pub struct Exchange {
@@ -112,6 +120,22 @@ pub struct Exchange {
 }
 
 impl Exchange {
+    /// Whether the first complete SSE events of two responses agree (id and data), as far as
+    /// both go (up to four): the mark of one response seen at two points.
+    pub fn same_first_events(&self, other: &Exchange) -> bool {
+        fn first(e: &Exchange) -> Vec<(Option<&str>, u64)> {
+            e.events
+                .iter()
+                .filter(|ev| !ev.sse.truncated)
+                .take(4)
+                .map(|ev| (ev.sse.id.as_deref(), ev.data_hash))
+                .collect()
+        }
+        let (a, b) = (first(self), first(other));
+        let n = a.len().min(b.len());
+        a[..n] == b[..n]
+    }
+
     /// Move every time of the exchange by `delta_us` (a vantage point's clock offset).
     pub fn shift_time(&mut self, delta_us: i64) {
         for t in [

@@ -50,10 +50,13 @@ fn path(target: &str) -> &str {
     t
 }
 
-/// The identity of a request across hops. The path is left out: proxies rewrite it
+/// (method, `Mcp-Session-Id`, `Last-Event-ID`, request body hash).
+pub(crate) type RequestKey = (String, Option<String>, Option<String>, u64);
+
+/// The identity of a request across hops (and vantage points, [`crate::vantage`]). The path is left out: proxies rewrite it
 /// (`location /api/mcp { proxy_pass http://b/mcp; }`); the same-connection copies of two vantage
 /// points also compare it ([`same_request`]).
-fn key(e: &Exchange) -> Option<(String, Option<String>, Option<String>, u64)> {
+pub(crate) fn key(e: &Exchange) -> Option<RequestKey> {
     let h = e.request.as_ref()?;
     Some((
         h.method.clone(),
@@ -128,17 +131,7 @@ fn same_answer(a: &Exchange, b: &Exchange) -> bool {
     if !a.resp_messages.is_empty() && !b.resp_messages.is_empty() && msgs(a) != msgs(b) {
         return false;
     }
-    let first = |e: &Exchange| -> Vec<(Option<String>, u64)> {
-        e.events
-            .iter()
-            .filter(|ev| !ev.sse.truncated)
-            .take(4)
-            .map(|ev| (ev.sse.id.clone(), ev.data_hash))
-            .collect()
-    };
-    let (fa, fb) = (first(a), first(b));
-    let n = fa.len().min(fb.len());
-    fa[..n] == fb[..n]
+    a.same_first_events(b)
 }
 
 /// Link the observations of each exchange. `exchanges` are in time order; `backend_headers` are

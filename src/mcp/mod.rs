@@ -241,14 +241,8 @@ pub fn session_key_of(e: &Exchange) -> Option<String> {
 }
 
 impl Model {
-    /// Build the model from exchanges sorted by time, linking their hops with the default
-    /// backend headers.
-    pub fn build(exchanges: &[Exchange]) -> Model {
-        Model::build_with(exchanges, hops::link(exchanges, &[]))
-    }
-
     /// Build the model from exchanges sorted by time and their hops ([`hops::link`]).
-    pub fn build_with(exchanges: &[Exchange], hops: hops::Hops) -> Model {
+    pub fn build(exchanges: &[Exchange], hops: hops::Hops) -> Model {
         let mut m = Model {
             exchange_session: vec![0; exchanges.len()],
             exchange_stream: vec![None; exchanges.len()],
