@@ -418,10 +418,13 @@ pub(super) fn idle_cuts(model: &Model, exchanges: &[Exchange], out: &mut Vec<Fin
         let pick = |c: &(i64, i64, usize)| if basis == "age" { c.1 } else { c.0 };
         let mut same: Vec<&(i64, i64, usize)> = cuts
             .iter()
-            .filter(|c| (pick(c) - value).abs() <= tol)
+            .filter(|c| pick(c).saturating_sub(value).saturating_abs() <= tol)
             .collect();
         same.sort_by_key(|c| (exchanges[c.2].ts(), c.2));
-        let first = &exchanges[same[0].2];
+        let Some(&&(_, _, first)) = same.first() else {
+            continue;
+        };
+        let first = &exchanges[first];
         let frames: Vec<String> = same
             .iter()
             .take(6)
@@ -475,11 +478,11 @@ fn densest(mut v: Vec<i64>) -> Option<(i64, i64, usize)> {
     let (mut lo, mut hi) = (0usize, 0usize);
     for &x in &v {
         let t = tol(x);
-        while v[lo] < x - t {
+        while v[lo] < x.saturating_sub(t) {
             lo += 1;
         }
         hi = hi.max(lo);
-        while hi < v.len() && v[hi] <= x + t {
+        while hi < v.len() && v[hi] <= x.saturating_add(t) {
             hi += 1;
         }
         let n = hi - lo;
