@@ -13,7 +13,6 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::streams::mirrored;
 use crate::http::{EventRec, Exchange};
 use crate::jsonrpc::Kind;
 use crate::mcp::ids::{self, IdFormat};
@@ -133,7 +132,6 @@ impl ReplayIndex {
     pub(super) fn other_stream(
         &self,
         model: &Model,
-        exchanges: &[Exchange],
         session: usize,
         st: usize,
         ev: &EventRec,
@@ -141,14 +139,8 @@ impl ReplayIndex {
         if !ev.carries_data() {
             return None;
         }
-        // The same stream seen at another vantage point (a proxy's other leg) is not another stream.
-        let other = |o: usize| {
-            o != st
-                && !mirrored(
-                    &exchanges[model.streams[o].origin],
-                    &exchanges[model.streams[st].origin],
-                )
-        };
+        // (A proxy's other leg is no stream of its own: hops are not in the model.)
+        let other = |o: usize| o != st;
         let id = ev.sse.id.as_deref().filter(|_| ev.sse.has_own_id);
         if let Some(seen) = self.own.get(&(session, ev.data_hash)).and_then(|v| {
             v.iter().find(|s| {

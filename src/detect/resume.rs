@@ -190,7 +190,7 @@ pub(super) fn check(
         .iter()
         .filter_map(|ev| {
             replays
-                .other_stream(model, exchanges, r.session, st, ev)
+                .other_stream(model, r.session, st, ev)
                 .map(|(o, f)| (*ev, o, f))
         })
         .collect();

@@ -3,7 +3,6 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::streams::mirrored;
 use super::{flow_id, Finding, Severity};
 use crate::http::Exchange;
 use crate::jsonrpc::Kind;
@@ -173,8 +172,6 @@ pub(super) fn duplicate_responses(model: &Model, exchanges: &[Exchange], out: &m
                     None => {
                         seen.insert(id, (ts, frame, xi));
                     }
-                    // The same exchange seen on both legs of a proxy is one delivery.
-                    Some(&(_, _, first_x)) if mirrored(&exchanges[first_x], &exchanges[xi]) => {}
                     Some(&(_, first_frame, _)) => {
                         let e = &exchanges[xi];
                         out.push(Finding {

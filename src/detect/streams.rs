@@ -157,21 +157,6 @@ fn conn_end(e: &Exchange) -> i64 {
     }
 }
 
-/// The same response seen at two vantage points (a proxy's client and backend legs): same request
-/// line and `Last-Event-ID`, requests within 50 ms, and the same first events.
-pub(super) fn mirrored(a: &Exchange, b: &Exchange) -> bool {
-    let head = |e: &Exchange| {
-        e.request
-            .as_ref()
-            .map(|h| (h.method.clone(), h.target.clone()))
-    };
-    a.flow_index != b.flow_index
-        && head(a) == head(b)
-        && a.req_header("last-event-id") == b.req_header("last-event-id")
-        && a.ts().saturating_sub(b.ts()).saturating_abs() < 50_000
-        && a.same_first_events(b)
-}
-
 /// `concurrent_stream_connections` (warning): two connections of one logical stream — or two
 /// standalone GET streams of one session, which the SDKs keep to one (409) — both answered `200`
 /// and live at the same time (wire reference §7 #22: a replayed stream silently replaces a live
@@ -214,7 +199,7 @@ pub(super) fn concurrent_connections(
             let start = b.ts_response.unwrap_or(i64::MAX);
             if let Some(ax) = live {
                 let a = &exchanges[ax];
-                if conn_end(a) > start && !mirrored(a, b) {
+                if conn_end(a) > start {
                     overlaps += 1;
                     first.get_or_insert((ax, bx));
                 }
