@@ -194,6 +194,10 @@ pub fn main() -> i32 {
     }
 }
 
+/// Rows of the `events` table built at a time when it is written to files or NDJSON: its memory
+/// is bounded by this, not by the capture.
+const EVENT_ROWS_PER_PIECE: usize = 1 << 14;
+
 fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     for p in &args.app_seq {
         if !p.is_empty() && !p.starts_with('/') {
@@ -439,17 +443,28 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         Format::Csv | Format::Parquet => {
             let dir = args.out.as_ref().expect("checked above");
             for n in &names {
-                report::write_files(&[build(n)], dir, format)?;
+                if *n == "events" {
+                    let chunks = tables::events_chunks(&analysis, &exchanges, EVENT_ROWS_PER_PIECE);
+                    report::write_chunks(n, chunks, dir, format)?;
+                } else {
+                    report::write_files(&[build(n)], dir, format)?;
+                }
             }
         }
         Format::Ndjson => {
-            let t = if which == "analyze" {
-                findings_t.clone()
-            } else {
-                selected().remove(0)
+            let tables: Box<dyn Iterator<Item = Table>> = match which {
+                "analyze" => Box::new(std::iter::once(findings_t.clone())),
+                "events" => Box::new(tables::events_chunks(
+                    &analysis,
+                    &exchanges,
+                    EVENT_ROWS_PER_PIECE,
+                )),
+                _ => Box::new(selected().into_iter().take(1)),
             };
-            t.write_ndjson(&mut out)
-                .map_err(|e| format!("stdout: {e}"))?;
+            for t in tables {
+                t.write_ndjson(&mut out)
+                    .map_err(|e| format!("stdout: {e}"))?;
+            }
         }
         Format::Table => {
             set_table_style();

@@ -126,28 +126,71 @@ pub enum Format {
 }
 
 /// Write `tables` as CSV or Parquet files `<dir>/<name>.<ext>`.
+///
+/// Errors: the directory or a file cannot be created or written (message names the path).
 pub fn write_files(tables: &[Table], dir: &Path, format: Format) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for t in tables {
-        let mut df = t
+        write_chunks(t.name, std::iter::once(t.clone()), dir, format)?;
+    }
+    Ok(())
+}
+
+/// Write one table given as consecutive pieces (same columns, rows in order) to
+/// `<dir>/<name>.<ext>`, one piece in memory at a time: CSV with one header, Parquet with a row
+/// group per piece. Callers give at least one (possibly empty) piece: without one, the file is
+/// left empty.
+///
+/// Errors: the directory or the file cannot be created or written (message names the path).
+pub fn write_chunks(
+    name: &str,
+    chunks: impl IntoIterator<Item = Table>,
+    dir: &Path,
+    format: Format,
+) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let ext = if format == Format::Csv {
+        "csv"
+    } else {
+        "parquet"
+    };
+    let path = dir.join(format!("{name}.{ext}"));
+    let err = |e: PolarsError| format!("{}: {e}", path.display());
+    let file = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    enum Writer {
+        Csv(polars::io::csv::write::BatchedWriter<std::fs::File>),
+        Parquet(polars::io::parquet::write::BatchedWriter<std::fs::File>),
+    }
+    let mut file = Some(file);
+    let mut writer: Option<Writer> = None;
+    for t in chunks {
+        let df = t
             .to_dataframe()
             .map_err(|e| format!("table {}: {e}", t.name))?;
-        let ext = if format == Format::Csv {
-            "csv"
-        } else {
-            "parquet"
-        };
-        let path = dir.join(format!("{}.{ext}", t.name));
-        let file = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let r = if format == Format::Csv {
-            CsvWriter::new(file)
-                .include_header(true)
-                .finish(&mut df)
-                .map(|_| ())
-        } else {
-            ParquetWriter::new(file).finish(&mut df).map(|_| ())
-        };
-        r.map_err(|e| format!("{}: {e}", path.display()))?;
+        if writer.is_none() {
+            let schema = df.schema();
+            let f = file.take().expect("taken once");
+            writer = Some(if format == Format::Csv {
+                Writer::Csv(
+                    CsvWriter::new(f)
+                        .include_header(true)
+                        .batched(schema)
+                        .map_err(err)?,
+                )
+            } else {
+                Writer::Parquet(ParquetWriter::new(f).batched(schema).map_err(err)?)
+            });
+        }
+        match writer.as_mut().expect("set above") {
+            Writer::Csv(w) => w.write_batch(&df).map_err(err)?,
+            Writer::Parquet(w) => w.write_batch(&df).map_err(err)?,
+        }
+    }
+    match writer {
+        Some(Writer::Csv(mut w)) => w.finish().map_err(err)?,
+        Some(Writer::Parquet(w)) => {
+            w.finish().map_err(err)?;
+        }
+        None => {}
     }
     Ok(())
 }

@@ -264,14 +264,41 @@ pub fn resumptions(a: &Analysis, ex: &[Exchange]) -> Table {
 
 /// `events`: one row per SSE event.
 pub fn events(a: &Analysis, ex: &[Exchange]) -> Table {
-    let m = &a.model;
-    // Columns are made straight from the events (no row copies: this is the largest table).
-    let labels: Vec<String> = m.sessions.iter().map(|s| s.label()).collect();
+    events_chunks(a, ex, usize::MAX)
+        .next()
+        .unwrap_or_else(|| events_table(a, ex, &[], &[]))
+}
+
+/// `events` as tables of at most `rows` rows each, in row order: the largest table is built and
+/// written piece by piece, so its memory is bounded by `rows`, not by the capture. Always at
+/// least one table (empty when there are no events).
+pub fn events_chunks<'a>(
+    a: &'a Analysis,
+    ex: &'a [Exchange],
+    rows: usize,
+) -> impl Iterator<Item = Table> + 'a {
+    let labels: Vec<String> = a.model.sessions.iter().map(|s| s.label()).collect();
     let evs: Vec<(usize, &crate::http::EventRec)> = ex
         .iter()
         .enumerate()
         .flat_map(|(xi, e)| e.events.iter().map(move |ev| (xi, ev)))
         .collect();
+    let rows = rows.max(1);
+    (0..evs.len().max(1)).step_by(rows).map(move |i| {
+        let end = evs.len().min(i.saturating_add(rows));
+        events_table(a, ex, &labels, &evs[i..end])
+    })
+}
+
+/// The `events` rows of `evs` ((exchange index, event) pairs); `labels` are the sessions' labels.
+fn events_table(
+    a: &Analysis,
+    ex: &[Exchange],
+    labels: &[String],
+    evs: &[(usize, &crate::http::EventRec)],
+) -> Table {
+    let m = &a.model;
+    // Columns are made straight from the events (no row copies: this is the largest table).
     let joined = |ev: &crate::http::EventRec,
                   f: &dyn Fn(&crate::jsonrpc::Message) -> Option<String>| {
         join(ev.messages.iter().filter_map(f))
@@ -327,14 +354,13 @@ pub fn events(a: &Analysis, ex: &[Exchange]) -> Table {
 pub fn exchanges(a: &Analysis, ex: &[Exchange]) -> Table {
     let m = &a.model;
     let r: Vec<(usize, &Exchange)> = ex.iter().enumerate().collect();
-    let msgs = |e: &Exchange| {
+    // Every message of the exchange, borrowed: request, JSON response, then SSE events.
+    fn msgs(e: &Exchange) -> impl Iterator<Item = &crate::jsonrpc::Message> {
         e.req_messages
             .iter()
             .chain(e.resp_messages.iter())
             .chain(e.events.iter().flat_map(|v| v.messages.iter()))
-            .cloned()
-            .collect::<Vec<_>>()
-    };
+    }
     Table {
         name: "exchanges",
         columns: vec![
@@ -398,14 +424,21 @@ pub fn exchanges(a: &Analysis, ex: &[Exchange]) -> Table {
             col!("mcp_protocol_version", Str, r, |(_, e)| e
                 .req_header("mcp-protocol-version")
                 .map(str::to_string)),
-            col!("jsonrpc_methods", Str, r, |(_, e)| join(
-                msgs(e).into_iter().filter_map(|m| m.method)
-            )),
+            // Distinct methods in order of first appearance: a long stream repeats its
+            // notifications thousands of times (the events table has them one by one).
+            col!("jsonrpc_methods", Str, r, |(_, e)| {
+                let mut seen = std::collections::HashSet::new();
+                join(
+                    msgs(e)
+                        .filter_map(|m| m.method.as_deref())
+                        .filter(|m| seen.insert(*m))
+                        .map(str::to_string),
+                )
+            }),
             col!("jsonrpc_ids", Str, r, |(_, e)| join(
                 msgs(e)
-                    .into_iter()
                     .filter(|m| m.kind != Kind::Notification)
-                    .filter_map(|m| m.id)
+                    .filter_map(|m| m.id.clone())
             )),
             col!("sse_events", U64, r, |(_, e)| Some(e.events.len() as u64)),
             col!("sse_comments", U64, r, |(_, e)| Some(e.sse_comments)),
