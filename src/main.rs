@@ -13,8 +13,10 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 fn main() {
     // A run grows its records to a peak at the end and exits, so returning freed memory early buys
-    // nothing: each purged page is faulted in and zeroed again (2 MiB at a time with transparent
-    // huge pages), which cost a quarter of the run's time. MIMALLOC_PURGE_DELAY still overrides.
+    // nothing: each purged page is faulted in and zeroed again, which cost a quarter of the run's
+    // time. (mimalloc is built with `no_thp`: transparent huge pages, where the kernel grants
+    // them on request, cost more in synchronous compaction and zeroing than they saved, and
+    // raised the peak RSS.) MIMALLOC_PURGE_DELAY still overrides.
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: sets a process-wide allocator option; mimalloc allows it at any time.
         unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };

@@ -3,7 +3,9 @@
 //! HTTP layer, and at the end the flows are renumbered in order of their first segment — the
 //! order one thread numbers them in — so the output is identical to a single-threaded run.
 //!
-//! Payload bytes are copied once, into the batch sent to the worker.
+//! Payload bytes are copied once, into the batch sent to the worker: each batch holds its
+//! segments' payloads in one buffer, and workers send emptied batches back for reuse, so the
+//! steady state allocates nothing per segment.
 
 use std::net::IpAddr;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -23,16 +25,37 @@ struct Owned {
     seq: u32,
     ack_no: u32,
     flags: u8,
-    payload: Vec<u8>,
+    /// Where the payload is in the batch's `bytes`.
+    payload: std::ops::Range<usize>,
     wire_len: u32,
     ts: i64,
     frame: u64,
     order: u64,
 }
 
-type Batch = Vec<Owned>;
+/// Segments for one worker, their payloads in one buffer.
+#[derive(Default)]
+struct Batch {
+    segs: Vec<Owned>,
+    bytes: Vec<u8>,
+}
 
+impl Batch {
+    fn new() -> Batch {
+        Batch {
+            segs: Vec::with_capacity(BATCH),
+            bytes: Vec::with_capacity(BATCH_BYTES),
+        }
+    }
+    fn is_full(&self) -> bool {
+        self.segs.len() >= BATCH || self.bytes.len() >= BATCH_BYTES
+    }
+}
+
+/// Segments per batch.
 const BATCH: usize = 512;
+/// Payload bytes per batch (a batch is sent once it holds this much).
+const BATCH_BYTES: usize = 1 << 20;
 
 struct Done {
     flows: FlowTable,
@@ -46,15 +69,22 @@ pub struct Shards {
     senders: Vec<SyncSender<Batch>>,
     handles: Vec<JoinHandle<Done>>,
     batches: Vec<Batch>,
+    /// Emptied batches the workers sent back.
+    spare: Receiver<Batch>,
     order: u64,
 }
 
-fn worker(rx: Receiver<Batch>, limits: ReassemblyLimits, http: HttpOptions) -> Done {
+fn worker(
+    rx: Receiver<Batch>,
+    back: SyncSender<Batch>,
+    limits: ReassemblyLimits,
+    http: HttpOptions,
+) -> Done {
     let mut flows = FlowTable::new(limits);
     let mut http = HttpLayer::new(http);
     let mut created = Vec::new();
-    for batch in rx {
-        for s in batch {
+    for mut batch in rx {
+        for s in &batch.segs {
             let seg = Segment {
                 src: s.src,
                 dst: s.dst,
@@ -66,7 +96,7 @@ fn worker(rx: Receiver<Batch>, limits: ReassemblyLimits, http: HttpOptions) -> D
                 ack: s.flags & 2 != 0,
                 fin: s.flags & 4 != 0,
                 rst: s.flags & 8 != 0,
-                payload: &s.payload,
+                payload: batch.bytes.get(s.payload.clone()).unwrap_or_default(),
                 wire_len: s.wire_len,
             };
             let before = flows.flows.len();
@@ -75,6 +105,10 @@ fn worker(rx: Receiver<Batch>, limits: ReassemblyLimits, http: HttpOptions) -> D
                 created.push(s.order);
             }
         }
+        batch.segs.clear();
+        batch.bytes.clear();
+        // Full: the reader has enough spares, this one is dropped.
+        let _ = back.try_send(batch);
     }
     flows.finish(&mut http);
     Done {
@@ -83,6 +117,9 @@ fn worker(rx: Receiver<Batch>, limits: ReassemblyLimits, http: HttpOptions) -> D
         created,
     }
 }
+
+/// Batches queued per worker.
+const QUEUE: usize = 8;
 
 impl std::fmt::Debug for Shards {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -99,16 +136,19 @@ impl Shards {
         let n = n.max(1);
         let mut senders = Vec::with_capacity(n);
         let mut handles = Vec::with_capacity(n);
+        let (back, spare) = sync_channel::<Batch>(QUEUE * n);
         for _ in 0..n {
-            let (tx, rx) = sync_channel::<Batch>(8);
+            let (tx, rx) = sync_channel::<Batch>(QUEUE);
             let opts = http.clone();
+            let back = back.clone();
             senders.push(tx);
-            handles.push(std::thread::spawn(move || worker(rx, limits, opts)));
+            handles.push(std::thread::spawn(move || worker(rx, back, limits, opts)));
         }
         Shards {
-            batches: (0..n).map(|_| Vec::with_capacity(BATCH)).collect(),
+            batches: (0..n).map(|_| Batch::new()).collect(),
             senders,
             handles,
+            spare,
             order: 0,
         }
     }
@@ -120,7 +160,10 @@ impl Shards {
         crate::conn_key(seg).hash(&mut h);
         let w = (h.finish() % self.senders.len() as u64) as usize;
         self.order += 1;
-        self.batches[w].push(Owned {
+        let b = &mut self.batches[w];
+        let start = b.bytes.len();
+        b.bytes.extend_from_slice(seg.payload);
+        b.segs.push(Owned {
             src: seg.src,
             dst: seg.dst,
             sport: seg.sport,
@@ -131,14 +174,15 @@ impl Shards {
                 | u8::from(seg.ack) << 1
                 | u8::from(seg.fin) << 2
                 | u8::from(seg.rst) << 3,
-            payload: seg.payload.to_vec(),
+            payload: start..b.bytes.len(),
             wire_len: seg.wire_len,
             ts,
             frame,
             order: self.order,
         });
-        if self.batches[w].len() >= BATCH {
-            let full = std::mem::replace(&mut self.batches[w], Vec::with_capacity(BATCH));
+        if b.is_full() {
+            let next = self.spare.try_recv().unwrap_or_else(|_| Batch::new());
+            let full = std::mem::replace(b, next);
             // A worker that died (a panic) drops its channel: its flows are lost, not the run.
             let _ = self.senders[w].send(full);
         }
@@ -154,7 +198,7 @@ impl Shards {
             ..
         } = self;
         for (tx, b) in senders.iter().zip(batches) {
-            if !b.is_empty() {
+            if !b.segs.is_empty() {
                 let _ = tx.send(b);
             }
         }
