@@ -78,3 +78,6 @@ impl std::hash::Hasher for FastHasher {
 
 /// A `HashMap` with [`FastHasher`].
 pub type FastMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<FastHasher>>;
+
+/// A `HashSet` with [`FastHasher`].
+pub type FastSet<K> = std::collections::HashSet<K, std::hash::BuildHasherDefault<FastHasher>>;

@@ -11,7 +11,7 @@
 //! proxy's forwarding delay on the way in and on the way out cancel. Offsets are estimated
 //! against the first vantage point only.
 
-use std::collections::HashMap;
+use crate::hash::FastMap as HashMap;
 
 use crate::http::Exchange;
 
@@ -52,7 +52,7 @@ pub fn estimate_offsets(vantages: &[Vec<Exchange>]) -> Vec<ClockOffset> {
         same_connection: true,
     };
     // Reference exchanges by key, sorted by request time.
-    let mut by_key: HashMap<Key, Vec<(i64, usize)>> = HashMap::new();
+    let mut by_key: HashMap<Key, Vec<(i64, usize)>> = HashMap::default();
     for (i, e) in reference.iter().enumerate() {
         if let (Some(k), Some(t)) = (key(e), e.ts_request) {
             by_key.entry(k).or_default().push((t, i));

@@ -3,7 +3,7 @@
 //! #9–#11, #14; MCP 2025-03-26 … 2025-11-25 "Session Management": a client that receives 404
 //! for its session MUST start a new session with an `initialize` request without a session id).
 
-use std::collections::{HashMap, HashSet};
+use crate::hash::{FastMap as HashMap, FastSet as HashSet};
 
 use super::streams::{answered_at, empty_answer, pending};
 use super::{flow_id, Finding, Severity};
@@ -32,7 +32,7 @@ fn is_initialize(e: &Exchange) -> bool {
 /// `session_reinitialized` (info), reported on the new session. Clients are told apart by address
 /// only: applications sharing one address count as one client.
 pub(super) fn dead_sessions(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
-    let mut linked: HashSet<usize> = HashSet::new();
+    let mut linked: HashSet<usize> = HashSet::default();
     let initializes: Vec<usize> = (0..exchanges.len())
         .filter(|&x| model.hops.primary[x].is_none() && is_initialize(&exchanges[x]))
         .collect();
@@ -195,7 +195,7 @@ pub(super) fn resumes_without_cursor(
     }
     // Per session: when it was declared dead (404) or ended (DELETE), and cancelled requests.
     let mut closed_at: Vec<i64> = vec![i64::MAX; model.sessions.len()];
-    let mut cancelled: HashMap<(usize, &str), i64> = HashMap::new();
+    let mut cancelled: HashMap<(usize, &str), i64> = HashMap::default();
     for (si, s) in model.sessions.iter().enumerate() {
         for &x in &s.exchanges {
             let e = &exchanges[x];
@@ -297,7 +297,7 @@ pub(super) fn empty_resume_loops(model: &Model, exchanges: &[Exchange], out: &mu
     let empty = |x: usize| empty_answer(&exchanges[x]);
     // Resumptions by (session, Last-Event-ID), in time order.
     let mut by_cursor: Vec<((usize, &str), Vec<usize>)> = Vec::new();
-    let mut index: std::collections::HashMap<(usize, &str), usize> = Default::default();
+    let mut index: HashMap<(usize, &str), usize> = Default::default();
     for r in &model.resumptions {
         let key = (r.session, r.last_event_id.as_str());
         let i = *index.entry(key).or_insert_with(|| {

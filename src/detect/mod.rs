@@ -177,7 +177,7 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
     let mut findings = Vec::new();
     let mut results = Vec::new();
     // Client requests per session (id → progress token), built once for every resumption.
-    let mut requests: std::collections::HashMap<usize, std::collections::HashMap<String, String>> =
+    let mut requests: crate::hash::FastMap<usize, crate::hash::FastMap<String, String>> =
         Default::default();
     let replays = replay::ReplayIndex::build(&model, exchanges);
     for (i, r) in model.resumptions.iter().enumerate() {

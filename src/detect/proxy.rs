@@ -202,9 +202,9 @@ pub(super) fn backend_switch(
 /// the backend went on. The finding names the hop where they vanished. Not judged when the
 /// client-facing copy has capture gaps.
 pub(super) fn lost_in_transit(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
-    use std::collections::{HashMap, HashSet};
+    use crate::hash::{FastMap as HashMap, FastSet as HashSet};
     let message = |ev: &&EventRec| ev.carries_data();
-    let mut delivered: HashMap<usize, HashSet<u64>> = HashMap::new();
+    let mut delivered: HashMap<usize, HashSet<u64>> = HashMap::default();
     for (a, hops) in model.hops.backend_hops.iter().enumerate() {
         let ea = &exchanges[a];
         let Some(&backend) = hops.last() else {

@@ -11,7 +11,7 @@
 //! and data hashes of every event on a resumed connection are collected, then one pass over all
 //! streams records where those were delivered — memory grows with the replays, not the capture.
 
-use std::collections::{HashMap, HashSet};
+use crate::hash::{FastMap as HashMap, FastSet as HashSet};
 
 use crate::http::{EventRec, Exchange};
 use crate::jsonrpc::Kind;
@@ -65,8 +65,8 @@ fn unique_ids(id: &str) -> bool {
 impl ReplayIndex {
     /// Index every delivery of the data carried by resumed connections.
     pub(super) fn build(model: &Model, exchanges: &[Exchange]) -> ReplayIndex {
-        let mut wanted: HashSet<u64> = HashSet::new();
-        let mut sessions: HashSet<usize> = HashSet::new();
+        let mut wanted: HashSet<u64> = HashSet::default();
+        let mut sessions: HashSet<usize> = HashSet::default();
         for r in &model.resumptions {
             let e = &exchanges[r.exchange];
             wanted.extend(

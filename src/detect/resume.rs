@@ -3,7 +3,7 @@
 //! `duplicate_delivery` (by event id or progress payload), `app_seq_desync`,
 //! `suspect_terminal`, and `resume_ok` when the log continued.
 
-use std::collections::{HashMap, HashSet};
+use crate::hash::{FastMap as HashMap, FastSet as HashSet};
 
 use super::replay::ReplayIndex;
 use super::{flow_id, Finding, ResumptionResult, Severity, Verdict};
@@ -423,7 +423,7 @@ pub(super) fn check(
     // app_seq_desync: transport claims continuity, the application's counter does not —
     // at the boundary (the first value after L), or inside the resumed connection (a value
     // skipped where a replay hands over to live events, as the Python SDK's race does).
-    let mut desynced_tokens: HashSet<String> = HashSet::new();
+    let mut desynced_tokens: HashSet<String> = HashSet::default();
     let mut boundary_desync = false;
     if continuity_claimed && !forked {
         let mut series: Vec<(SeqKey, Vec<(f64, &EventRec)>)> = Vec::new();
@@ -666,7 +666,7 @@ pub(super) fn requests_of_session(
     exchanges: &[Exchange],
     session: usize,
 ) -> HashMap<String, String> {
-    let mut out = HashMap::new();
+    let mut out = HashMap::default();
     for &xi in &model.sessions[session].exchanges {
         for m in exchanges[xi]
             .req_messages

@@ -1,7 +1,7 @@
 //! Session-wide checks: `lost_response` (or `response_unverifiable` when capture gaps could
 //! hide the response) and `duplicate_delivery` of JSON-RPC responses.
 
-use std::collections::{HashMap, HashSet};
+use crate::hash::{FastMap as HashMap, FastSet as HashSet};
 
 use super::{flow_id, Finding, Severity};
 use crate::http::Exchange;
@@ -158,7 +158,7 @@ pub(super) fn duplicate_responses(model: &Model, exchanges: &[Exchange], out: &m
             .filter(|m| m.kind == Kind::Request)
             .filter_map(|m| m.id.as_deref())
             .collect();
-        let mut seen: HashMap<&str, (i64, u64, usize)> = HashMap::new();
+        let mut seen: HashMap<&str, (i64, u64, usize)> = HashMap::default();
         for &xi in &s.exchanges {
             // Without a session, independent clients reuse request ids: compare within one exchange only.
             if s.id.is_none() {

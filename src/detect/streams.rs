@@ -2,7 +2,7 @@
 //! `duplicate_event_id`, `concurrent_stream_connections`, `planned_poll` and `idle_cut`
 //! (the project's wire reference §7, failures #4, #17–#19, #22, and §1.7 on polling).
 
-use std::collections::{HashMap, HashSet};
+use crate::hash::{FastMap as HashMap, FastSet as HashSet};
 
 use super::{flow_id, Finding, Severity};
 use crate::http::{EventRec, Exchange};
@@ -46,7 +46,7 @@ pub(super) fn answered_at(model: &Model, exchanges: &[Exchange]) -> Vec<Option<u
             if reqs.is_empty() {
                 return Some(0);
             }
-            let mut answered: HashSet<&str> = HashSet::new();
+            let mut answered: HashSet<&str> = HashSet::default();
             for (k, &xi) in stream.connections.iter().enumerate() {
                 answered.extend(answer_ids(&exchanges[xi]));
                 if reqs.iter().all(|r| answered.contains(r)) {
@@ -103,7 +103,7 @@ pub(super) fn duplicate_event_ids(model: &Model, exchanges: &[Exchange], out: &m
     for (sti, st) in model.streams.iter().enumerate() {
         for &xi in &st.connections {
             let e = &exchanges[xi];
-            let mut seen: HashMap<(&str, u64), &EventRec> = HashMap::new();
+            let mut seen: HashMap<(&str, u64), &EventRec> = HashMap::default();
             let mut dups: Vec<(&EventRec, &EventRec)> = Vec::new();
             for ev in e
                 .events
@@ -170,7 +170,7 @@ pub(super) fn concurrent_connections(
     // Groups of connections that must not overlap: each logical stream, and per session all
     // standalone GET streams together.
     let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
-    let mut standalone: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut standalone: HashMap<usize, Vec<usize>> = HashMap::default();
     for st in &model.streams {
         let s = &model.sessions[st.session];
         if s.id.is_none() || !s.era.stateful() {

@@ -13,7 +13,7 @@
 //! a backend-identifying response header (`X-Backend`, `X-Served-By`, `X-Upstream`, or the
 //! names given).
 
-use std::collections::HashMap;
+use crate::hash::FastMap as HashMap;
 
 use crate::http::Exchange;
 
@@ -143,7 +143,7 @@ pub fn link(exchanges: &[Exchange], backend_headers: &[String]) -> Hops {
         backend_hops: vec![Vec::new(); n],
         backend: vec![None; n],
     };
-    let mut groups: HashMap<_, Vec<usize>> = HashMap::new();
+    let mut groups: HashMap<_, Vec<usize>> = HashMap::default();
     for (i, e) in exchanges.iter().enumerate() {
         if let Some(k) = key(e) {
             groups.entry(k).or_default().push(i);
@@ -199,7 +199,7 @@ pub fn link(exchanges: &[Exchange], backend_headers: &[String]) -> Hops {
     }
     // Where copies of one connection differ in capture gaps, the most complete one speaks: chosen
     // once per group, every other copy points at it.
-    let mut copies: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut copies: HashMap<usize, Vec<usize>> = HashMap::default();
     for b in 0..n {
         if let Some(a) = hops.primary[b] {
             if same_connection(&exchanges[a], &exchanges[b]) {

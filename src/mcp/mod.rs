@@ -13,7 +13,7 @@
 pub mod hops;
 pub mod ids;
 
-use std::collections::HashMap;
+use crate::hash::FastMap as HashMap;
 
 use crate::http::Exchange;
 pub use ids::{IdFormat, ParsedId};
@@ -249,12 +249,13 @@ impl Model {
             hops,
             ..Default::default()
         };
-        let mut by_id: HashMap<Option<String>, usize> = HashMap::new();
+        let mut by_id: HashMap<Option<String>, usize> = HashMap::default();
         // Per session: event id → deliveries.
         // Without a session, the cursor index is per client address: unrelated stateless
         // clients reuse the same ids.
         // Ids are borrowed from the exchanges, not copied.
-        let mut delivered: HashMap<(usize, Option<std::net::IpAddr>), IdIndex<'_>> = HashMap::new();
+        let mut delivered: HashMap<(usize, Option<std::net::IpAddr>), IdIndex<'_>> =
+            HashMap::default();
         for (xi, e) in exchanges.iter().enumerate() {
             if m.hops.primary.get(xi).is_some_and(Option::is_some) {
                 continue;

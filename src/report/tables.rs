@@ -427,7 +427,7 @@ pub fn exchanges(a: &Analysis, ex: &[Exchange]) -> Table {
             // Distinct methods in order of first appearance: a long stream repeats its
             // notifications thousands of times (the events table has them one by one).
             col!("jsonrpc_methods", Str, r, |(_, e)| {
-                let mut seen = std::collections::HashSet::new();
+                let mut seen = crate::hash::FastSet::default();
                 join(
                     msgs(e)
                         .filter_map(|m| m.method.as_deref())
