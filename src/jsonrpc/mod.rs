@@ -5,6 +5,8 @@
 
 use serde_json::Value;
 
+mod fast;
+
 /// The kind of one JSON-RPC message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -67,6 +69,15 @@ pub struct Message {
 /// `app_seq` are JSON pointers to application sequence numbers.
 /// Returns `Err` with the serde_json message when the text is not JSON.
 pub fn parse(text: &[u8], app_seq: &[String]) -> Result<Vec<Message>, String> {
+    if let Some(m) = fast::classify_text(text, app_seq) {
+        return Ok(vec![m]);
+    }
+    parse_value(text, app_seq)
+}
+
+/// [`parse`] through a `serde_json::Value` tree: the general path, and the reference the fast
+/// path is tested against.
+pub fn parse_value(text: &[u8], app_seq: &[String]) -> Result<Vec<Message>, String> {
     let v: Value = serde_json::from_slice(text).map_err(|e| e.to_string())?;
     Ok(match v {
         Value::Array(items) => items.iter().map(|m| classify(m, app_seq)).collect(),
