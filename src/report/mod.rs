@@ -26,11 +26,67 @@ use std::path::Path;
 
 use polars::prelude::*;
 
+/// A text column in one buffer (Arrow style: values end to end, with their end offsets), so
+/// that large tables are built without an allocation per cell.
+#[derive(Debug, Clone, Default)]
+pub struct Text {
+    buf: String,
+    /// End offset in `buf` of each value, and whether it is present.
+    cells: Vec<(usize, bool)>,
+}
+
+impl Text {
+    /// An empty column with room for `rows` values.
+    pub fn with_capacity(rows: usize) -> Text {
+        Text {
+            buf: String::new(),
+            cells: Vec::with_capacity(rows),
+        }
+    }
+    /// Append a value (`None`: missing).
+    pub fn push(&mut self, v: Option<&str>) {
+        if let Some(v) = v {
+            self.buf.push_str(v);
+        }
+        self.cells.push((self.buf.len(), v.is_some()));
+    }
+    /// Append a value written by `f` into the buffer; `f` returns whether there is a value
+    /// (what it wrote is dropped when it returns false).
+    pub fn push_with(&mut self, f: impl FnOnce(&mut String) -> bool) {
+        let start = self.buf.len();
+        let present = f(&mut self.buf);
+        if !present {
+            self.buf.truncate(start);
+        }
+        self.cells.push((self.buf.len(), present));
+    }
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        self.cells.len()
+    }
+    /// Whether there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.cells.is_empty()
+    }
+    /// The `i`-th value (`None` when missing or out of range).
+    pub fn get(&self, i: usize) -> Option<&str> {
+        let &(end, present) = self.cells.get(i)?;
+        let start = i.checked_sub(1).map_or(0, |p| self.cells[p].0);
+        present.then(|| self.buf.get(start..end)).flatten()
+    }
+    /// The values in order.
+    pub fn iter(&self) -> impl Iterator<Item = Option<&str>> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+}
+
 /// Values of one column.
 #[derive(Debug, Clone)]
 pub enum Values {
     /// Text.
     Str(Vec<Option<String>>),
+    /// Text in one buffer (for the largest tables).
+    Text(Text),
     /// Signed integers.
     I64(Vec<Option<i64>>),
     /// Unsigned integers.
@@ -59,6 +115,7 @@ impl Table {
             .first()
             .map(|(_, v)| match v {
                 Values::Str(x) => x.len(),
+                Values::Text(x) => x.len(),
                 Values::I64(x) | Values::Ts(x) => x.len(),
                 Values::U64(x) => x.len(),
                 Values::F64(x) => x.len(),
@@ -74,6 +131,7 @@ impl Table {
             let name: PlSmallStr = (*name).into();
             let s = match v {
                 Values::Str(x) => Series::new(name, x),
+                Values::Text(x) => StringChunked::from_iter_options(name, x.iter()).into_series(),
                 Values::I64(x) => Series::new(name, x),
                 Values::U64(x) => Series::new(name, x),
                 Values::F64(x) => Series::new(name, x),
@@ -95,6 +153,7 @@ impl Table {
             for (name, v) in &self.columns {
                 let val = match v {
                     Values::Str(x) => x[i].clone().map(serde_json::Value::String),
+                    Values::Text(x) => x.get(i).map(|v| serde_json::Value::String(v.to_string())),
                     Values::I64(x) => x[i].map(Into::into),
                     Values::U64(x) => x[i].map(Into::into),
                     Values::F64(x) => x[i]

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::{Table, Values};
+use super::{Table, Text, Values};
 use crate::anomaly::Anomalies;
 use crate::detect::{Analysis, Severity};
 use crate::http::Exchange;
@@ -297,24 +297,48 @@ fn events_table(
     labels: &[String],
     evs: &[(usize, &crate::http::EventRec)],
 ) -> Table {
+    use std::fmt::Write as _;
     let m = &a.model;
-    // Columns are made straight from the events (no row copies: this is the largest table).
-    let joined = |ev: &crate::http::EventRec,
-                  f: &dyn Fn(&crate::jsonrpc::Message) -> Option<String>| {
-        join(ev.messages.iter().filter_map(f))
+    // Columns are made straight from the events; text goes into one buffer per column (no
+    // allocation per cell: this is the largest table).
+    let text = |f: &dyn Fn(&(usize, &crate::http::EventRec), &mut String) -> bool| {
+        let mut t = Text::with_capacity(evs.len());
+        for e in evs {
+            t.push_with(|buf| f(e, buf));
+        }
+        Values::Text(t)
     };
+    // The messages' values of `f`, comma-separated; false when there are none.
+    let joined = |ev: &crate::http::EventRec,
+                  buf: &mut String,
+                  f: &dyn Fn(&crate::jsonrpc::Message) -> Option<&str>| {
+        let mut any = false;
+        for v in ev.messages.iter().filter_map(f) {
+            if any {
+                buf.push(',');
+            }
+            buf.push_str(v);
+            any = true;
+        }
+        any
+    };
+    let put = |buf: &mut String, v: Option<&str>| v.map(|v| buf.push_str(v)).is_some();
     Table {
         name: "events",
         columns: vec![
             col!("ts", Ts, evs, |(_, ev)| Some(ev.sse.ts)),
-            col!("session_id", Str, evs, |(xi, _)| Some(
-                labels[m.exchange_session[*xi]].clone()
-            )),
-            col!("stream_id", Str, evs, |(xi, _)| m.exchange_stream[*xi]
-                .map(|s| format!("S{s}"))),
-            col!("flow_id", Str, evs, |(xi, _)| Some(
-                FlowId(ex[*xi].flow_index).to_string()
-            )),
+            (
+                "session_id",
+                text(&|(xi, _), b| put(b, labels.get(m.exchange_session[*xi]).map(String::as_str))),
+            ),
+            (
+                "stream_id",
+                text(&|(xi, _), b| m.exchange_stream[*xi].map(|s| write!(b, "S{s}")).is_some()),
+            ),
+            (
+                "flow_id",
+                text(&|(xi, _), b| write!(b, "{}", FlowId(ex[*xi].flow_index)).is_ok()),
+            ),
             col!("trans_depth", U64, evs, |(xi, _)| Some(
                 ex[*xi].trans_depth as u64
             )),
@@ -322,30 +346,44 @@ fn events_table(
             col!("frame_last", U64, evs, |(_, ev)| Some(ev.sse.frame_last)),
             col!("offset", U64, evs, |(_, ev)| Some(ev.sse.offset)),
             col!("has_own_id", Bool, evs, |(_, ev)| Some(ev.sse.has_own_id)),
-            col!("event_id", Str, evs, |(_, ev)| ev.sse.id.clone()),
-            col!("event_type", Str, evs, |(_, ev)| ev.sse.event_type.clone()),
+            ("event_id", text(&|(_, ev), b| put(b, ev.sse.id.as_deref()))),
+            (
+                "event_type",
+                text(&|(_, ev), b| put(b, ev.sse.event_type.as_deref())),
+            ),
             col!("data_len", U64, evs, |(_, ev)| Some(ev.data_len as u64)),
             col!("retry", U64, evs, |(_, ev)| ev.sse.retry),
             col!("priming", Bool, evs, |(_, ev)| Some(ev.priming)),
             col!("truncated", Bool, evs, |(_, ev)| Some(ev.sse.truncated)),
-            col!("jsonrpc_kinds", Str, evs, |(_, ev)| joined(ev, &|m| Some(
-                m.kind.as_str().to_string()
-            ))),
-            col!("jsonrpc_methods", Str, evs, |(_, ev)| joined(ev, &|m| m
-                .method
-                .clone())),
-            col!("jsonrpc_ids", Str, evs, |(_, ev)| joined(ev, &|m| m
-                .id
-                .clone())),
-            col!("progress_token", Str, evs, |(_, ev)| ev
-                .messages
-                .iter()
-                .find_map(|m| m.progress_token.clone())),
+            (
+                "jsonrpc_kinds",
+                text(&|(_, ev), b| joined(ev, b, &|m| Some(m.kind.as_str()))),
+            ),
+            (
+                "jsonrpc_methods",
+                text(&|(_, ev), b| joined(ev, b, &|m| m.method.as_deref())),
+            ),
+            (
+                "jsonrpc_ids",
+                text(&|(_, ev), b| joined(ev, b, &|m| m.id.as_deref())),
+            ),
+            (
+                "progress_token",
+                text(&|(_, ev), b| {
+                    put(
+                        b,
+                        ev.messages.iter().find_map(|m| m.progress_token.as_deref()),
+                    )
+                }),
+            ),
             col!("progress", F64, evs, |(_, ev)| ev
                 .messages
                 .iter()
                 .find_map(|m| m.progress)),
-            col!("parse_error", Str, evs, |(_, ev)| ev.parse_error.clone()),
+            (
+                "parse_error",
+                text(&|(_, ev), b| put(b, ev.parse_error.as_deref())),
+            ),
         ],
     }
 }
