@@ -36,6 +36,10 @@ pub mod synth;
 pub mod tcp;
 pub mod vantage;
 
+/// Short text kept inline (up to 24 bytes) instead of in its own allocation: event ids and types,
+/// JSON-RPC methods, ids and progress tokens, kept for every event of a capture.
+pub type Short = compact_str::CompactString;
+
 use anomaly::{Anomalies, Anomaly};
 use capture::Frame;
 use decode::Decoded;

@@ -13,7 +13,7 @@ use std::thread::JoinHandle;
 
 use crate::anomaly::Anomaly;
 use crate::decode::Segment;
-use crate::http::{Exchange, HttpLayer, HttpOptions};
+use crate::http::{HttpLayer, HttpOptions};
 use crate::tcp::{Flow, FlowTable, ReassemblyLimits};
 
 /// A decoded segment with its bytes, on its way to a worker.
@@ -142,7 +142,13 @@ impl Shards {
             let opts = http.clone();
             let back = back.clone();
             senders.push(tx);
-            handles.push(std::thread::spawn(move || worker(rx, back, limits, opts)));
+            let spawned = std::thread::Builder::new()
+                .name(format!("mcpcap-shard-{}", handles.len()))
+                .spawn(move || worker(rx, back, limits, opts));
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => panic!("cannot start a worker thread: {e}"),
+            }
         }
         Shards {
             batches: (0..n).map(|_| Batch::new()).collect(),
@@ -240,7 +246,9 @@ impl Shards {
                 .or_else(|| id.clone())
         };
         let mut merged: Vec<(usize, Flow)> = Vec::new();
-        let mut exchanges: Vec<Exchange> = Vec::new();
+        // Exchanges are the bulk of a run's memory: moved once, into a vector of the right size.
+        http.exchanges
+            .reserve_exact(done.iter().map(|d| d.http.exchanges.len()).sum());
         let mut anomalies: Vec<Anomaly> = Vec::new();
         for (w, d) in done.into_iter().enumerate() {
             for (i, mut f) in d.flows.flows.into_iter().enumerate() {
@@ -252,7 +260,7 @@ impl Shards {
             }
             for mut e in d.http.exchanges {
                 e.flow_index = remap(w, e.flow_index);
-                exchanges.push(e);
+                http.exchanges.push(e);
             }
             for set in [d.flows.anomalies, d.http.anomalies] {
                 for (code, n) in set.counts {
@@ -267,7 +275,6 @@ impl Shards {
         merged.sort_by_key(|(i, _)| *i);
         let n = merged.len();
         flows.flows.extend(merged.into_iter().map(|(_, f)| f));
-        http.exchanges.extend(exchanges);
         anomalies.sort_by(|a, b| (a.frame, &a.flow_id, a.code).cmp(&(b.frame, &b.flow_id, b.code)));
         for a in anomalies {
             if http.anomalies.rows.len() < crate::anomaly::MAX_KEPT {

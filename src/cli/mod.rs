@@ -373,7 +373,12 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             ex.iter_mut().for_each(|e| e.shift_time(-o));
         }
     }
-    let mut exchanges: Vec<mcpcap::http::Exchange> = per_vantage.into_iter().flatten().collect();
+    // One vantage point's exchanges are already in order; several are merged (one copy).
+    let mut exchanges: Vec<mcpcap::http::Exchange> = if per_vantage.len() == 1 {
+        per_vantage.pop().unwrap_or_default()
+    } else {
+        per_vantage.into_iter().flatten().collect()
+    };
     exchanges.sort_by_key(|e| (e.ts(), e.flow_index, e.trans_depth));
     let capture_end = vantages
         .iter()

@@ -167,7 +167,7 @@ pub(super) fn dead_sessions(model: &Model, exchanges: &[Exchange], out: &mut Vec
                 .req_messages
                 .iter()
                 .find(|m| m.method.as_deref() == Some("initialize"))
-                .and_then(|m| m.id.clone());
+                .and_then(|m| m.id.as_deref().map(str::to_string));
             f.expected = Some(format!("a new session replacing {sid}"));
             f.observed = Some(new.label());
             out.push(f);
@@ -203,7 +203,7 @@ pub(super) fn resumes_without_cursor(
                 closed_at[si] = closed_at[si].min(e.ts());
             }
             for m in &e.req_messages {
-                if let Some(c) = m.cancels.as_deref() {
+                if let Some(c) = m.cancels() {
                     let t = cancelled.entry((si, c)).or_insert(e.ts());
                     *t = (*t).min(e.ts());
                 }

@@ -121,7 +121,7 @@ fn check_pair(model: &Model, exchanges: &[Exchange], a: usize, b: usize, out: &m
         .req_messages
         .iter()
         .find(|m| m.kind == crate::jsonrpc::Kind::Request)
-        .and_then(|m| m.id.clone());
+        .and_then(|m| m.id.as_deref().map(str::to_string));
     f.expected = Some("events forwarded as the server sends them".into());
     f.observed = Some(format!(
         "{} events in one burst, up to {} ms late",
@@ -265,7 +265,7 @@ pub(super) fn lost_in_transit(model: &Model, exchanges: &[Exchange], out: &mut V
             .req_messages
             .iter()
             .find(|m| m.kind == crate::jsonrpc::Kind::Request)
-            .and_then(|m| m.id.clone());
+            .and_then(|m| m.id.as_deref().map(str::to_string));
         f.expected = Some("every event the backend sent reaches the client".into());
         f.observed = Some(format!("{} event(s) lost between hops", lost.len()));
         out.push(f);

@@ -14,7 +14,7 @@
 use crate::hash::{FastMap as HashMap, FastSet as HashSet};
 
 use crate::http::{EventRec, Exchange};
-use crate::jsonrpc::Kind;
+use crate::jsonrpc::{Kind, Short};
 use crate::mcp::ids::{self, IdFormat};
 use crate::mcp::{Model, StreamKind};
 
@@ -40,7 +40,7 @@ pub(super) struct ReplayIndex {
     own: HashMap<(usize, u64), Vec<Seen>>,
     /// data hash → the first delivery in each of at most [`MAX_SESSIONS_PER_HASH`] sessions.
     first_by_session: HashMap<u64, Vec<Seen>>,
-    request_stream: HashMap<(usize, String), Vec<usize>>,
+    request_stream: HashMap<(usize, Short), Vec<usize>>,
 }
 
 /// Deliveries kept per (session, data): enough to find one on another stream.
@@ -92,7 +92,12 @@ impl ReplayIndex {
                         stream: sti,
                         ts: ev.sse.ts,
                         frame: ev.sse.frame_first,
-                        id: ev.sse.id.clone().filter(|_| ev.sse.has_own_id),
+                        id: ev
+                            .sse
+                            .id
+                            .as_deref()
+                            .map(str::to_string)
+                            .filter(|_| ev.sse.has_own_id),
                     };
                     if sessions.contains(&st.session) {
                         let v = idx.own.entry((st.session, ev.data_hash)).or_default();

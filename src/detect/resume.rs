@@ -8,7 +8,7 @@ use crate::hash::{FastMap as HashMap, FastSet as HashSet};
 use super::replay::ReplayIndex;
 use super::{flow_id, Finding, ResumptionResult, Severity, Verdict};
 use crate::http::{EventRec, Exchange};
-use crate::jsonrpc::Kind;
+use crate::jsonrpc::{Kind, Short};
 use crate::mcp::ids::{self, IdFormat};
 use crate::mcp::{Model, Resumption, StreamKind};
 
@@ -39,7 +39,7 @@ impl Ctx<'_> {
                 .unwrap_or_else(|| self.e.frame()),
             last_event_id: Some(self.leid.to_string()),
             event_id: at
-                .and_then(|ev| ev.sse.id.clone())
+                .and_then(|ev| ev.sse.id.as_deref().map(str::to_string))
                 .filter(|_| at.is_some_and(|ev| ev.sse.has_own_id)),
             request_id: None,
             expected: None,
@@ -216,7 +216,7 @@ pub(super) fn check(
         .iter()
         .copied()
         .find(|ev| ev.sse.has_own_id && !ev.priming && !resent_cursor(ev) && !foreign(ev));
-    let first_id = first.and_then(|ev| ev.sse.id.clone());
+    let first_id = first.and_then(|ev| ev.sse.id.as_deref().map(str::to_string));
     let mut forked = false;
     let mut gap = false;
     let mut id_gapped = false;
@@ -371,7 +371,7 @@ pub(super) fn check(
     // duplicate_delivery on the stream: ids or progress payloads the client already had — up to
     // L: events the capture shows on the wire after L never reached the client's handler, and a
     // replay that re-sends them is correct.
-    let progress_before: HashSet<(String, u64)> = upto
+    let progress_before: HashSet<(Short, u64)> = upto
         .iter()
         .flat_map(|(_, _, ev)| ev.messages.iter())
         .filter_map(|m| Some((m.progress_token.clone()?, m.progress?.to_bits())))
@@ -423,7 +423,7 @@ pub(super) fn check(
     // app_seq_desync: transport claims continuity, the application's counter does not —
     // at the boundary (the first value after L), or inside the resumed connection (a value
     // skipped where a replay hands over to live events, as the Python SDK's race does).
-    let mut desynced_tokens: HashSet<String> = HashSet::default();
+    let mut desynced_tokens: HashSet<Short> = HashSet::default();
     let mut boundary_desync = false;
     if continuity_claimed && !forked {
         let mut series: Vec<(SeqKey, Vec<(f64, &EventRec)>)> = Vec::new();
@@ -498,7 +498,7 @@ pub(super) fn check(
                     break;
                 }
                 let id = if ev.sse.has_own_id {
-                    ev.sse.id.clone().unwrap_or_default()
+                    ev.sse.id.as_deref().map(str::to_string).unwrap_or_default()
                 } else {
                     prev.2.clone()
                 };
@@ -523,7 +523,7 @@ pub(super) fn check(
             .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
         {
             let Some(rid) = &m.id else { continue };
-            let Some(token) = session_requests.get(rid) else {
+            let Some(token) = session_requests.get(rid.as_str()) else {
                 continue;
             };
             let progress_before: Vec<(f64, Option<f64>)> = upto
@@ -547,13 +547,13 @@ pub(super) fn check(
                 .collect();
             let reached = progress_after.iter().copied().fold(f64::NAN, f64::max);
             let incomplete = progress_after.is_empty()
-                || desynced_tokens.contains(token)
+                || desynced_tokens.contains(token.as_str())
                 || total.is_some_and(|t| reached.is_nan() || reached < t);
             if incomplete {
                 let mut f = ctx.finding("suspect_terminal", Severity::Error, Some(ev), format!(
                     "The final response to request {} arrived on the resumed stream right after Last-Event-ID {} (event {}, frame {}) while its progress stood at {}{} with {} progress notification(s) in between: a terminal event not attributable to the original stream.",
                     rid, r.last_event_id, ev.sse.id.as_deref().unwrap_or("-"), ev.sse.frame_first, fmt_num(last), total.map(|t| format!(" of {}", fmt_num(t))).unwrap_or_default(), progress_after.len()));
-                f.request_id = Some(rid.clone());
+                f.request_id = Some(rid.to_string());
                 f.expected = Some(format!("progress continuing from {}", fmt_num(last)));
                 f.observed = Some(format!(
                     "response after {} progress notification(s)",
@@ -601,8 +601,8 @@ pub(super) fn check(
 /// An application sequence: progress per token, or a `--app-seq` pointer per method.
 #[derive(Debug, Clone, PartialEq)]
 enum SeqKey {
-    Progress(String),
-    App(usize, String),
+    Progress(Short),
+    App(usize, Short),
 }
 
 impl SeqKey {
@@ -612,7 +612,7 @@ impl SeqKey {
             SeqKey::App(i, m) => format!(
                 "{} of {}",
                 app_seq.get(*i).map(String::as_str).unwrap_or("?"),
-                if m.is_empty() { "message" } else { m }
+                if m.is_empty() { "message" } else { m.as_str() }
             ),
         }
     }
@@ -627,7 +627,7 @@ fn seq_values(ev: &EventRec) -> impl Iterator<Item = (SeqKey, f64)> + '_ {
         };
         let method = m.method.clone().unwrap_or_default();
         progress.into_iter().chain(
-            m.app_seq
+            m.app_seq()
                 .iter()
                 .map(move |&(i, v)| (SeqKey::App(i, method.clone()), v)),
         )
@@ -675,10 +675,10 @@ pub(super) fn requests_of_session(
         {
             if let Some(id) = &m.id {
                 out.insert(
-                    id.clone(),
-                    m.request_progress_token
-                        .clone()
-                        .unwrap_or_else(|| id.clone()),
+                    id.to_string(),
+                    m.request_progress_token()
+                        .unwrap_or(id.as_str())
+                        .to_string(),
                 );
             }
         }

@@ -20,7 +20,9 @@ fn resent(s: &Session, exchanges: &[Exchange], e: &Exchange, m: &Message) -> boo
             && later.client == e.client
             && later.method() == "POST"
             && later.req_messages.iter().any(|n| {
-                n.kind == Kind::Request && n.params_hash == m.params_hash && n.method == m.method
+                n.kind == Kind::Request
+                    && n.params_hash() == m.params_hash()
+                    && n.method == m.method
             })
     })
 }

@@ -77,7 +77,7 @@ pub(super) fn stream_request_id(
         .req_messages
         .iter()
         .find(|m| m.kind == Kind::Request)
-        .and_then(|m| m.id.clone())
+        .and_then(|m| m.id.as_deref().map(str::to_string))
 }
 
 /// How long, in µs, an empty answer lasts at most: rmcp closes it at once.
@@ -333,7 +333,7 @@ pub(super) fn planned_polls(model: &Model, exchanges: &[Exchange], out: &mut Vec
                 .events
                 .iter()
                 .find(|ev| ev.sse.has_own_id && !ev.priming && !ev.sse.truncated)
-                .and_then(|ev| ev.sse.id.clone());
+                .and_then(|ev| ev.sse.id.as_deref().map(str::to_string));
             f.request_id = stream_request_id(model, exchanges, si);
             f.expected = Some(format!(
                 "a GET with Last-Event-ID {l} about {retry} ms later"

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::{Kind, Message};
+use super::{Kind, Message, Rare, Short};
 
 /// The raw values of `N` keys of a JSON object (last occurrence wins, as in `serde_json::Value`).
 struct Pick<'k, const N: usize>(&'k [&'k str; N]);
@@ -189,16 +189,20 @@ pub(super) fn classify_text(text: &[u8], app_seq: &[String]) -> Option<Message> 
         .map(compact);
     Some(Message {
         kind,
-        method,
-        params_hash: None,
-        cancels,
-        id,
-        progress_token: token.filter(|_| progress_note).map(compact),
+        method: method.map(Short::from),
+        id: id.map(Short::from),
+        progress_token: token
+            .filter(|_| progress_note)
+            .map(|t| Short::from(compact(t))),
         progress: progress.filter(|_| progress_note).and_then(as_f64),
         progress_total: total.filter(|_| progress_note).and_then(as_f64),
-        request_progress_token: None,
-        protocol_version,
-        app_seq: seq,
+        rare: Rare {
+            protocol_version,
+            cancels,
+            app_seq: seq,
+            ..Rare::default()
+        }
+        .boxed(),
     })
 }
 

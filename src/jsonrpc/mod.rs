@@ -35,21 +35,31 @@ impl Kind {
     }
 }
 
-/// One classified message.
+pub use crate::Short;
+
+/// One classified message: the members every message may have inline, the rest in [`Rare`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message {
     /// Request, notification, response, error or invalid.
     pub kind: Kind,
     /// `method`, for requests and notifications.
-    pub method: Option<String>,
+    pub method: Option<Short>,
     /// `id` as compact JSON text (`2`, `"abc"`), so that `2` and `"2"` stay different.
-    pub id: Option<String>,
+    pub id: Option<Short>,
     /// `params.progressToken` of `notifications/progress`, as compact JSON text.
-    pub progress_token: Option<String>,
+    pub progress_token: Option<Short>,
     /// `params.progress` of `notifications/progress` (may be fractional).
     pub progress: Option<f64>,
     /// `params.total` of `notifications/progress`.
     pub progress_total: Option<f64>,
+    /// What few messages carry (requests, `initialize`, cancellations, configured sequence
+    /// fields); `None` when all of it is absent.
+    pub rare: Option<Box<Rare>>,
+}
+
+/// The members of a [`Message`] that few messages have.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Rare {
     /// `params._meta.progressToken` of a request, as compact JSON text.
     pub request_progress_token: Option<String>,
     /// `params.protocolVersion` of `initialize` requests and results, or the 2026-07-28
@@ -63,6 +73,36 @@ pub struct Message {
     pub cancels: Option<String>,
     /// Values of the configured application sequence pointers: (pointer index, value).
     pub app_seq: Vec<(usize, f64)>,
+}
+
+impl Rare {
+    /// `Some` unless every member is absent.
+    pub fn boxed(self) -> Option<Box<Rare>> {
+        (self != Rare::default()).then(|| Box::new(self))
+    }
+}
+
+impl Message {
+    /// [`Rare::request_progress_token`].
+    pub fn request_progress_token(&self) -> Option<&str> {
+        self.rare.as_ref()?.request_progress_token.as_deref()
+    }
+    /// [`Rare::protocol_version`].
+    pub fn protocol_version(&self) -> Option<&str> {
+        self.rare.as_ref()?.protocol_version.as_deref()
+    }
+    /// [`Rare::params_hash`].
+    pub fn params_hash(&self) -> Option<u64> {
+        self.rare.as_ref()?.params_hash
+    }
+    /// [`Rare::cancels`].
+    pub fn cancels(&self) -> Option<&str> {
+        self.rare.as_ref()?.cancels.as_deref()
+    }
+    /// [`Rare::app_seq`].
+    pub fn app_seq(&self) -> &[(usize, f64)] {
+        self.rare.as_ref().map_or(&[], |r| &r.app_seq)
+    }
 }
 
 /// Parse a body or SSE `data` into messages; a JSON array (batch, MCP 2025-03-26) is split.
@@ -149,16 +189,19 @@ pub fn classify(v: &Value, app_seq: &[String]) -> Message {
     };
     Message {
         kind,
-        method,
-        params_hash,
-        cancels,
-        id,
-        progress_token,
+        method: method.map(Short::from),
+        id: id.map(Short::from),
+        progress_token: progress_token.map(Short::from),
         progress,
         progress_total,
-        request_progress_token,
-        protocol_version,
-        app_seq,
+        rare: Rare {
+            request_progress_token,
+            protocol_version,
+            params_hash,
+            cancels,
+            app_seq,
+        }
+        .boxed(),
     }
 }
 
@@ -181,7 +224,7 @@ mod tests {
                 Kind::Invalid
             ]
         );
-        assert_eq!(ms[0].request_progress_token.as_deref(), Some("2"));
+        assert_eq!(ms[0].request_progress_token(), Some("2"));
         assert_eq!(ms[1].progress, Some(1.5));
         assert_eq!(ms[1].progress_total, Some(20.0));
         assert_eq!(ms[2].id.as_deref(), Some("\"a\""));
@@ -196,6 +239,6 @@ mod tests {
             &["/params/app_seq".to_string()],
         )
         .unwrap();
-        assert_eq!(ms[0].app_seq, vec![(0, 17.0)]);
+        assert_eq!(ms[0].app_seq(), [(0, 17.0)]);
     }
 }

@@ -122,12 +122,12 @@ fn same_answer(a: &Exchange, b: &Exchange) -> bool {
             return false;
         }
     }
-    let msgs = |e: &Exchange| -> Vec<(Option<String>, Option<String>)> {
+    fn msgs(e: &Exchange) -> Vec<(Option<&str>, Option<&str>)> {
         e.resp_messages
             .iter()
-            .map(|m| (m.id.clone(), m.method.clone()))
+            .map(|m| (m.id.as_deref(), m.method.as_deref()))
             .collect()
-    };
+    }
     if !a.resp_messages.is_empty() && !b.resp_messages.is_empty() && msgs(a) != msgs(b) {
         return false;
     }

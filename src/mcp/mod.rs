@@ -119,7 +119,7 @@ pub fn exchange_era(e: &Exchange) -> Era {
                 .iter()
                 .chain(e.events.iter().flat_map(|ev| ev.messages.iter()))
                 .chain(e.req_messages.iter())
-                .find_map(|m| m.protocol_version.clone())
+                .find_map(|m| m.protocol_version().map(str::to_string))
         });
     match declared.as_deref().map(Era::of_version) {
         Some(era) if era != Era::Unknown => era,
@@ -279,7 +279,7 @@ impl Model {
                     .resp_messages
                     .iter()
                     .chain(e.events.iter().flat_map(|ev| ev.messages.iter()))
-                    .find_map(|msg| msg.protocol_version.clone())
+                    .find_map(|msg| msg.protocol_version().map(str::to_string))
                     .or_else(|| e.req_header("mcp-protocol-version").map(str::to_string));
             }
             if s.era == Era::Unknown {

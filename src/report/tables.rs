@@ -163,7 +163,7 @@ pub fn streams(a: &Analysis, ex: &[Exchange]) -> Table {
                 o.req_messages
                     .iter()
                     .filter(|m| m.kind == Kind::Request)
-                    .filter_map(|m| m.id.clone()),
+                    .filter_map(|m| m.id.as_deref().map(str::to_string)),
             );
             (
                 format!("S{i}"),
@@ -476,7 +476,7 @@ pub fn exchanges(a: &Analysis, ex: &[Exchange]) -> Table {
             col!("jsonrpc_ids", Str, r, |(_, e)| join(
                 msgs(e)
                     .filter(|m| m.kind != Kind::Notification)
-                    .filter_map(|m| m.id.clone())
+                    .filter_map(|m| m.id.as_deref().map(str::to_string))
             )),
             col!("sse_events", U64, r, |(_, e)| Some(e.events.len() as u64)),
             col!("sse_comments", U64, r, |(_, e)| Some(e.sse_comments)),

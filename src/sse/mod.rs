@@ -43,9 +43,9 @@ pub struct SseEvent {
     /// Whether the block had its own `id:` line.
     pub has_own_id: bool,
     /// The last-event-id buffer after this block (WHATWG: it persists across events).
-    pub id: Option<String>,
+    pub id: Option<crate::Short>,
     /// The `event:` type, if any.
-    pub event_type: Option<String>,
+    pub event_type: Option<crate::Short>,
     /// The `data` buffer, lines joined with LF, final LF removed.
     pub data: String,
     /// The `retry:` value in milliseconds, if a valid one was present.
@@ -76,7 +76,7 @@ pub struct SseParser {
     cur_started: bool,
     data: Vec<u8>,
     too_large: bool,
-    last_event_id: Option<String>,
+    last_event_id: Option<crate::Short>,
     /// Comment lines seen.
     pub comments: u64,
 }
@@ -282,12 +282,13 @@ impl SseParser {
                 self.data.extend_from_slice(value);
                 self.data.push(b'\n');
             }
-            b"event" => self.cur.event_type = Some(String::from_utf8_lossy(value).into_owned()),
+            b"event" => {
+                self.cur.event_type = Some(crate::Short::from(String::from_utf8_lossy(value)))
+            }
             b"id" => {
                 if memchr::memchr(0, value).is_none() {
                     self.cur.has_own_id = true;
-                    let v = String::from_utf8_lossy(value).into_owned();
-                    self.last_event_id = Some(v);
+                    self.last_event_id = Some(crate::Short::from(String::from_utf8_lossy(value)));
                 } else {
                     anomalies(Anomaly::new(
                         "sse.id_with_nul",
