@@ -90,10 +90,10 @@ fn csv_parquet_ndjson_agree() {
     let _ = std::fs::remove_dir_all(&base);
 }
 
-/// The events table written in pieces (as the CLI does, to bound memory) equals the table written
-/// whole, in CSV and Parquet: one header, every row once, in order.
+/// The events and exchanges tables written in pieces (as the CLI does, to bound memory) equal
+/// the tables written whole, in CSV and Parquet: one header, every row once, in order.
 #[test]
-fn events_in_pieces_equal_events_whole() {
+fn tables_in_pieces_equal_tables_whole() {
     use mcpcap::report::{tables, write_chunks, write_files, Format};
     let bytes = std::fs::read(
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp/fork_restart_client.pcap"),
@@ -104,49 +104,68 @@ fn events_in_pieces_equal_events_whole() {
     mcpcap::capture::read_capture(&bytes[..], 1, &mut anomalies, |f| a.frame(&f)).unwrap();
     let ex = a.finish();
     let analysis = mcpcap::analyze_exchanges(&ex, &[], a.counters.ts_last);
-    let whole = tables::events(&analysis, &ex);
-    assert!(whole.height() > 7, "fixture has events");
-    let pieces: Vec<_> = tables::events_chunks(&analysis, &ex, 3).collect();
-    assert_eq!(pieces.len(), whole.height().div_ceil(3));
     let base = std::env::temp_dir().join(format!("mcpcap-pieces-{}", std::process::id()));
-    for format in [Format::Csv, Format::Parquet] {
-        let (one, many) = (base.join("one"), base.join("many"));
-        write_files(std::slice::from_ref(&whole), &one, format).unwrap();
-        write_chunks("events", pieces.clone(), &many, format).unwrap();
-        let ext = if format == Format::Csv {
-            "csv"
+    for name in ["events", "exchanges"] {
+        let (whole, pieces): (_, Vec<_>) = if name == "events" {
+            (
+                tables::events(&analysis, &ex),
+                tables::events_chunks(&analysis, &ex, 3).collect(),
+            )
         } else {
-            "parquet"
+            (
+                tables::exchanges(&analysis, &ex),
+                tables::exchanges_chunks(&analysis, &ex, 3).collect(),
+            )
         };
-        let read = |dir: &PathBuf| {
-            let path = dir.join(format!("events.{ext}"));
-            if format == Format::Csv {
-                CsvReadOptions::default()
-                    .with_has_header(true)
-                    .try_into_reader_with_file_path(Some(path))
-                    .unwrap()
-                    .finish()
-                    .unwrap()
+        assert!(whole.height() > 5, "fixture has {name}");
+        assert_eq!(pieces.len(), whole.height().div_ceil(3));
+        for format in [Format::Csv, Format::Parquet] {
+            let (one, many) = (base.join("one"), base.join("many"));
+            write_files(std::slice::from_ref(&whole), &one, format).unwrap();
+            write_chunks(name, pieces.clone(), &many, format).unwrap();
+            let ext = if format == Format::Csv {
+                "csv"
             } else {
-                ParquetReader::new(std::fs::File::open(path).unwrap())
-                    .finish()
-                    .unwrap()
-            }
-        };
-        let (x, y) = (read(&one), read(&many));
-        assert_eq!(x.height(), whole.height());
-        assert!(x.equals_missing(&y), "{ext}: pieces differ from whole");
-        if format == Format::Csv {
-            assert_eq!(
-                std::fs::read(one.join("events.csv")).unwrap(),
-                std::fs::read(many.join("events.csv")).unwrap()
+                "parquet"
+            };
+            let read = |dir: &PathBuf| {
+                let path = dir.join(format!("{name}.{ext}"));
+                if format == Format::Csv {
+                    CsvReadOptions::default()
+                        .with_has_header(true)
+                        .try_into_reader_with_file_path(Some(path))
+                        .unwrap()
+                        .finish()
+                        .unwrap()
+                } else {
+                    ParquetReader::new(std::fs::File::open(path).unwrap())
+                        .finish()
+                        .unwrap()
+                }
+            };
+            let (x, y) = (read(&one), read(&many));
+            assert_eq!(x.height(), whole.height());
+            assert!(
+                x.equals_missing(&y),
+                "{name}.{ext}: pieces differ from whole"
             );
+            if format == Format::Csv {
+                assert_eq!(
+                    std::fs::read(one.join(format!("{name}.csv"))).unwrap(),
+                    std::fs::read(many.join(format!("{name}.csv"))).unwrap()
+                );
+            }
         }
     }
-    // No events: one empty piece, so the file still has its columns.
+    // Nothing: one empty piece, so the file still has its columns.
     let none = mcpcap::analyze_exchanges(&[], &[], None);
-    let pieces: Vec<_> = tables::events_chunks(&none, &[], 3).collect();
-    assert_eq!(pieces.len(), 1);
-    assert_eq!(pieces[0].height(), 0);
+    for pieces in [
+        tables::events_chunks(&none, &[], 3).collect::<Vec<_>>(),
+        tables::exchanges_chunks(&none, &[], 3).collect(),
+    ] {
+        assert_eq!(pieces.len(), 1);
+        assert_eq!(pieces[0].height(), 0);
+        assert!(!pieces[0].columns.is_empty());
+    }
     let _ = std::fs::remove_dir_all(&base);
 }

@@ -194,9 +194,9 @@ pub fn main() -> i32 {
     }
 }
 
-/// Rows of the `events` table built at a time when it is written to files or NDJSON: its memory
-/// is bounded by this, not by the capture.
-const EVENT_ROWS_PER_PIECE: usize = 1 << 14;
+/// Rows of the `events` and `exchanges` tables built at a time when they are written to files
+/// or NDJSON: their memory is bounded by this, not by the capture.
+const ROWS_PER_PIECE: usize = 1 << 14;
 
 fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     for p in &args.app_seq {
@@ -449,7 +449,10 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             let dir = args.out.as_ref().expect("checked above");
             for n in &names {
                 if *n == "events" {
-                    let chunks = tables::events_chunks(&analysis, &exchanges, EVENT_ROWS_PER_PIECE);
+                    let chunks = tables::events_chunks(&analysis, &exchanges, ROWS_PER_PIECE);
+                    report::write_chunks(n, chunks, dir, format)?;
+                } else if *n == "exchanges" {
+                    let chunks = tables::exchanges_chunks(&analysis, &exchanges, ROWS_PER_PIECE);
                     report::write_chunks(n, chunks, dir, format)?;
                 } else {
                     report::write_files(&[build(n)], dir, format)?;
@@ -459,10 +462,11 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         Format::Ndjson => {
             let tables: Box<dyn Iterator<Item = Table>> = match which {
                 "analyze" => Box::new(std::iter::once(findings_t.clone())),
-                "events" => Box::new(tables::events_chunks(
+                "events" => Box::new(tables::events_chunks(&analysis, &exchanges, ROWS_PER_PIECE)),
+                "exchanges" => Box::new(tables::exchanges_chunks(
                     &analysis,
                     &exchanges,
-                    EVENT_ROWS_PER_PIECE,
+                    ROWS_PER_PIECE,
                 )),
                 _ => Box::new(selected().into_iter().take(1)),
             };

@@ -80,6 +80,17 @@ impl Text {
     }
 }
 
+impl<S: AsRef<str>> FromIterator<Option<S>> for Text {
+    fn from_iter<I: IntoIterator<Item = Option<S>>>(iter: I) -> Text {
+        let iter = iter.into_iter();
+        let mut t = Text::with_capacity(iter.size_hint().0);
+        for v in iter {
+            t.push(v.as_ref().map(AsRef::as_ref));
+        }
+        t
+    }
+}
+
 /// Values of one column.
 #[derive(Debug, Clone)]
 pub enum Values {

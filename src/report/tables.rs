@@ -11,6 +11,10 @@ use crate::jsonrpc::Kind;
 use crate::tcp::{Flow, FlowId};
 
 macro_rules! col {
+    // Text goes into one buffer per column: each cell's `String` lives only until it is copied.
+    ($name:expr, Str, $rows:expr, $f:expr) => {
+        ($name, Values::Text($rows.iter().map($f).collect()))
+    };
     ($name:expr, $kind:ident, $rows:expr, $f:expr) => {
         ($name, Values::$kind($rows.iter().map($f).collect()))
     };
@@ -390,8 +394,32 @@ fn events_table(
 
 /// `exchanges`: one row per HTTP request/response (http.log).
 pub fn exchanges(a: &Analysis, ex: &[Exchange]) -> Table {
+    exchanges_rows(a, ex, 0..ex.len())
+}
+
+/// `exchanges` as tables of at most `rows` rows each, in row order (as [`events_chunks`]).
+/// Always at least one table.
+pub fn exchanges_chunks<'a>(
+    a: &'a Analysis,
+    ex: &'a [Exchange],
+    rows: usize,
+) -> impl Iterator<Item = Table> + 'a {
+    let rows = rows.max(1);
+    (0..ex.len().max(1))
+        .step_by(rows)
+        .map(move |i| exchanges_rows(a, ex, i..ex.len().min(i.saturating_add(rows))))
+}
+
+/// The `exchanges` rows of the exchanges `range` (indices into `ex`).
+fn exchanges_rows(a: &Analysis, ex: &[Exchange], range: std::ops::Range<usize>) -> Table {
     let m = &a.model;
-    let r: Vec<(usize, &Exchange)> = ex.iter().enumerate().collect();
+    let r: Vec<(usize, &Exchange)> = ex
+        .get(range.clone())
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .map(|(k, e)| (range.start + k, e))
+        .collect();
     // Every message of the exchange, borrowed: request, JSON response, then SSE events.
     fn msgs(e: &Exchange) -> impl Iterator<Item = &crate::jsonrpc::Message> {
         e.req_messages
