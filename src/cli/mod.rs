@@ -447,17 +447,34 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     match format {
         Format::Csv | Format::Parquet => {
             let dir = args.out.as_ref().expect("checked above");
-            for n in &names {
-                if *n == "events" {
-                    let chunks = tables::events_chunks(&analysis, &exchanges, ROWS_PER_PIECE);
-                    report::write_chunks(n, chunks, dir, format)?;
-                } else if *n == "exchanges" {
-                    let chunks = tables::exchanges_chunks(&analysis, &exchanges, ROWS_PER_PIECE);
-                    report::write_chunks(n, chunks, dir, format)?;
-                } else {
-                    report::write_files(&[build(n)], dir, format)?;
+            let write = |n: &str| -> Result<(), String> {
+                match n {
+                    "events" => {
+                        let chunks = tables::events_chunks(&analysis, &exchanges, ROWS_PER_PIECE);
+                        report::write_chunks(n, chunks, dir, format)
+                    }
+                    "exchanges" => {
+                        let chunks =
+                            tables::exchanges_chunks(&analysis, &exchanges, ROWS_PER_PIECE);
+                        report::write_chunks(n, chunks, dir, format)
+                    }
+                    _ => report::write_files(&[build(n)], dir, format),
                 }
-            }
+            };
+            // With more than one thread, the largest table is written beside the others.
+            let (events, rest): (Vec<&str>, Vec<&str>) =
+                names.iter().partition(|n| threads > 1 && **n == "events");
+            std::thread::scope(|scope| -> Result<(), String> {
+                let side = events.first().map(|n| scope.spawn(move || write(n)));
+                let mut result = rest.iter().try_for_each(|n| write(n));
+                if let Some(h) = side {
+                    let r = h
+                        .join()
+                        .unwrap_or_else(|_| Err("writing the events table failed".into()));
+                    result = result.and(r);
+                }
+                result
+            })?;
         }
         Format::Ndjson => {
             let tables: Box<dyn Iterator<Item = Table>> = match which {

@@ -199,8 +199,9 @@ pub struct Model {
 
 /// Where an event id was delivered: (logical stream, exchange, event index, ts).
 type Delivery = (usize, usize, usize, i64);
-/// Event id (borrowed from the exchanges) → its deliveries.
-type IdIndex<'a> = HashMap<&'a str, Vec<Delivery>>;
+/// Event id (borrowed from the exchanges) → its deliveries (most ids are delivered once: kept
+/// inline, with no allocation per id).
+type IdIndex<'a> = HashMap<&'a str, smallvec::SmallVec<[Delivery; 1]>>;
 
 /// The `Mcp-Session-Id` of an exchange: the request's, else the one its response assigned.
 pub fn session_id_of(e: &Exchange) -> Option<&str> {
