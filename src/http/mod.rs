@@ -888,7 +888,7 @@ fn event_rec(mut ev: SseEvent, app_seq: &[String]) -> EventRec {
     let (messages, parse_error) = if ev.data.trim().is_empty() || ev.truncated {
         (Vec::new(), None)
     } else {
-        match jsonrpc::parse(ev.data.as_bytes(), app_seq) {
+        match jsonrpc::parse_str(&ev.data, app_seq) {
             Ok(m) => (m, None),
             Err(e) => (Vec::new(), Some(e)),
         }

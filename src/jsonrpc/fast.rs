@@ -121,9 +121,12 @@ fn pointer<'a>(v: &'a str, ptr: &str) -> Option<Option<&'a str>> {
 
 /// Classify one JSON text; `None` when the general path must (see the module doc).
 pub(super) fn classify_text(text: &[u8], app_seq: &[String]) -> Option<Message> {
-    let text = std::str::from_utf8(text)
-        .ok()?
-        .trim_matches([' ', '\t', '\n', '\r']);
+    classify_str(std::str::from_utf8(text).ok()?, app_seq)
+}
+
+/// [`classify_text`] on text already known to be UTF-8.
+pub(super) fn classify_str(text: &str, app_seq: &[String]) -> Option<Message> {
+    let text = text.trim_matches([' ', '\t', '\n', '\r']);
     const TOP: [&str; 5] = ["method", "id", "params", "result", "error"];
     let top = pick(text, &TOP)?;
     let [method, id, params, result, error] = top;

@@ -115,6 +115,14 @@ pub fn parse(text: &[u8], app_seq: &[String]) -> Result<Vec<Message>, String> {
     parse_value(text, app_seq)
 }
 
+/// [`parse`] on text already known to be UTF-8 (an SSE `data` buffer): not validated again.
+pub fn parse_str(text: &str, app_seq: &[String]) -> Result<Vec<Message>, String> {
+    if let Some(m) = fast::classify_str(text, app_seq) {
+        return Ok(vec![m]);
+    }
+    parse_value(text.as_bytes(), app_seq)
+}
+
 /// [`parse`] through a `serde_json::Value` tree: the general path, and the reference the fast
 /// path is tested against.
 pub fn parse_value(text: &[u8], app_seq: &[String]) -> Result<Vec<Message>, String> {
