@@ -39,9 +39,10 @@ mod tests {
     }
 }
 
-/// A fast `Hasher` for the per-packet and per-event lookups (flow table, connections): the
-/// FxHash word mix, finalised like [`hash64`]. Keys come from the capture, which cannot be
-/// trusted, so flooding with colliding keys slows a run down; it never changes a result.
+/// A fast, deterministic `Hasher` (the FxHash word mix, finalised like [`hash64`]): for routing
+/// segments to workers, where equal keys must go to the same worker in every run and colliding
+/// keys only load one worker more. Not for maps keyed by capture data: without a seed,
+/// colliding keys are cheap to make; [`FastMap`] is seeded.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct FastHasher(u64);
 
@@ -76,8 +77,10 @@ impl std::hash::Hasher for FastHasher {
     }
 }
 
-/// A `HashMap` with [`FastHasher`].
-pub type FastMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<FastHasher>>;
+/// A `HashMap` with a fast hasher seeded once per process (foldhash): keys come from the
+/// capture, which cannot be trusted, so a fixed hash function would let a crafted capture make
+/// every key collide. Nothing may depend on its iteration order.
+pub type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
-/// A `HashSet` with [`FastHasher`].
-pub type FastSet<K> = std::collections::HashSet<K, std::hash::BuildHasherDefault<FastHasher>>;
+/// A `HashSet` seeded like [`FastMap`].
+pub type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
