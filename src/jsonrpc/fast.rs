@@ -5,16 +5,224 @@
 //!
 //! The result equals [`super::classify`] on the parsed value, member for member: duplicate keys
 //! keep the last value, escaped keys are unescaped before they are compared, `null` members are
-//! present. Anything this path does not cover returns `None`, and the caller takes the general
-//! path: text that is not UTF-8 or not an object, requests (their `params` are hashed in
-//! canonical form), and pointer steps through arrays.
+//! present. Every member is validated as strictly as building a `Value` would (lone surrogates,
+//! numbers out of range, nesting past serde_json's recursion limit are errors), so text the
+//! general path rejects is rejected here too. Anything this path does not cover returns `None`,
+//! and the caller takes the general path: text that is not UTF-8, not an object or not valid,
+//! requests (their `params` are hashed in canonical form), and pointer steps through arrays.
 
 use std::borrow::Cow;
 
-use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{Deserialize, Deserializer, Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::{Kind, Message, Rare, Short};
+
+/// Any JSON value, parsed and thrown away without allocating: it rejects what building a
+/// `serde_json::Value` rejects (the same `deserialize_any` path), unlike `IgnoredAny`, which
+/// skips lone surrogates, out-of-range numbers and any depth.
+struct Strict;
+
+impl<'de> Deserialize<'de> for Strict {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Strict, D::Error> {
+        d.deserialize_any(StrictVisitor)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> Visitor<'de> for StrictVisitor {
+    type Value = Strict;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+    fn visit_unit<E>(self) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Strict, A::Error> {
+        while seq.next_element::<Strict>()?.is_some() {}
+        Ok(Strict)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Strict, A::Error> {
+        while map.next_key::<Strict>()?.is_some() {
+            map.next_value::<Strict>()?;
+        }
+        Ok(Strict)
+    }
+}
+
+/// Whether raw JSON taken out of a message is valid as `Value` would have it inside the
+/// message. Nesting near the recursion limit (whose count differs by the message's own level)
+/// is left to the general path.
+fn valid(raw: &str) -> bool {
+    raw.bytes().filter(|b| matches!(b, b'[' | b'{')).count() < 120
+        && serde_json::from_str::<Strict>(raw).is_ok()
+}
+
+/// The `protocolVersion` member of a `result`, as far as `Value::as_str` goes.
+#[derive(Debug, Default)]
+enum Version {
+    /// No such member (or `result` is not an object).
+    #[default]
+    Absent,
+    /// A string.
+    Str(String),
+    /// Another JSON value.
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Version {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Version, D::Error> {
+        /// `result`: finds its `protocolVersion` member, checking the rest strictly.
+        struct Member;
+        /// The member's value.
+        struct Value;
+        impl<'de> Visitor<'de> for Member {
+            type Value = Version;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Version, E> {
+                Ok(Version::Absent)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Version, E> {
+                Ok(Version::Absent)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Version, E> {
+                Ok(Version::Absent)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Version, E> {
+                Ok(Version::Absent)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Version, E> {
+                Ok(Version::Absent)
+            }
+            fn visit_unit<E>(self) -> Result<Version, E> {
+                Ok(Version::Absent)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Version, A::Error> {
+                StrictVisitor.visit_seq(seq).map(|_| Version::Absent)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Version, A::Error> {
+                let mut v = Version::Absent;
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    if key == "protocolVersion" {
+                        v = map.next_value_seed(Value)?;
+                    } else {
+                        map.next_value::<Strict>()?;
+                    }
+                }
+                Ok(v)
+            }
+        }
+        impl<'de> serde::de::DeserializeSeed<'de> for Value {
+            type Value = Version;
+            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Version, D::Error> {
+                d.deserialize_any(self)
+            }
+        }
+        impl<'de> Visitor<'de> for Value {
+            type Value = Version;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Version, E> {
+                Ok(Version::Str(s.to_string()))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Version, E> {
+                Ok(Version::Other)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Version, E> {
+                Ok(Version::Other)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Version, E> {
+                Ok(Version::Other)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Version, E> {
+                Ok(Version::Other)
+            }
+            fn visit_unit<E>(self) -> Result<Version, E> {
+                Ok(Version::Other)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Version, A::Error> {
+                StrictVisitor.visit_seq(seq).map(|_| Version::Other)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Version, A::Error> {
+                StrictVisitor.visit_map(map).map(|_| Version::Other)
+            }
+        }
+        d.deserialize_any(Member)
+    }
+}
+
+/// The members of a message the classification reads: `method`, `id` and `params` as raw JSON,
+/// `result` by its `protocolVersion` only, `error` by its presence. Every member is validated.
+#[derive(Debug, Default)]
+struct Top<'a> {
+    method: Option<&'a str>,
+    id: Option<&'a str>,
+    params: Option<&'a str>,
+    result: Option<Version>,
+    error: bool,
+}
+
+impl<'de> Deserialize<'de> for Top<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Top<'de>, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Top<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top<'de>, A::Error> {
+                let mut t = Top::default();
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    let slot = match key.as_ref() {
+                        "method" => &mut t.method,
+                        "id" => &mut t.id,
+                        "params" => &mut t.params,
+                        "result" => {
+                            t.result = Some(map.next_value::<Version>()?);
+                            continue;
+                        }
+                        "error" => {
+                            map.next_value::<Strict>()?;
+                            t.error = true;
+                            continue;
+                        }
+                        _ => {
+                            map.next_value::<Strict>()?;
+                            continue;
+                        }
+                    };
+                    let raw = map.next_value::<&'de RawValue>()?.get();
+                    if !valid(raw) {
+                        return Err(A::Error::custom("not valid as a Value"));
+                    }
+                    *slot = Some(raw);
+                }
+                Ok(t)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
 
 /// The raw values of `N` keys of a JSON object (last occurrence wins, as in `serde_json::Value`).
 struct Pick<'k, const N: usize>(&'k [&'k str; N]);
@@ -127,9 +335,20 @@ pub(super) fn classify_text(text: &[u8], app_seq: &[String]) -> Option<Message> 
 /// [`classify_text`] on text already known to be UTF-8.
 pub(super) fn classify_str(text: &str, app_seq: &[String]) -> Option<Message> {
     let text = text.trim_matches([' ', '\t', '\n', '\r']);
-    const TOP: [&str; 5] = ["method", "id", "params", "result", "error"];
-    let top = pick(text, &TOP)?;
-    let [method, id, params, result, error] = top;
+    if !text.starts_with('{') {
+        return None;
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let top = Top::deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    let Top {
+        method,
+        id,
+        params,
+        result,
+        error,
+    } = top;
+    let error = error.then_some(());
     let method: Option<String> = match method {
         None | Some("null") => None,
         Some(m) => Some(as_str(m)?.into_owned()),
@@ -159,29 +378,25 @@ pub(super) fn classify_str(text: &str, app_seq: &[String]) -> Option<Message> {
         })
         .unwrap_or_default();
     let progress_note = m == Some("notifications/progress");
-    // A result names a protocol version only in `initialize`; an escaped key needs `\u`.
-    let result_version = || {
-        result
-            .filter(|r| r.contains("protocolVersion") || r.contains("\\u"))
-            .and_then(|r| get(Some(r), "protocolVersion"))
+    // The first of these present decides, string or not (as `Value::get` chains).
+    let protocol_version = match (params_version, &result) {
+        (Some(v), _) => as_str(v).map(Cow::into_owned),
+        (None, Some(Version::Str(v))) => Some(v.clone()),
+        (None, Some(Version::Other)) => None,
+        (None, _) => get(meta, "io.modelcontextprotocol/protocolVersion")
+            .and_then(as_str)
+            .map(Cow::into_owned),
     };
-    let protocol_version = params_version
-        .or_else(result_version)
-        .or_else(|| get(meta, "io.modelcontextprotocol/protocolVersion"))
-        .and_then(as_str)
-        .map(Cow::into_owned);
     let mut seq = Vec::new();
     for (i, p) in app_seq.iter().enumerate() {
-        // Start from the member the pointer names first when it is one already picked.
-        let first = p
-            .strip_prefix('/')
-            .map(|r| r.split('/').next().unwrap_or(r));
-        let found = match first.and_then(|f| TOP.iter().position(|k| *k == f)) {
-            Some(k) => match top[k] {
-                Some(v) => pointer(v, &p[1 + TOP[k].len()..])?,
+        // Start from `params` when the pointer goes through it (the general case walks the
+        // whole message again).
+        let found = match p.strip_prefix("/params") {
+            Some(rest) if rest.is_empty() || rest.starts_with('/') => match params {
+                Some(v) => pointer(v, rest)?,
                 None => None,
             },
-            None => pointer(text, p)?,
+            _ => pointer(text, p)?,
         };
         if let Some(x) = found.and_then(as_f64) {
             seq.push((i, x));
@@ -254,6 +469,13 @@ mod tests {
             Just("\"notifi\\u0063ations/progress\"".to_string()),
             Just("\"notifications/cancelled\"".to_string()),
             Just("\"2025-11-25\"".to_string()),
+            // What `Value` rejects: lone surrogates, numbers out of range, too deep nesting.
+            Just("\"cut \\ud83d\"".to_string()),
+            Just("\"\\udc00\"".to_string()),
+            Just("1e400".to_string()),
+            Just("-1e400".to_string()),
+            (118usize..131).prop_map(|n| format!("{}{}", "[".repeat(n), "]".repeat(n))),
+            (118usize..131).prop_map(|n| format!("{}1{}", "{\"a\":".repeat(n), "}".repeat(n))),
         ]
     }
 
@@ -272,6 +494,7 @@ mod tests {
                     key("a/b"),
                     key("seq"),
                     key("other"),
+                    Just("\"\\ud800\"".to_string()),
                 ],
                 inner.clone(),
             );
@@ -341,6 +564,27 @@ mod tests {
                 Ok(vec![fast]),
                 "{text}"
             );
+        }
+        // Text the `Value` path rejects is rejected here too (the reviewer's cases: a server that
+        // cuts text inside a surrogate pair, exponents out of range, nesting past the limit).
+        let deep = format!(
+            "{{\"id\":1,\"result\":{}{}}}",
+            "[".repeat(140),
+            "]".repeat(140)
+        );
+        for text in [
+            r#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"cut \ud83d"}]}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"\udc00"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"x":1e400}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"\ud800":1}}"#,
+            r#"{"method":"\ud800","method":"notifications/message"}"#,
+            deep.as_str(),
+        ] {
+            assert!(
+                super::super::parse_value(text.as_bytes(), &p).is_err(),
+                "{text}"
+            );
+            assert!(super::super::parse(text.as_bytes(), &p).is_err(), "{text}");
         }
         // Requests, batches, pointer steps through arrays and non-JSON take the general path.
         for text in [
