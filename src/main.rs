@@ -16,8 +16,15 @@ fn main() {
     // nothing: each purged page is faulted in and zeroed again, which cost a quarter of the run's
     // time. (mimalloc is built with `no_thp`: transparent huge pages, where the kernel grants
     // them on request, cost more in synchronous compaction and zeroing than they saved, and
-    // raised the peak RSS.) MIMALLOC_PURGE_DELAY still overrides.
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+    // raised the peak RSS.) MIMALLOC_PURGE_DELAY (or its old name MIMALLOC_RESET_DELAY, in any
+    // case, as mimalloc reads them) still overrides.
+    let set_by_user = std::env::vars_os().any(|(k, _)| {
+        k.to_str().is_some_and(|k| {
+            k.eq_ignore_ascii_case("MIMALLOC_PURGE_DELAY")
+                || k.eq_ignore_ascii_case("MIMALLOC_RESET_DELAY")
+        })
+    });
+    if !set_by_user {
         // SAFETY: sets a process-wide allocator option; mimalloc allows it at any time.
         unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
     }
