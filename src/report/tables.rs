@@ -56,27 +56,38 @@ pub fn findings(a: &Analysis) -> Table {
 /// `sessions`: one row per session.
 pub fn sessions(a: &Analysis, ex: &[Exchange]) -> Table {
     let m = &a.model;
+    // Grouped once (a scan of every finding, stream and resumption per session is quadratic on
+    // captures of many sessions).
+    let mut by_label: HashMap<&str, Vec<&crate::detect::Finding>> = HashMap::new();
+    for f in &a.findings {
+        by_label.entry(f.session_id.as_str()).or_default().push(f);
+    }
+    let mut streams_of = vec![0u64; m.sessions.len()];
+    for st in &m.streams {
+        if let Some(n) = streams_of.get_mut(st.session) {
+            *n += 1;
+        }
+    }
+    let mut resumptions_of = vec![0u64; m.sessions.len()];
+    for r in &a.resumptions {
+        if let Some(n) = resumptions_of.get_mut(m.resumptions[r.index].session) {
+            *n += 1;
+        }
+    }
     let rows: Vec<_> = m
         .sessions
         .iter()
         .enumerate()
         .map(|(si, s)| {
             let label = s.label();
-            let fs: Vec<_> = a
-                .findings
-                .iter()
-                .filter(|f| f.session_id == label)
-                .collect();
+            let fs: &[&crate::detect::Finding] =
+                by_label.get(label.as_str()).map_or(&[], Vec::as_slice);
             let count = |sev| fs.iter().filter(|f| f.severity == sev).count() as u64;
             let mut flows: Vec<usize> = s.exchanges.iter().map(|&x| ex[x].flow_index).collect();
             flows.sort_unstable();
             flows.dedup();
-            let streams = m.streams.iter().filter(|st| st.session == si).count() as u64;
-            let resumptions: Vec<_> = a
-                .resumptions
-                .iter()
-                .filter(|r| m.resumptions[r.index].session == si)
-                .collect();
+            let streams = streams_of[si];
+            let resumptions = resumptions_of[si];
             let worst = fs.iter().map(|f| f.severity).max();
             let verdict = match worst {
                 Some(Severity::Error) => "broken",
@@ -97,7 +108,7 @@ pub fn sessions(a: &Analysis, ex: &[Exchange]) -> Table {
                 s.exchanges.len() as u64,
                 flows.len() as u64,
                 streams,
-                resumptions.len() as u64,
+                resumptions,
                 count(Severity::Error),
                 count(Severity::Warning),
                 count(Severity::Info),
@@ -129,6 +140,16 @@ pub fn sessions(a: &Analysis, ex: &[Exchange]) -> Table {
 /// `streams`: one row per logical stream.
 pub fn streams(a: &Analysis, ex: &[Exchange]) -> Table {
     let m = &a.model;
+    // Resumption results per stream, grouped once.
+    let mut res_of: Vec<Vec<&crate::detect::ResumptionResult>> = vec![Vec::new(); m.streams.len()];
+    for r in &a.resumptions {
+        if let Some(v) = m.resumptions[r.index]
+            .stream
+            .and_then(|i| res_of.get_mut(i))
+        {
+            v.push(r);
+        }
+    }
     let rows: Vec<_> = m
         .streams
         .iter()
@@ -151,11 +172,7 @@ pub fn streams(a: &Analysis, ex: &[Exchange]) -> Table {
                         .sum::<u64>()
                 })
                 .sum();
-            let res: Vec<_> = a
-                .resumptions
-                .iter()
-                .filter(|r| m.resumptions[r.index].stream == Some(i))
-                .collect();
+            let res = &res_of[i];
             let verdict = res
                 .iter()
                 .map(|r| r.verdict)
