@@ -42,9 +42,11 @@ struct Batch {
 
 impl Batch {
     fn new() -> Batch {
+        // `bytes` grows to what the traffic needs (at most about BATCH_BYTES) and keeps that
+        // capacity as the batch is reused.
         Batch {
             segs: Vec::with_capacity(BATCH),
-            bytes: Vec::with_capacity(BATCH_BYTES),
+            bytes: Vec::new(),
         }
     }
     fn is_full(&self) -> bool {
@@ -55,7 +57,7 @@ impl Batch {
 /// Segments per batch.
 const BATCH: usize = 512;
 /// Payload bytes per batch (a batch is sent once it holds this much).
-const BATCH_BYTES: usize = 1 << 20;
+const BATCH_BYTES: usize = 1 << 19;
 
 struct Done {
     flows: FlowTable,
