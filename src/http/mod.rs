@@ -36,10 +36,11 @@ pub struct EventRec {
     pub data_hash: u64,
     /// MCP 2025-11-25 priming event: an id with empty data (a cursor, not a message).
     pub priming: bool,
-    /// Messages in `data` (empty for priming events and non-JSON data).
-    pub messages: Vec<Message>,
+    /// Messages in `data` (empty for priming events and non-JSON data); one, the usual case,
+    /// is kept inline.
+    pub messages: smallvec::SmallVec<[Message; 1]>,
     /// Why `data` was not JSON, when it was not.
-    pub parse_error: Option<String>,
+    pub parse_error: Option<Box<str>>,
 }
 
 impl EventRec {
@@ -886,11 +887,11 @@ fn event_rec(mut ev: SseEvent, app_seq: &[String]) -> EventRec {
         ev.is_priming(),
     );
     let (messages, parse_error) = if ev.data.trim().is_empty() || ev.truncated {
-        (Vec::new(), None)
+        (smallvec::SmallVec::new(), None)
     } else {
         match jsonrpc::parse_str(&ev.data, app_seq) {
             Ok(m) => (m, None),
-            Err(e) => (Vec::new(), Some(e)),
+            Err(e) => (smallvec::SmallVec::new(), Some(e.into_boxed_str())),
         }
     };
     if ev.event_type.as_deref() != Some("endpoint") {

@@ -115,12 +115,16 @@ pub fn parse(text: &[u8], app_seq: &[String]) -> Result<Vec<Message>, String> {
     parse_value(text, app_seq)
 }
 
-/// [`parse`] on text already known to be UTF-8 (an SSE `data` buffer): not validated again.
-pub fn parse_str(text: &str, app_seq: &[String]) -> Result<Vec<Message>, String> {
+/// [`parse`] on text already known to be UTF-8 (an SSE `data` buffer): not validated again,
+/// and one message, the usual case, without an allocation.
+pub fn parse_str(
+    text: &str,
+    app_seq: &[String],
+) -> Result<smallvec::SmallVec<[Message; 1]>, String> {
     if let Some(m) = fast::classify_str(text, app_seq) {
-        return Ok(vec![m]);
+        return Ok(smallvec::smallvec![m]);
     }
-    parse_value(text.as_bytes(), app_seq)
+    parse_value(text.as_bytes(), app_seq).map(smallvec::SmallVec::from_vec)
 }
 
 /// [`parse`] through a `serde_json::Value` tree: the general path, and the reference the fast
