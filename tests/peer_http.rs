@@ -61,8 +61,7 @@ fn http_rows(dir: &std::path::Path) -> (Vec<Msg>, Vec<Msg>) {
 
 /// All values of a header, joined as tshark joins repeated headers.
 fn all(h: &Head, name: &str) -> String {
-    h.headers
-        .iter()
+    h.headers()
         .filter(|(k, _)| k.eq_ignore_ascii_case(name))
         .map(|(_, v)| v.trim().to_string())
         .collect::<Vec<_>>()

@@ -38,17 +38,47 @@ pub struct Head {
     pub reason: String,
     /// HTTP minor version (1 for HTTP/1.1).
     pub version: u8,
-    /// Header fields in order, names as sent.
-    pub headers: Vec<(String, String)>,
+    /// Header names and values end to end (one allocation for every field of the head: heads
+    /// are kept for every exchange of a capture).
+    text: String,
+    /// Per field in order: where its name and its value end in `text` (each field starts where
+    /// the previous one ended).
+    fields: Vec<(u32, u32)>,
 }
 
 impl Head {
+    /// Header fields in order, names as sent; values decoded lossily as UTF-8.
+    pub fn headers(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        let mut start = 0usize;
+        self.fields.iter().map(move |&(name_end, value_end)| {
+            let (n, v) = (name_end as usize, value_end as usize);
+            let field = (
+                self.text.get(start..n).unwrap_or(""),
+                self.text.get(n..v).unwrap_or(""),
+            );
+            start = v;
+            field
+        })
+    }
+
     /// First value of a header, matched case-insensitively (RFC 9110 §5.1).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
+        self.headers()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+            .map(|(_, v)| v)
+    }
+
+    /// Append a header field. Heads are bounded by [`HttpLimits::max_header_bytes`], far below
+    /// `u32::MAX`; a field that would pass it is not kept.
+    pub fn push_header(&mut self, name: &str, value: &str) {
+        let end = self.text.len() + name.len() + value.len();
+        if u32::try_from(end).is_err() {
+            return;
+        }
+        self.text.push_str(name);
+        let name_end = self.text.len() as u32;
+        self.text.push_str(value);
+        self.fields.push((name_end, self.text.len() as u32));
     }
 }
 
@@ -417,7 +447,7 @@ impl DirParser {
                     head.method = req.method.unwrap_or("").to_string();
                     head.target = req.path.unwrap_or("").to_string();
                     head.version = req.version.unwrap_or(1);
-                    head.headers = owned_headers(req.headers);
+                    set_headers(&mut head, req.headers);
                     n
                 }
                 Ok(httparse::Status::Partial) => return HeadResult::Partial,
@@ -430,7 +460,7 @@ impl DirParser {
                     head.status = resp.code.unwrap_or(0);
                     head.reason = resp.reason.unwrap_or("").to_string();
                     head.version = resp.version.unwrap_or(1);
-                    head.headers = owned_headers(resp.headers);
+                    set_headers(&mut head, resp.headers);
                     n
                 }
                 Ok(httparse::Status::Partial) => return HeadResult::Partial,
@@ -449,8 +479,7 @@ impl DirParser {
         // RFC 9112 §6.3: Transfer-Encoding overrides Content-Length; both, or several different
         // Content-Length values, are a framing conflict (a smuggling signature) worth a row.
         let lengths: Vec<&str> = head
-            .headers
-            .iter()
+            .headers()
             .filter(|(k, _)| k.eq_ignore_ascii_case("content-length"))
             .map(|(_, v)| v.trim())
             .collect();
@@ -550,16 +579,14 @@ enum HeadResult {
     Done(usize),
 }
 
-/// The parsed header fields as owned (name, value) pairs; values decoded lossily as UTF-8.
-fn owned_headers(h: &[httparse::Header<'_>]) -> Vec<(String, String)> {
-    h.iter()
-        .map(|h| {
-            (
-                h.name.to_string(),
-                String::from_utf8_lossy(h.value).into_owned(),
-            )
-        })
-        .collect()
+/// Copy the parsed header fields into `head`; values decoded lossily as UTF-8.
+fn set_headers(head: &mut Head, h: &[httparse::Header<'_>]) {
+    head.text
+        .reserve_exact(h.iter().map(|f| f.name.len() + f.value.len()).sum());
+    head.fields.reserve_exact(h.len());
+    for f in h {
+        head.push_header(f.name, &String::from_utf8_lossy(f.value));
+    }
 }
 
 fn trim_cr(l: &[u8]) -> &[u8] {
