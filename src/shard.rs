@@ -248,9 +248,22 @@ impl Shards {
                 .or_else(|| id.clone())
         };
         let mut merged: Vec<(usize, Flow)> = Vec::new();
-        // Exchanges are the bulk of a run's memory: moved once, into a vector of the right size.
+        // Exchanges are the bulk of a run's memory: the largest worker's vector becomes the
+        // result (not copied), the others are appended to it.
+        let total: usize = done.iter().map(|d| d.http.exchanges.len()).sum();
+        if let Some(big) = (0..done.len()).max_by_key(|&w| done[w].http.exchanges.len()) {
+            let mut v = std::mem::take(&mut done[big].http.exchanges);
+            for e in &mut v {
+                e.flow_index = remap(big, e.flow_index);
+            }
+            if http.exchanges.is_empty() {
+                http.exchanges = v;
+            } else {
+                http.exchanges.append(&mut v);
+            }
+        }
         http.exchanges
-            .reserve_exact(done.iter().map(|d| d.http.exchanges.len()).sum());
+            .reserve_exact(total.saturating_sub(http.exchanges.len()));
         let mut anomalies: Vec<Anomaly> = Vec::new();
         for (w, d) in done.into_iter().enumerate() {
             for (i, mut f) in d.flows.flows.into_iter().enumerate() {

@@ -379,7 +379,8 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     } else {
         per_vantage.into_iter().flatten().collect()
     };
-    exchanges.sort_by_key(|e| (e.ts(), e.flow_index, e.trans_depth));
+    // Flow ids are unique across vantage points: the key is unique, the order deterministic.
+    exchanges.sort_unstable_by_key(|e| (e.ts(), e.flow_index, e.trans_depth));
     let capture_end = vantages
         .iter()
         .zip(&offsets)
