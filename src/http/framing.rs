@@ -38,7 +38,7 @@ pub struct Head {
     pub reason: String,
     /// HTTP minor version (1 for HTTP/1.1).
     pub version: u8,
-    /// Header names and values end to end (one allocation for every field of the head: heads
+    /// Header names and values end to end (one allocation for all the fields of a head: heads
     /// are kept for every exchange of a capture).
     text: String,
     /// Per field in order: where its name and its value end in `text` (each field starts where
