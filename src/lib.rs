@@ -85,6 +85,10 @@ pub struct Analyzer {
     pub counters: Counters,
     options: Options,
     shards: Option<shard::Shards>,
+    /// Flows, exchanges and sessions so far, when no workers run (theirs are in `shards`).
+    live: shard::Live,
+    /// Exchanges already counted in `live`.
+    live_exchanges: usize,
     /// Connections seen on this thread (address pair, either order) and whether they are open:
     /// what tells a rotated part of this capture from another capture ([`Analyzer::continuity`]).
     seen: hash::FastMap<ConnKey, bool>,
@@ -153,6 +157,8 @@ impl Analyzer {
             counters: Counters::default(),
             options,
             shards: None,
+            live: Default::default(),
+            live_exchanges: 0,
             seen: Default::default(),
         }
     }
@@ -185,6 +191,15 @@ impl Analyzer {
             self.http.options.clone(),
         ));
         self
+    }
+
+    /// Flows, exchanges and sessions made so far (for a progress display; final counts come
+    /// from [`Analyzer::finish`]).
+    pub fn live(&self) -> &shard::Live {
+        match &self.shards {
+            Some(s) => &s.live,
+            None => &self.live,
+        }
     }
 
     /// The application sequence pointers in use (index = `Message::app_seq` index).
@@ -221,8 +236,21 @@ impl Analyzer {
                 match self.shards.as_mut() {
                     Some(s) => s.segment(&seg, f.ts, f.number),
                     None => {
-                        self.flows
-                            .segment(&seg, f.ts, f.number, &mut tcp::Tee(&mut self.http, tap))
+                        self.flows.segment(
+                            &seg,
+                            f.ts,
+                            f.number,
+                            &mut tcp::Tee(&mut self.http, tap),
+                        );
+                        let done = &self.http.exchanges;
+                        if done.len() > self.live_exchanges {
+                            self.live.exchanges_done(&done[self.live_exchanges..]);
+                            self.live_exchanges = done.len();
+                        }
+                        self.live.flows.store(
+                            self.flows.flows.len() as u64,
+                            std::sync::atomic::Ordering::Relaxed,
+                        );
                     }
                 }
             }

@@ -8,7 +8,9 @@
 //! steady state allocates nothing per segment.
 
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use crate::anomaly::Anomaly;
@@ -66,6 +68,40 @@ struct Done {
     created: Vec<u64>,
 }
 
+/// What the workers have made so far, for a progress display: flows, exchanges, and sessions
+/// (distinct session keys, [`crate::mcp::session_key_of`]).
+#[derive(Debug, Default)]
+pub struct Live {
+    /// Flows created.
+    pub flows: AtomicU64,
+    /// Exchanges completed.
+    pub exchanges: AtomicU64,
+    /// Distinct sessions among the completed exchanges.
+    pub sessions: AtomicU64,
+    /// Hashes of the session keys seen ([`crate::hash::hash64`]).
+    keys: Mutex<crate::hash::FastSet<u64>>,
+}
+
+impl Live {
+    /// Count newly completed exchanges.
+    pub(crate) fn exchanges_done(&self, new: &[crate::http::Exchange]) {
+        self.exchanges
+            .fetch_add(new.len() as u64, Ordering::Relaxed);
+        let keys: Vec<u64> = new
+            .iter()
+            .filter_map(crate::mcp::session_key_of)
+            .map(|k| crate::hash::hash64(k.as_bytes()))
+            .collect();
+        if keys.is_empty() {
+            return;
+        }
+        if let Ok(mut set) = self.keys.lock() {
+            set.extend(keys);
+            self.sessions.store(set.len() as u64, Ordering::Relaxed);
+        }
+    }
+}
+
 /// Workers running stages 3–4.
 pub struct Shards {
     senders: Vec<SyncSender<Batch>>,
@@ -74,6 +110,8 @@ pub struct Shards {
     /// Emptied batches the workers sent back.
     spare: Receiver<Batch>,
     order: u64,
+    /// What the workers have made so far.
+    pub live: Arc<Live>,
 }
 
 fn worker(
@@ -81,10 +119,13 @@ fn worker(
     back: SyncSender<Batch>,
     limits: ReassemblyLimits,
     http: HttpOptions,
+    live: Arc<Live>,
 ) -> Done {
     let mut flows = FlowTable::new(limits);
     let mut http = HttpLayer::new(http);
     let mut created = Vec::new();
+    // Flows and exchanges already counted in `live`.
+    let (mut flows_counted, mut counted) = (0, 0);
     for mut batch in rx {
         for s in &batch.segs {
             let seg = Segment {
@@ -106,6 +147,15 @@ fn worker(
             while created.len() < flows.flows.len() && flows.flows.len() > before {
                 created.push(s.order);
             }
+        }
+        live.flows.fetch_add(
+            flows.flows.len().saturating_sub(flows_counted) as u64,
+            Ordering::Relaxed,
+        );
+        flows_counted = flows.flows.len();
+        if http.exchanges.len() > counted {
+            live.exchanges_done(&http.exchanges[counted..]);
+            counted = http.exchanges.len();
         }
         batch.segs.clear();
         batch.bytes.clear();
@@ -139,14 +189,16 @@ impl Shards {
         let mut senders = Vec::with_capacity(n);
         let mut handles = Vec::with_capacity(n);
         let (back, spare) = sync_channel::<Batch>(QUEUE * n);
+        let live = Arc::new(Live::default());
         for _ in 0..n {
             let (tx, rx) = sync_channel::<Batch>(QUEUE);
             let opts = http.clone();
             let back = back.clone();
+            let live = live.clone();
             senders.push(tx);
             let spawned = std::thread::Builder::new()
                 .name(format!("mcpcap-shard-{}", handles.len()))
-                .spawn(move || worker(rx, back, limits, opts));
+                .spawn(move || worker(rx, back, limits, opts, live));
             match spawned {
                 Ok(h) => handles.push(h),
                 Err(e) => panic!("cannot start a worker thread: {e}"),
@@ -158,6 +210,7 @@ impl Shards {
             handles,
             spare,
             order: 0,
+            live,
         }
     }
 

@@ -292,10 +292,15 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                 progress.update(
                     done_bytes + read_bytes.load(std::sync::atomic::Ordering::Relaxed),
                     || {
+                        let live = analyzer.live();
+                        let n = |c: &std::sync::atomic::AtomicU64| {
+                            c.load(std::sync::atomic::Ordering::Relaxed)
+                        };
                         format!(
-                            "{} flows, {} exchanges",
-                            analyzer.flows.flows.len(),
-                            analyzer.http.exchanges.len()
+                            "{} flows, {} exchanges, {} sessions",
+                            n(&live.flows),
+                            n(&live.exchanges),
+                            n(&live.sessions)
                         )
                     },
                 );
@@ -339,7 +344,16 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         }
         v.last_ts = v.analyzer.counters.ts_last.or(v.last_ts);
     }
-    progress.finish();
+    let sessions: u64 = vantages
+        .iter()
+        .map(|v| {
+            v.analyzer
+                .live()
+                .sessions
+                .load(std::sync::atomic::Ordering::Relaxed)
+        })
+        .sum();
+    progress.say(format!("analysing {sessions} sessions"));
     let frames: u64 = vantages.iter().map(|v| v.analyzer.counters.frames).sum();
     if !read_any || (readable_frames == 0 && frames > 0) {
         return Ok(EXIT_USAGE);
@@ -392,6 +406,15 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         .unwrap_or_default();
     let analysis =
         mcpcap::analyze_exchanges_with(&exchanges, &app_seq, capture_end, &args.backend_headers);
+    progress.say(format!(
+        "{} sessions, {} findings; writing tables",
+        analysis.model.sessions.len(),
+        analysis.findings.len()
+    ));
+    if !matches!(format, Format::Csv | Format::Parquet) {
+        // The tables go to the terminal or stdout: the bar leaves first.
+        progress.finish();
+    }
     let flow_parts: Vec<tables::FlowsPart> = vantages
         .iter()
         .zip(&offsets)
@@ -584,6 +607,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     // Only `analyze` judges; the single-table commands exit 0 once they have written their table.
     let failed = which == "analyze"
         && threshold.is_some_and(|t| analysis.findings.iter().any(|f| f.severity >= t));
+    progress.finish();
     // The process ends right after this: freeing millions of records one by one would only
     // cost time (a tenth of a run), so the largest structures are left to the exit.
     std::mem::forget(analysis);

@@ -1,5 +1,6 @@
-//! The progress bar on stderr: bytes read of the total, throughput, flows and exchanges so far.
-//! Shown only on a terminal, without `--quiet`, and once a run has lasted a second.
+//! The progress bar on stderr: bytes read of the total, throughput, flows, exchanges and sessions
+//! so far while reading; then the analysis and its findings while the tables are written. Shown
+//! only on a terminal, without `--quiet`, and once a run has lasted a second.
 
 use std::io::Read;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -71,9 +72,28 @@ impl Progress {
         }
     }
 
+    /// Say what the run is doing now that every byte is read.
+    pub fn say(&mut self, message: String) {
+        let Some(b) = &self.bar else { return };
+        if !self.shown && self.start.elapsed() >= Duration::from_secs(1) {
+            b.set_draw_target(ProgressDrawTarget::stderr());
+            self.shown = true;
+        }
+        if self.shown {
+            b.set_message(message);
+        }
+    }
+
     pub fn finish(&self) {
         if let Some(b) = &self.bar {
             b.finish_and_clear();
         }
+    }
+}
+
+impl Drop for Progress {
+    /// A run that ends early (an error) leaves no bar behind.
+    fn drop(&mut self) {
+        self.finish();
     }
 }
