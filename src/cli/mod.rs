@@ -198,6 +198,25 @@ pub fn main() -> i32 {
 /// or NDJSON: their memory is bounded by this, not by the capture.
 const ROWS_PER_PIECE: usize = 1 << 14;
 
+/// Table `name` in pieces: `events` and `exchanges`, which grow with the capture, in
+/// [`ROWS_PER_PIECE`] rows; the others whole, from `build`.
+fn pieces<'a>(
+    name: &str,
+    analysis: &'a mcpcap::detect::Analysis,
+    exchanges: &'a [mcpcap::http::Exchange],
+    build: &dyn Fn(&str) -> Table,
+) -> Box<dyn Iterator<Item = Table> + 'a> {
+    match name {
+        "events" => Box::new(tables::events_chunks(analysis, exchanges, ROWS_PER_PIECE)),
+        "exchanges" => Box::new(tables::exchanges_chunks(
+            analysis,
+            exchanges,
+            ROWS_PER_PIECE,
+        )),
+        _ => Box::new(std::iter::once(build(name))),
+    }
+}
+
 fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     for p in &args.app_seq {
         if !p.is_empty() && !p.starts_with('/') {
@@ -471,19 +490,8 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     match format {
         Format::Csv | Format::Parquet => {
             let dir = args.out.as_ref().expect("checked above");
-            let write = |n: &str| -> Result<(), String> {
-                match n {
-                    "events" => {
-                        let chunks = tables::events_chunks(&analysis, &exchanges, ROWS_PER_PIECE);
-                        report::write_chunks(n, chunks, dir, format)
-                    }
-                    "exchanges" => {
-                        let chunks =
-                            tables::exchanges_chunks(&analysis, &exchanges, ROWS_PER_PIECE);
-                        report::write_chunks(n, chunks, dir, format)
-                    }
-                    _ => report::write_files(&[build(n)], dir, format),
-                }
+            let write = |n: &str| {
+                report::write_chunks(n, pieces(n, &analysis, &exchanges, &build), dir, format)
             };
             // With more than one thread, the largest table is written beside the others.
             let (events, rest): (Vec<&str>, Vec<&str>) =
@@ -501,16 +509,12 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             })?;
         }
         Format::Ndjson => {
-            let tables: Box<dyn Iterator<Item = Table>> = match which {
-                "analyze" => Box::new(std::iter::once(findings_t.clone())),
-                "events" => Box::new(tables::events_chunks(&analysis, &exchanges, ROWS_PER_PIECE)),
-                "exchanges" => Box::new(tables::exchanges_chunks(
-                    &analysis,
-                    &exchanges,
-                    ROWS_PER_PIECE,
-                )),
-                _ => Box::new(selected().into_iter().take(1)),
+            let name = if which == "analyze" {
+                "findings"
+            } else {
+                which
             };
+            let tables = pieces(name, &analysis, &exchanges, &build);
             for t in tables {
                 t.write_ndjson(&mut out)
                     .map_err(|e| format!("stdout: {e}"))?;

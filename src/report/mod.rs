@@ -94,10 +94,8 @@ impl<S: AsRef<str>> FromIterator<Option<S>> for Text {
 /// Values of one column.
 #[derive(Debug, Clone)]
 pub enum Values {
-    /// Text.
-    Str(Vec<Option<String>>),
-    /// Text in one buffer (for the largest tables).
-    Text(Text),
+    /// Text, in one buffer per column.
+    Str(Text),
     /// Signed integers.
     I64(Vec<Option<i64>>),
     /// Unsigned integers.
@@ -126,7 +124,6 @@ impl Table {
             .first()
             .map(|(_, v)| match v {
                 Values::Str(x) => x.len(),
-                Values::Text(x) => x.len(),
                 Values::I64(x) | Values::Ts(x) => x.len(),
                 Values::U64(x) => x.len(),
                 Values::F64(x) => x.len(),
@@ -141,8 +138,7 @@ impl Table {
         for (name, v) in &self.columns {
             let name: PlSmallStr = (*name).into();
             let s = match v {
-                Values::Str(x) => Series::new(name, x),
-                Values::Text(x) => StringChunked::from_iter_options(name, x.iter()).into_series(),
+                Values::Str(x) => StringChunked::from_iter_options(name, x.iter()).into_series(),
                 Values::I64(x) => Series::new(name, x),
                 Values::U64(x) => Series::new(name, x),
                 Values::F64(x) => Series::new(name, x),
@@ -163,8 +159,7 @@ impl Table {
             let mut obj = serde_json::Map::new();
             for (name, v) in &self.columns {
                 let val = match v {
-                    Values::Str(x) => x[i].clone().map(serde_json::Value::String),
-                    Values::Text(x) => x.get(i).map(|v| serde_json::Value::String(v.to_string())),
+                    Values::Str(x) => x.get(i).map(|v| serde_json::Value::String(v.to_string())),
                     Values::I64(x) => x[i].map(Into::into),
                     Values::U64(x) => x[i].map(Into::into),
                     Values::F64(x) => x[i]
@@ -226,43 +221,33 @@ pub fn write_chunks(
     let path = dir.join(format!("{name}.{ext}"));
     let err = |e: PolarsError| format!("{}: {e}", path.display());
     let file = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    enum Writer {
-        Csv(polars::io::csv::write::BatchedWriter<std::fs::File>),
-        Parquet(polars::io::parquet::write::BatchedWriter<std::fs::File>),
-    }
-    let mut file = Some(file);
-    let mut writer: Option<Writer> = None;
-    for t in chunks {
-        let df = t
-            .to_dataframe()
-            .map_err(|e| format!("table {}: {e}", t.name))?;
-        if writer.is_none() {
-            let schema = df.schema();
-            let f = file.take().expect("taken once");
-            writer = Some(if format == Format::Csv {
-                Writer::Csv(
-                    CsvWriter::new(f)
-                        .include_header(true)
-                        .batched(schema)
-                        .map_err(err)?,
-                )
-            } else {
-                Writer::Parquet(ParquetWriter::new(f).batched(schema).map_err(err)?)
-            });
+    let frame = |t: Table| {
+        t.to_dataframe()
+            .map_err(|e| format!("table {}: {e}", t.name))
+    };
+    let mut chunks = chunks.into_iter();
+    let Some(first) = chunks.next() else {
+        return Ok(());
+    };
+    let df = frame(first)?;
+    if format == Format::Csv {
+        let mut w = CsvWriter::new(file)
+            .include_header(true)
+            .batched(df.schema())
+            .map_err(err)?;
+        w.write_batch(&df).map_err(err)?;
+        for t in chunks {
+            w.write_batch(&frame(t)?).map_err(err)?;
         }
-        match writer.as_mut().expect("set above") {
-            Writer::Csv(w) => w.write_batch(&df).map_err(err)?,
-            Writer::Parquet(w) => w.write_batch(&df).map_err(err)?,
+        w.finish().map_err(err)
+    } else {
+        let mut w = ParquetWriter::new(file).batched(df.schema()).map_err(err)?;
+        w.write_batch(&df).map_err(err)?;
+        for t in chunks {
+            w.write_batch(&frame(t)?).map_err(err)?;
         }
+        w.finish().map(|_| ()).map_err(err)
     }
-    match writer {
-        Some(Writer::Csv(mut w)) => w.finish().map_err(err)?,
-        Some(Writer::Parquet(w)) => {
-            w.finish().map_err(err)?;
-        }
-        None => {}
-    }
-    Ok(())
 }
 
 /// Render a table for the terminal.

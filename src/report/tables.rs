@@ -11,10 +11,8 @@ use crate::jsonrpc::Kind;
 use crate::tcp::{Flow, FlowId};
 
 macro_rules! col {
-    // Text goes into one buffer per column: each cell's `String` lives only until it is copied.
-    ($name:expr, Str, $rows:expr, $f:expr) => {
-        ($name, Values::Text($rows.iter().map($f).collect()))
-    };
+    // Text goes into one buffer per column (`Text`): each cell's `String` lives only until it is
+    // copied there.
     ($name:expr, $kind:ident, $rows:expr, $f:expr) => {
         ($name, Values::$kind($rows.iter().map($f).collect()))
     };
@@ -304,11 +302,7 @@ pub fn events_chunks<'a>(
         .enumerate()
         .flat_map(|(xi, e)| e.events.iter().map(move |ev| (xi, ev)))
         .collect();
-    let rows = rows.max(1);
-    (0..evs.len().max(1)).step_by(rows).map(move |i| {
-        let end = evs.len().min(i.saturating_add(rows));
-        events_table(a, ex, &labels, &evs[i..end])
-    })
+    pieces(evs.len(), rows).map(move |r| events_table(a, ex, &labels, &evs[r]))
 }
 
 /// The `events` rows of `evs` ((exchange index, event) pairs); `labels` are the sessions' labels.
@@ -327,7 +321,7 @@ fn events_table(
         for e in evs {
             t.push_with(|buf| f(e, buf));
         }
-        Values::Text(t)
+        Values::Str(t)
     };
     // The messages' values of `f`, comma-separated; false when there are none.
     let joined = |ev: &crate::http::EventRec,
@@ -421,10 +415,16 @@ pub fn exchanges_chunks<'a>(
     ex: &'a [Exchange],
     rows: usize,
 ) -> impl Iterator<Item = Table> + 'a {
+    pieces(ex.len(), rows).map(move |r| exchanges_rows(a, ex, r))
+}
+
+/// Row ranges of at most `rows` rows covering `0..len`; one empty range when `len` is 0, so a
+/// table without rows is still written with its columns.
+fn pieces(len: usize, rows: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
     let rows = rows.max(1);
-    (0..ex.len().max(1))
+    (0..len.max(1))
         .step_by(rows)
-        .map(move |i| exchanges_rows(a, ex, i..ex.len().min(i.saturating_add(rows))))
+        .map(move |i| i..len.min(i.saturating_add(rows)))
 }
 
 /// The `exchanges` rows of the exchanges `range` (indices into `ex`).
