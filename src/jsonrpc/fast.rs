@@ -25,45 +25,52 @@ struct Strict;
 
 impl<'de> Deserialize<'de> for Strict {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Strict, D::Error> {
-        d.deserialize_any(StrictVisitor)
+        d.deserialize_any(Probe(None)).map(|_| Strict)
     }
 }
 
-struct StrictVisitor;
+/// Checks a JSON value as strictly as [`Strict`] and, when it is an object, returns its member
+/// named by the key (the last one, as `Value` keeps), parsed as a `Value`.
+struct Probe<'k>(Option<&'k str>);
 
-impl<'de> Visitor<'de> for StrictVisitor {
-    type Value = Strict;
+impl<'de> Visitor<'de> for Probe<'_> {
+    type Value = Option<serde_json::Value>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("any JSON value")
     }
-    fn visit_bool<E>(self, _: bool) -> Result<Strict, E> {
-        Ok(Strict)
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
     }
-    fn visit_i64<E>(self, _: i64) -> Result<Strict, E> {
-        Ok(Strict)
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
     }
-    fn visit_u64<E>(self, _: u64) -> Result<Strict, E> {
-        Ok(Strict)
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
     }
-    fn visit_f64<E>(self, _: f64) -> Result<Strict, E> {
-        Ok(Strict)
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
     }
-    fn visit_str<E>(self, _: &str) -> Result<Strict, E> {
-        Ok(Strict)
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
     }
-    fn visit_unit<E>(self) -> Result<Strict, E> {
-        Ok(Strict)
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Strict, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         while seq.next_element::<Strict>()?.is_some() {}
-        Ok(Strict)
+        Ok(None)
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Strict, A::Error> {
-        while map.next_key::<Strict>()?.is_some() {
-            map.next_value::<Strict>()?;
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut found = None;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if self.0 == Some(key.as_ref()) {
+                found = Some(map.next_value::<serde_json::Value>()?);
+            } else {
+                map.next_value::<Strict>()?;
+            }
         }
-        Ok(Strict)
+        Ok(found)
     }
 }
 
@@ -75,99 +82,14 @@ fn valid(raw: &str) -> bool {
         && serde_json::from_str::<Strict>(raw).is_ok()
 }
 
-/// The `protocolVersion` member of a `result`, as far as `Value::as_str` goes.
-#[derive(Debug, Default)]
-enum Version {
-    /// No such member (or `result` is not an object).
-    #[default]
-    Absent,
-    /// A string.
-    Str(String),
-    /// Another JSON value.
-    Other,
-}
+/// A `result`, checked strictly, with its `protocolVersion` member when it has one.
+#[derive(Debug)]
+struct ResultVersion(Option<serde_json::Value>);
 
-impl<'de> Deserialize<'de> for Version {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Version, D::Error> {
-        /// `result`: finds its `protocolVersion` member, checking the rest strictly.
-        struct Member;
-        /// The member's value.
-        struct Value;
-        impl<'de> Visitor<'de> for Member {
-            type Value = Version;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Version, E> {
-                Ok(Version::Absent)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Version, E> {
-                Ok(Version::Absent)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Version, E> {
-                Ok(Version::Absent)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Version, E> {
-                Ok(Version::Absent)
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Version, E> {
-                Ok(Version::Absent)
-            }
-            fn visit_unit<E>(self) -> Result<Version, E> {
-                Ok(Version::Absent)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Version, A::Error> {
-                StrictVisitor.visit_seq(seq).map(|_| Version::Absent)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Version, A::Error> {
-                let mut v = Version::Absent;
-                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                    if key == "protocolVersion" {
-                        v = map.next_value_seed(Value)?;
-                    } else {
-                        map.next_value::<Strict>()?;
-                    }
-                }
-                Ok(v)
-            }
-        }
-        impl<'de> serde::de::DeserializeSeed<'de> for Value {
-            type Value = Version;
-            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Version, D::Error> {
-                d.deserialize_any(self)
-            }
-        }
-        impl<'de> Visitor<'de> for Value {
-            type Value = Version;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Version, E> {
-                Ok(Version::Str(s.to_string()))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Version, E> {
-                Ok(Version::Other)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Version, E> {
-                Ok(Version::Other)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Version, E> {
-                Ok(Version::Other)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Version, E> {
-                Ok(Version::Other)
-            }
-            fn visit_unit<E>(self) -> Result<Version, E> {
-                Ok(Version::Other)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Version, A::Error> {
-                StrictVisitor.visit_seq(seq).map(|_| Version::Other)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Version, A::Error> {
-                StrictVisitor.visit_map(map).map(|_| Version::Other)
-            }
-        }
-        d.deserialize_any(Member)
+impl<'de> Deserialize<'de> for ResultVersion {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ResultVersion, D::Error> {
+        d.deserialize_any(Probe(Some("protocolVersion")))
+            .map(ResultVersion)
     }
 }
 
@@ -178,7 +100,7 @@ struct Top<'a> {
     method: Option<&'a str>,
     id: Option<&'a str>,
     params: Option<&'a str>,
-    result: Option<Version>,
+    result: Option<ResultVersion>,
     error: bool,
 }
 
@@ -198,7 +120,7 @@ impl<'de> Deserialize<'de> for Top<'de> {
                         "id" => &mut t.id,
                         "params" => &mut t.params,
                         "result" => {
-                            t.result = Some(map.next_value::<Version>()?);
+                            t.result = Some(map.next_value::<ResultVersion>()?);
                             continue;
                         }
                         "error" => {
@@ -379,11 +301,10 @@ pub(super) fn classify_str(text: &str, app_seq: &[String]) -> Option<Message> {
         .unwrap_or_default();
     let progress_note = m == Some("notifications/progress");
     // The first of these present decides, string or not (as `Value::get` chains).
-    let protocol_version = match (params_version, &result) {
+    let protocol_version = match (params_version, result.as_ref().and_then(|r| r.0.as_ref())) {
         (Some(v), _) => as_str(v).map(Cow::into_owned),
-        (None, Some(Version::Str(v))) => Some(v.clone()),
-        (None, Some(Version::Other)) => None,
-        (None, _) => get(meta, "io.modelcontextprotocol/protocolVersion")
+        (None, Some(v)) => v.as_str().map(str::to_string),
+        (None, None) => get(meta, "io.modelcontextprotocol/protocolVersion")
             .and_then(as_str)
             .map(Cow::into_owned),
     };
