@@ -43,15 +43,14 @@ pub struct Head {
     text: String,
     /// Per field in order: where its name and its value end in `text` (each field starts where
     /// the previous one ended).
-    fields: Vec<(u32, u32)>,
+    fields: Vec<(usize, usize)>,
 }
 
 impl Head {
     /// Header fields in order, names as sent; values decoded lossily as UTF-8.
     pub fn headers(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
         let mut start = 0usize;
-        self.fields.iter().map(move |&(name_end, value_end)| {
-            let (n, v) = (name_end as usize, value_end as usize);
+        self.fields.iter().map(move |&(n, v)| {
             let field = (
                 self.text.get(start..n).unwrap_or(""),
                 self.text.get(n..v).unwrap_or(""),
@@ -68,17 +67,12 @@ impl Head {
             .map(|(_, v)| v)
     }
 
-    /// Append a header field. Heads are bounded by [`HttpLimits::max_header_bytes`], far below
-    /// `u32::MAX`; a field that would pass it is not kept.
+    /// Append a header field.
     pub fn push_header(&mut self, name: &str, value: &str) {
-        let end = self.text.len() + name.len() + value.len();
-        if u32::try_from(end).is_err() {
-            return;
-        }
         self.text.push_str(name);
-        let name_end = self.text.len() as u32;
+        let name_end = self.text.len();
         self.text.push_str(value);
-        self.fields.push((name_end, self.text.len() as u32));
+        self.fields.push((name_end, self.text.len()));
     }
 }
 
