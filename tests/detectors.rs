@@ -90,21 +90,6 @@ fn events(cap: &Capture) -> Vec<Value> {
     run(cap, &["events", "--format", "ndjson"]).1
 }
 
-/// Sorted (kind, severity) pairs.
-fn kinds(fs: &[Value]) -> Vec<(String, String)> {
-    let mut v: Vec<(String, String)> = fs
-        .iter()
-        .map(|f| {
-            (
-                f["kind"].as_str().unwrap().to_string(),
-                f["severity"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    v.sort();
-    v
-}
-
 /// Assert exactly this multiset of (kind, severity) findings.
 fn assert_kinds(fs: &[Value], expected: &[(&str, &str)]) {
     let mut want: Vec<(String, String)> = expected
@@ -112,7 +97,7 @@ fn assert_kinds(fs: &[Value], expected: &[(&str, &str)]) {
         .map(|(k, s)| (k.to_string(), s.to_string()))
         .collect();
     want.sort();
-    assert_eq!(kinds(fs), want, "findings:\n{}", pretty(fs));
+    assert_eq!(kinds_and_severities(fs), want, "findings:\n{}", pretty(fs));
 }
 
 /// The only finding of a kind.

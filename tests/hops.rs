@@ -126,20 +126,6 @@ fn session(view: View, resume_on: u16) -> Capture {
     cap
 }
 
-fn kinds(fs: &[Value]) -> Vec<(String, String)> {
-    let mut v: Vec<(String, String)> = fs
-        .iter()
-        .map(|f| {
-            (
-                f["kind"].as_str().unwrap().into(),
-                f["severity"].as_str().unwrap().into(),
-            )
-        })
-        .collect();
-    v.sort();
-    v
-}
-
 fn backend_switch(fs: &[Value]) -> String {
     fs.iter()
         .find(|f| f["kind"] == "backend_switch")
@@ -156,8 +142,8 @@ fn fork_on_another_backend_same_findings_from_either_view() {
         ("id_regression".to_string(), "error".to_string()),
         ("id_restart".to_string(), "error".to_string()),
     ];
-    assert_eq!(kinds(&client), want, "{client:#?}");
-    assert_eq!(kinds(&both), want, "{both:#?}");
+    assert_eq!(kinds_and_severities(&client), want, "{client:#?}");
+    assert_eq!(kinds_and_severities(&both), want, "{both:#?}");
     // The header names the backends on the client leg; the backend hop names them by address.
     let d = backend_switch(&client);
     assert!(d.contains("backend b2") && d.contains("backend b1"), "{d}");
@@ -182,33 +168,16 @@ fn resume_on_the_same_backend() {
     for view in [View::ClientLeg, View::BothLegs] {
         let fs = analyze(&session(view, B1), &[]);
         assert_eq!(
-            kinds(&fs),
+            kinds_and_severities(&fs),
             vec![("resume_ok".to_string(), "info".to_string())],
             "{fs:#?}"
         );
     }
 }
 
-/// The exchanges table of a capture, as NDJSON rows.
-fn exchanges(cap: &Capture) -> Vec<Value> {
-    let path = temp_path("hops", "pcap");
-    std::fs::write(&path, cap.pcap()).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcpcap"))
-        .args(["exchanges", "--format", "ndjson"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_file(&path);
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 #[test]
 fn backend_legs_are_hops_not_exchanges_of_their_own() {
-    let rows = exchanges(&session(View::BothLegs, B2));
+    let rows = exchanges_table(&session(View::BothLegs, B2));
     // Client leg: initialize, initialized, tools/call, resumption; backend legs: three hops.
     assert_eq!(rows.len(), 7, "{rows:#?}");
     let hops: Vec<&Value> = rows.iter().filter(|r| !r["hop_of"].is_null()).collect();
@@ -286,7 +255,7 @@ fn cut_in_the_proxy(resume: bool) -> Vec<Value> {
 fn events_lost_between_the_hops() {
     let fs = cut_in_the_proxy(false);
     assert_eq!(
-        kinds(&fs),
+        kinds_and_severities(&fs),
         vec![
             ("lost_in_transit".to_string(), "error".to_string()),
             ("lost_response".to_string(), "error".to_string())
@@ -308,7 +277,7 @@ fn events_lost_between_the_hops() {
 fn events_replayed_after_the_cut_are_not_lost() {
     let fs = cut_in_the_proxy(true);
     assert_eq!(
-        kinds(&fs),
+        kinds_and_severities(&fs),
         vec![("resume_ok".to_string(), "info".to_string())],
         "{fs:#?}"
     );
@@ -327,7 +296,7 @@ fn same_request_to_two_servers_is_two_exchanges() {
     a.server(&mut cap, &json_response(Some("sA"), &initialize_result(1)));
     a.close(&mut cap);
     b.close(&mut cap);
-    let rows = exchanges(&cap);
+    let rows = exchanges_table(&cap);
     assert_eq!(rows.len(), 2, "{rows:#?}");
     assert!(rows.iter().all(|r| r["hop_of"].is_null()), "{rows:#?}");
     let mut sessions: Vec<&str> = rows

@@ -289,19 +289,7 @@ fn gzip_encoded_request_is_decoded() {
         &json_response(None, &json!({"jsonrpc": "2.0", "id": 5, "result": {}})),
     );
     c.close(&mut cap);
-    let path = temp_path("gzreq", "pcap");
-    std::fs::write(&path, cap.pcap()).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcpcap"))
-        .args(["exchanges", "--format", "ndjson"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_file(&path);
-    let rows: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = exchanges_table(&cap);
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0]["jsonrpc_methods"], "tools/list");
     assert_eq!(rows[0]["jsonrpc_ids"], "5,5");
@@ -325,19 +313,7 @@ fn response_lost_whole_in_a_gap_does_not_shift_the_pairing() {
     c.close(&mut cap);
     let middle = cap.server_data_frames(port)[1];
     cap.lose(middle);
-    let path = temp_path("lost-between", "pcap");
-    std::fs::write(&path, cap.pcap()).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcpcap"))
-        .args(["exchanges", "--format", "ndjson"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_file(&path);
-    let rows: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = exchanges_table(&cap);
     // jsonrpc_ids: the request's id and the response's.
     let view: Vec<(String, Value, bool)> = rows
         .iter()

@@ -13,20 +13,6 @@ use serde_json::{json, Value};
 
 const SID: &str = "s1";
 
-fn kinds(fs: &[Value]) -> Vec<(String, String)> {
-    let mut v: Vec<(String, String)> = fs
-        .iter()
-        .map(|f| {
-            (
-                f["kind"].as_str().unwrap().to_string(),
-                f["severity"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    v.sort();
-    v
-}
-
 #[track_caller]
 fn assert_kinds(fs: &[Value], expected: &[(&str, &str)]) {
     let mut want: Vec<(String, String)> = expected
@@ -34,7 +20,7 @@ fn assert_kinds(fs: &[Value], expected: &[(&str, &str)]) {
         .map(|(k, s)| (k.to_string(), s.to_string()))
         .collect();
     want.sort();
-    let got = kinds(fs);
+    let got = kinds_and_severities(fs);
     assert_eq!(
         got,
         want,

@@ -554,14 +554,13 @@ pub fn temp_path(tag: &str, ext: &str) -> std::path::PathBuf {
     ))
 }
 
-/// Run `mcpcap analyze --format ndjson --fail-on never <extra…>` on the capture and return the
-/// findings; the run must succeed with nothing on stderr.
-pub fn analyze(cap: &Capture, extra: &[&str]) -> Vec<Value> {
-    let path = temp_path("analyze", "pcap");
+/// Run `mcpcap <args…> <capture>` and return its NDJSON rows; the run must succeed with
+/// nothing on stderr.
+pub fn ndjson(cap: &Capture, args: &[&str]) -> Vec<Value> {
+    let path = temp_path("run", "pcap");
     std::fs::write(&path, cap.pcap()).expect("write temp pcap");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcpcap"))
-        .args(["analyze", "--format", "ndjson", "--fail-on", "never"])
-        .args(extra)
+        .args(args)
         .arg(&path)
         .output()
         .expect("run mcpcap");
@@ -576,6 +575,34 @@ pub fn analyze(cap: &Capture, extra: &[&str]) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).expect("json line"))
         .collect()
+}
+
+/// Run `mcpcap analyze --format ndjson --fail-on never <extra…>` on the capture and return the
+/// findings; the run must succeed with nothing on stderr.
+pub fn analyze(cap: &Capture, extra: &[&str]) -> Vec<Value> {
+    let mut args = vec!["analyze", "--format", "ndjson", "--fail-on", "never"];
+    args.extend_from_slice(extra);
+    ndjson(cap, &args)
+}
+
+/// The `exchanges` table of a capture, as NDJSON rows.
+pub fn exchanges_table(cap: &Capture) -> Vec<Value> {
+    ndjson(cap, &["exchanges", "--format", "ndjson"])
+}
+
+/// The findings' (kind, severity) pairs, sorted.
+pub fn kinds_and_severities(fs: &[Value]) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = fs
+        .iter()
+        .map(|f| {
+            (
+                f["kind"].as_str().unwrap_or_default().to_string(),
+                f["severity"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
 }
 
 /// The `kind` of each finding, in output order.
