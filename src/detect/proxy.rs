@@ -117,11 +117,7 @@ fn check_pair(model: &Model, exchanges: &[Exchange], a: usize, b: usize, out: &m
         ),
     )
     .at_event(md[s]);
-    f.request_id = d
-        .req_messages
-        .iter()
-        .find(|m| m.kind == crate::jsonrpc::Kind::Request)
-        .and_then(|m| m.id.as_deref().map(str::to_string));
+    f.request_id = super::streams::first_request_id(d);
     f.expected = Some("events forwarded as the server sends them".into());
     f.observed = Some(format!(
         "{} events in one burst, up to {} ms late",
@@ -261,11 +257,7 @@ pub(super) fn lost_in_transit(model: &Model, exchanges: &[Exchange], out: &mut V
             ),
         )
         .at_event(first);
-        f.request_id = ea
-            .req_messages
-            .iter()
-            .find(|m| m.kind == crate::jsonrpc::Kind::Request)
-            .and_then(|m| m.id.as_deref().map(str::to_string));
+        f.request_id = super::streams::first_request_id(ea);
         f.expected = Some("every event the backend sent reaches the client".into());
         f.observed = Some(format!("{} event(s) lost between hops", lost.len()));
         out.push(f);

@@ -18,6 +18,14 @@ pub(super) fn request_ids(e: &Exchange) -> HashSet<&str> {
         .collect()
 }
 
+/// The id of the first JSON-RPC request a POST sent (compact JSON), for `request_id` columns.
+pub(super) fn first_request_id(e: &Exchange) -> Option<String> {
+    e.req_messages
+        .iter()
+        .find(|m| m.kind == Kind::Request)
+        .and_then(|m| m.id.as_deref().map(str::to_string))
+}
+
 /// JSON-RPC response and error ids an exchange delivered (JSON body or SSE events).
 pub(super) fn answer_ids(e: &Exchange) -> impl Iterator<Item = &str> {
     e.resp_messages
@@ -73,11 +81,7 @@ pub(super) fn stream_request_id(
     if stream.kind != StreamKind::Post {
         return None;
     }
-    exchanges[stream.origin]
-        .req_messages
-        .iter()
-        .find(|m| m.kind == Kind::Request)
-        .and_then(|m| m.id.as_deref().map(str::to_string))
+    first_request_id(&exchanges[stream.origin])
 }
 
 /// How long, in µs, an empty answer lasts at most: rmcp closes it at once.
