@@ -406,14 +406,16 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             ex.iter_mut().for_each(|e| e.shift_time(-o));
         }
     }
-    // One vantage point's exchanges are already in order; several are merged (one copy).
-    let mut exchanges: Vec<mcpcap::http::Exchange> = if per_vantage.len() == 1 {
+    // One vantage point's exchanges are already in order (`Analyzer::finish`, its clock not
+    // moved); several are merged (one copy) and sorted. Flow ids are unique across vantage
+    // points: the key is unique, the order deterministic.
+    let exchanges: Vec<mcpcap::http::Exchange> = if per_vantage.len() == 1 {
         per_vantage.pop().unwrap_or_default()
     } else {
-        per_vantage.into_iter().flatten().collect()
+        let mut all: Vec<_> = per_vantage.into_iter().flatten().collect();
+        all.sort_unstable_by_key(|e| (e.ts(), e.flow_index, e.trans_depth));
+        all
     };
-    // Flow ids are unique across vantage points: the key is unique, the order deterministic.
-    exchanges.sort_unstable_by_key(|e| (e.ts(), e.flow_index, e.trans_depth));
     let capture_end = vantages
         .iter()
         .zip(&offsets)
