@@ -257,6 +257,12 @@ impl Model {
         // Ids are borrowed from the exchanges, not copied.
         let mut delivered: HashMap<(usize, Option<std::net::IpAddr>), IdIndex<'_>> =
             HashMap::default();
+        // Only the ids some request names as its Last-Event-ID are looked up: the index keeps
+        // those alone (a few per resumption), not every event of the capture.
+        let wanted: crate::hash::FastSet<&str> = exchanges
+            .iter()
+            .filter_map(|e| e.req_header("last-event-id"))
+            .collect();
         for (xi, e) in exchanges.iter().enumerate() {
             if m.hops.primary.get(xi).is_some_and(Option::is_some) {
                 continue;
@@ -344,11 +350,11 @@ impl Model {
             if let Some(st) = stream {
                 for (ei, ev) in e.events.iter().enumerate() {
                     if ev.sse.has_own_id && !ev.sse.truncated {
-                        if let Some(id) = &ev.sse.id {
+                        if let Some(id) = ev.sse.id.as_deref().filter(|id| wanted.contains(id)) {
                             delivered
                                 .entry(index_key)
                                 .or_default()
-                                .entry(id.as_str())
+                                .entry(id)
                                 .or_default()
                                 .push((st, xi, ei, ev.sse.ts));
                         }
