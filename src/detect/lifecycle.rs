@@ -228,7 +228,7 @@ pub(super) fn resumes_without_cursor(
             .rev()
             .flat_map(|&x| exchanges[x].events.iter().rev())
             .filter(|ev| !ev.sse.truncated && ev.sse.has_own_id)
-            .find_map(|ev| ev.sse.id.as_deref())
+            .find_map(|ev| ev.sse.id)
         else {
             continue;
         };

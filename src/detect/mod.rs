@@ -112,12 +112,7 @@ impl Finding {
     pub(crate) fn at_event(mut self, ev: &crate::http::EventRec) -> Finding {
         self.ts = ev.sse.ts;
         self.frame = ev.sse.frame_first;
-        self.event_id = ev
-            .sse
-            .id
-            .as_deref()
-            .map(str::to_string)
-            .filter(|_| ev.sse.has_own_id);
+        self.event_id = ev.sse.id.map(str::to_string).filter(|_| ev.sse.has_own_id);
         self
     }
 }

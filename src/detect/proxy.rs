@@ -19,7 +19,7 @@ const MIN_SPREAD_US: i64 = 200_000;
 /// Delay of the burst's oldest event behind its upstream copy, µs: "far behind production".
 const MIN_LAG_US: i64 = 500_000;
 
-fn messages(e: &Exchange) -> Vec<&EventRec> {
+fn messages(e: &Exchange) -> Vec<EventRec<'_>> {
     e.events.iter().filter(|ev| ev.carries_data()).collect()
 }
 
@@ -116,7 +116,7 @@ fn check_pair(model: &Model, exchanges: &[Exchange], a: usize, b: usize, out: &m
             ms(max_lag),
         ),
     )
-    .at_event(md[s]);
+    .at_event(&md[s]);
     f.request_id = super::streams::first_request_id(d);
     f.expected = Some("events forwarded as the server sends them".into());
     f.observed = Some(format!(
@@ -199,7 +199,7 @@ pub(super) fn backend_switch(
 /// client-facing copy has capture gaps.
 pub(super) fn lost_in_transit(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
     use crate::hash::{FastMap as HashMap, FastSet as HashSet};
-    let message = |ev: &&EventRec| ev.carries_data();
+    let message = |ev: &EventRec| ev.carries_data();
     let mut delivered: HashMap<usize, HashSet<u64>> = HashMap::default();
     for (a, hops) in model.hops.backend_hops.iter().enumerate() {
         let ea = &exchanges[a];
@@ -219,7 +219,7 @@ pub(super) fn lost_in_transit(model: &Model, exchanges: &[Exchange], out: &mut V
                 .map(|ev| ev.data_hash)
                 .collect()
         });
-        let lost: Vec<&EventRec> = exchanges[backend]
+        let lost: Vec<EventRec> = exchanges[backend]
             .events
             .iter()
             .filter(message)
@@ -256,7 +256,7 @@ pub(super) fn lost_in_transit(model: &Model, exchanges: &[Exchange], out: &mut V
                 flow_id(&exchanges[toward_client]),
             ),
         )
-        .at_event(first);
+        .at_event(&first);
         f.request_id = super::streams::first_request_id(ea);
         f.expected = Some("every event the backend sent reaches the client".into());
         f.observed = Some(format!("{} event(s) lost between hops", lost.len()));

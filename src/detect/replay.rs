@@ -92,12 +92,7 @@ impl ReplayIndex {
                         stream: sti,
                         ts: ev.sse.ts,
                         frame: ev.sse.frame_first,
-                        id: ev
-                            .sse
-                            .id
-                            .as_deref()
-                            .map(str::to_string)
-                            .filter(|_| ev.sse.has_own_id),
+                        id: ev.sse.id.map(str::to_string).filter(|_| ev.sse.has_own_id),
                     };
                     if sessions.contains(&st.session) {
                         let v = idx.own.entry((st.session, ev.data_hash)).or_default();
@@ -146,7 +141,7 @@ impl ReplayIndex {
         }
         // (A proxy's other leg is no stream of its own: hops are not in the model.)
         let other = |o: usize| o != st;
-        let id = ev.sse.id.as_deref().filter(|_| ev.sse.has_own_id);
+        let id = ev.sse.id.filter(|_| ev.sse.has_own_id);
         if let Some(seen) = self.own.get(&(session, ev.data_hash)).and_then(|v| {
             v.iter().find(|s| {
                 other(s.stream) && s.ts < ev.sse.ts && s.id.as_deref() == id && id.is_some()
@@ -162,7 +157,7 @@ impl ReplayIndex {
         ev.messages
             .iter()
             .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
-            .filter_map(|m| m.id.as_ref())
+            .filter_map(|m| m.id)
             .find_map(|rid| {
                 // The request must belong to other streams only (a proxy's two legs both send it).
                 let owners = self.request_stream.get(&(session, rid.clone()))?;
@@ -189,7 +184,7 @@ impl ReplayIndex {
             return None;
         }
         let seen = self.first_by_session.get(&ev.data_hash)?;
-        let id = ev.sse.id.as_deref().filter(|_| ev.sse.has_own_id);
+        let id = ev.sse.id.filter(|_| ev.sse.has_own_id);
         let foreign_message = !ev.messages.is_empty()
             && ev.messages.iter().all(|m| match m.kind {
                 Kind::Response | Kind::Error => {

@@ -12,7 +12,7 @@ use crate::jsonrpc::{Kind, Short};
 use crate::mcp::ids::{self, IdFormat};
 use crate::mcp::{Model, Resumption, StreamKind};
 
-type Ev<'a> = (usize, usize, &'a EventRec);
+type Ev<'a> = (usize, usize, EventRec<'a>);
 
 struct Ctx<'a> {
     session: String,
@@ -25,7 +25,7 @@ impl Ctx<'_> {
         &self,
         kind: &'static str,
         severity: Severity,
-        at: Option<&EventRec>,
+        at: Option<EventRec>,
         detail: String,
     ) -> Finding {
         Finding {
@@ -39,7 +39,7 @@ impl Ctx<'_> {
                 .unwrap_or_else(|| self.e.frame()),
             last_event_id: Some(self.leid.to_string()),
             event_id: at
-                .and_then(|ev| ev.sse.id.as_deref().map(str::to_string))
+                .and_then(|ev| ev.sse.id.map(str::to_string))
                 .filter(|_| at.is_some_and(|ev| ev.sse.has_own_id)),
             request_id: None,
             expected: None,
@@ -147,7 +147,7 @@ pub(super) fn check(
     };
     let upto: &[Ev] = &before[..=lpos];
     let l_ev = before[lpos].2;
-    let after: Vec<&EventRec> = e.events.iter().filter(|ev| !ev.sse.truncated).collect();
+    let after: Vec<EventRec> = e.events.iter().filter(|ev| !ev.sse.truncated).collect();
     if e.resp_gap || exchanges[cx].resp_gap {
         return result(Verdict::Unverifiable, None, "capture gap in the evidence");
     }
@@ -168,12 +168,12 @@ pub(super) fn check(
     let ids_before: HashSet<&str> = before
         .iter()
         .filter(|(_, _, ev)| ev.sse.has_own_id)
-        .filter_map(|(_, _, ev)| ev.sse.id.as_deref())
+        .filter_map(|(_, _, ev)| ev.sse.id)
         .collect();
     let ids_upto: HashSet<&str> = upto
         .iter()
         .filter(|(_, _, ev)| ev.sse.has_own_id)
-        .filter_map(|(_, _, ev)| ev.sse.id.as_deref())
+        .filter_map(|(_, _, ev)| ev.sse.id)
         .collect();
     let is_msg = |ev: &EventRec| {
         !ev.messages.is_empty() || (!ev.priming && ev.data_len > 0 && ev.parse_error.is_some())
@@ -181,12 +181,12 @@ pub(super) fn check(
     // The first new event: an inclusive replay that re-sends the cursor event itself (same id,
     // same data — rmcp does) is a duplicate (reported below), not the start of another log.
     let resent_cursor = |ev: &EventRec| {
-        ev.sse.id.as_deref() == Some(r.last_event_id.as_str()) && ev.data_hash == l_ev.data_hash
+        ev.sse.id == Some(r.last_event_id.as_str()) && ev.data_hash == l_ev.data_hash
     };
     // Events of another stream or session replayed here (checked before the ids: a foreign id is
     // not the start of another log of this stream).
     let named = model.sessions[r.session].id.is_some();
-    let foreign_stream: Vec<(&EventRec, usize, Option<u64>)> = after
+    let foreign_stream: Vec<(EventRec, usize, Option<u64>)> = after
         .iter()
         .filter_map(|ev| {
             replays
@@ -195,7 +195,7 @@ pub(super) fn check(
         })
         .collect();
     let tokens: HashSet<&str> = session_requests.values().map(String::as_str).collect();
-    let foreign_session: Vec<(&EventRec, &super::replay::Seen)> = if named {
+    let foreign_session: Vec<(EventRec, &super::replay::Seen)> = if named {
         after
             .iter()
             .filter_map(|ev| {
@@ -209,14 +209,14 @@ pub(super) fn check(
         Vec::new()
     };
     let foreign = |ev: &EventRec| {
-        foreign_stream.iter().any(|(f, _, _)| std::ptr::eq(*f, ev))
-            || foreign_session.iter().any(|(f, _)| std::ptr::eq(*f, ev))
+        foreign_stream.iter().any(|(f, _, _)| f.is(ev))
+            || foreign_session.iter().any(|(f, _)| f.is(ev))
     };
     let first = after
         .iter()
         .copied()
         .find(|ev| ev.sse.has_own_id && !ev.priming && !resent_cursor(ev) && !foreign(ev));
-    let first_id = first.and_then(|ev| ev.sse.id.as_deref().map(str::to_string));
+    let first_id = first.and_then(|ev| ev.sse.id.map(str::to_string));
     let mut forked = false;
     let mut gap = false;
     let mut id_gapped = false;
@@ -293,7 +293,7 @@ pub(super) fn check(
         let lowest = before
             .iter()
             .filter(|(_, _, ev)| ev.sse.has_own_id)
-            .filter_map(|(_, _, ev)| ev.sse.id.as_deref())
+            .filter_map(|(_, _, ev)| ev.sse.id)
             .map(ids::parse)
             .filter(|p| p.format == pf.format && p.prefix == pf.prefix)
             .filter_map(|p| p.seq)
@@ -381,9 +381,9 @@ pub(super) fn check(
     let before_by_id: HashSet<(&str, u64)> = upto
         .iter()
         .filter(|(_, _, ev)| ev.sse.has_own_id)
-        .filter_map(|(_, _, ev)| Some((ev.sse.id.as_deref()?, ev.data_hash)))
+        .filter_map(|(_, _, ev)| Some((ev.sse.id?, ev.data_hash)))
         .collect();
-    let dup_ids: Vec<&EventRec> = after
+    let dup_ids: Vec<EventRec> = after
         .iter()
         .copied()
         .filter(|ev| {
@@ -391,11 +391,10 @@ pub(super) fn check(
                 && ev
                     .sse
                     .id
-                    .as_deref()
                     .is_some_and(|i| before_by_id.contains(&(i, ev.data_hash)))
         })
         .collect();
-    let dup_payload: Vec<&EventRec> = after.iter().copied().filter(|ev| ev.messages.iter().any(|m| matches!((&m.progress_token, m.progress), (Some(t), Some(p)) if progress_before.contains(&(t.clone(), p.to_bits()))))).collect();
+    let dup_payload: Vec<EventRec> = after.iter().copied().filter(|ev| ev.messages.iter().any(|m| matches!((&m.progress_token, m.progress), (Some(t), Some(p)) if progress_before.contains(&(t.clone(), p.to_bits()))))).collect();
     let duplicated = !dup_ids.is_empty() || !dup_payload.is_empty();
     if duplicated {
         let at = dup_ids.first().or(dup_payload.first()).copied();
@@ -426,12 +425,12 @@ pub(super) fn check(
     let mut desynced_tokens: HashSet<Short> = HashSet::default();
     let mut boundary_desync = false;
     if continuity_claimed && !forked {
-        let mut series: Vec<(SeqKey, Vec<(f64, &EventRec)>)> = Vec::new();
+        let mut series: Vec<(SeqKey, Vec<(f64, EventRec)>)> = Vec::new();
         for (_, _, ev) in upto {
             for (key, v) in seq_values(ev) {
                 match series.iter_mut().find(|(k, _)| *k == key) {
-                    Some((_, vals)) => vals.push((v, ev)),
-                    None => series.push((key, vec![(v, ev)])),
+                    Some((_, vals)) => vals.push((v, *ev)),
+                    None => series.push((key, vec![(v, *ev)])),
                 }
             }
         }
@@ -451,10 +450,11 @@ pub(super) fn check(
                 && steps.iter().all(|s| (s - steps[0]).abs() < 1e-9)
                 && steps[0] > 0.0;
             let seen = |v: f64| vals.iter().any(|(x, _)| x.to_bits() == v.to_bits());
-            let later: Vec<(f64, &EventRec)> = after
+            let later: Vec<(f64, EventRec)> = after
                 .iter()
                 .flat_map(|ev| {
                     seq_values(ev)
+                        .into_iter()
                         .filter(|(k, _)| k == key)
                         .map(move |(_, v)| (v, *ev))
                 })
@@ -481,7 +481,7 @@ pub(super) fn check(
                     } else {
                         format!(
                             "Inside the stream resumed from Last-Event-ID {} {} went from {} (event {}, frame {}) to {} (event {}, frame {}), {} the stream's usual step of {}: events in between were never delivered although the ids carry on.",
-                            r.last_event_id, label, fmt_num(prev.0), prev.2, prev.1.sse.frame_first, fmt_num(next), ev.sse.id.as_deref().unwrap_or("-"), ev.sse.frame_first, how, fmt_num(step))
+                            r.last_event_id, label, fmt_num(prev.0), prev.2, prev.1.sse.frame_first, fmt_num(next), ev.sse.id.unwrap_or("-"), ev.sse.frame_first, how, fmt_num(step))
                     };
                     let mut f = ctx.finding("app_seq_desync", Severity::Error, Some(ev), detail);
                     // The cursor the client held just before the jump.
@@ -498,7 +498,7 @@ pub(super) fn check(
                     break;
                 }
                 let id = if ev.sse.has_own_id {
-                    ev.sse.id.as_deref().map(str::to_string).unwrap_or_default()
+                    ev.sse.id.map(str::to_string).unwrap_or_default()
                 } else {
                     prev.2.clone()
                 };
@@ -540,7 +540,7 @@ pub(super) fn check(
             }
             let progress_after: Vec<f64> = after
                 .iter()
-                .take_while(|x| !std::ptr::eq(**x, ev))
+                .take_while(|x| !x.is(&ev))
                 .flat_map(|x| x.messages.iter())
                 .filter(|x| x.progress_token.as_deref() == Some(token))
                 .filter_map(|x| x.progress)
@@ -552,7 +552,7 @@ pub(super) fn check(
             if incomplete {
                 let mut f = ctx.finding("suspect_terminal", Severity::Error, Some(ev), format!(
                     "The final response to request {} arrived on the resumed stream right after Last-Event-ID {} (event {}, frame {}) while its progress stood at {}{} with {} progress notification(s) in between: a terminal event not attributable to the original stream.",
-                    rid, r.last_event_id, ev.sse.id.as_deref().unwrap_or("-"), ev.sse.frame_first, fmt_num(last), total.map(|t| format!(" of {}", fmt_num(t))).unwrap_or_default(), progress_after.len()));
+                    rid, r.last_event_id, ev.sse.id.unwrap_or("-"), ev.sse.frame_first, fmt_num(last), total.map(|t| format!(" of {}", fmt_num(t))).unwrap_or_default(), progress_after.len()));
                 f.request_id = Some(rid.to_string());
                 f.expected = Some(format!("progress continuing from {}", fmt_num(last)));
                 f.observed = Some(format!(
@@ -619,19 +619,20 @@ impl SeqKey {
 }
 
 /// Every application sequence value an event carries.
-fn seq_values(ev: &EventRec) -> impl Iterator<Item = (SeqKey, f64)> + '_ {
-    ev.messages.iter().flat_map(|m| {
-        let progress = match (&m.progress_token, m.progress) {
-            (Some(t), Some(p)) => Some((SeqKey::Progress(t.clone()), p)),
-            _ => None,
-        };
+fn seq_values(ev: &EventRec) -> Vec<(SeqKey, f64)> {
+    let mut out = Vec::new();
+    for m in ev.messages.iter() {
+        if let (Some(t), Some(p)) = (&m.progress_token, m.progress) {
+            out.push((SeqKey::Progress(t.clone()), p));
+        }
         let method = m.method.clone().unwrap_or_default();
-        progress.into_iter().chain(
+        out.extend(
             m.app_seq()
                 .iter()
-                .map(move |&(i, v)| (SeqKey::App(i, method.clone()), v)),
-        )
-    })
+                .map(|&(i, v)| (SeqKey::App(i, method.clone()), v)),
+        );
+    }
+    out
 }
 
 /// Whether the stream's request got its response on the events up to the cursor.
@@ -640,13 +641,13 @@ fn answered_before(exchanges: &[Exchange], origin: usize, upto: &[Ev]) -> bool {
     if reqs.is_empty() {
         return false;
     }
-    let answered: HashSet<&str> = upto
+    let answered: HashSet<Short> = upto
         .iter()
         .flat_map(|(_, _, ev)| ev.messages.iter())
         .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
-        .filter_map(|m| m.id.as_deref())
+        .filter_map(|m| m.id)
         .collect();
-    reqs.iter().all(|r| answered.contains(r))
+    reqs.iter().all(|r| answered.contains(*r))
 }
 
 /// Integer ids of the stream's message events step by exactly one.
@@ -654,7 +655,7 @@ fn stream_dense(upto: &[Ev]) -> bool {
     let seqs: Vec<u128> = upto
         .iter()
         .filter(|(_, _, ev)| ev.sse.has_own_id)
-        .filter_map(|(_, _, ev)| ev.sse.id.as_deref())
+        .filter_map(|(_, _, ev)| ev.sse.id)
         .filter_map(|i| ids::parse(i).seq)
         .collect();
     seqs.len() >= 2 && seqs.windows(2).all(|w| w[1] == w[0] + 1)

@@ -28,16 +28,16 @@ fn resent(s: &Session, exchanges: &[Exchange], e: &Exchange, m: &Message) -> boo
 }
 
 /// JSON-RPC responses delivered to the client in one exchange: (id, ts, frame).
-fn responses_in(e: &Exchange) -> Vec<(&str, i64, u64)> {
-    let mut v: Vec<(&str, i64, u64)> = Vec::new();
+fn responses_in(e: &Exchange) -> Vec<(crate::Short, i64, u64)> {
+    let mut v: Vec<(crate::Short, i64, u64)> = Vec::new();
     for m in e
         .resp_messages
         .iter()
         .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
     {
-        if let Some(id) = m.id.as_deref() {
+        if let Some(id) = &m.id {
             v.push((
-                id,
+                id.clone(),
                 e.ts_response.unwrap_or(0),
                 e.frame_response.unwrap_or(0),
             ));
@@ -49,7 +49,7 @@ fn responses_in(e: &Exchange) -> Vec<(&str, i64, u64)> {
             .iter()
             .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
         {
-            if let Some(id) = m.id.as_deref() {
+            if let Some(id) = m.id {
                 v.push((id, ev.sse.ts, ev.sse.frame_first));
             }
         }
@@ -69,7 +69,7 @@ pub(super) fn lost_responses(
     out: &mut Vec<Finding>,
 ) {
     for s in &model.sessions {
-        let answered: HashSet<&str> = s
+        let answered: HashSet<crate::Short> = s
             .exchanges
             .iter()
             .flat_map(|&xi| responses_in(&exchanges[xi]))
@@ -160,19 +160,19 @@ pub(super) fn duplicate_responses(model: &Model, exchanges: &[Exchange], out: &m
             .filter(|m| m.kind == Kind::Request)
             .filter_map(|m| m.id.as_deref())
             .collect();
-        let mut seen: HashMap<&str, (i64, u64, usize)> = HashMap::default();
+        let mut seen: HashMap<crate::Short, (i64, u64, usize)> = HashMap::default();
         for &xi in &s.exchanges {
             // Without a session, independent clients reuse request ids: compare within one exchange only.
             if s.id.is_none() {
                 seen.clear();
             }
             for (id, ts, frame) in responses_in(&exchanges[xi]) {
-                if !requests.contains(id) {
+                if !requests.contains(id.as_str()) {
                     continue;
                 }
-                match seen.get(id) {
+                match seen.get(&id) {
                     None => {
-                        seen.insert(id, (ts, frame, xi));
+                        seen.insert(id.clone(), (ts, frame, xi));
                     }
                     Some(&(_, first_frame, _)) => {
                         let e = &exchanges[xi];

@@ -27,9 +27,10 @@ pub(super) fn first_request_id(e: &Exchange) -> Option<String> {
 }
 
 /// JSON-RPC response and error ids an exchange delivered (JSON body or SSE events).
-pub(super) fn answer_ids(e: &Exchange) -> impl Iterator<Item = &str> {
+pub(super) fn answer_ids(e: &Exchange) -> impl Iterator<Item = crate::Short> + '_ {
     e.resp_messages
         .iter()
+        .cloned()
         .chain(
             e.events
                 .iter()
@@ -37,7 +38,7 @@ pub(super) fn answer_ids(e: &Exchange) -> impl Iterator<Item = &str> {
                 .flat_map(|ev| ev.messages.iter()),
         )
         .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
-        .filter_map(|m| m.id.as_deref())
+        .filter_map(|m| m.id)
 }
 
 /// For each logical stream, the position in its `connections` of the connection by whose end all
@@ -54,10 +55,10 @@ pub(super) fn answered_at(model: &Model, exchanges: &[Exchange]) -> Vec<Option<u
             if reqs.is_empty() {
                 return Some(0);
             }
-            let mut answered: HashSet<&str> = HashSet::default();
+            let mut answered: HashSet<crate::Short> = HashSet::default();
             for (k, &xi) in stream.connections.iter().enumerate() {
                 answered.extend(answer_ids(&exchanges[xi]));
-                if reqs.iter().all(|r| answered.contains(r)) {
+                if reqs.iter().all(|r| answered.contains(*r)) {
                     return Some(k);
                 }
             }
@@ -107,18 +108,18 @@ pub(super) fn duplicate_event_ids(model: &Model, exchanges: &[Exchange], out: &m
     for (sti, st) in model.streams.iter().enumerate() {
         for &xi in &st.connections {
             let e = &exchanges[xi];
-            let mut seen: HashMap<(&str, u64), &EventRec> = HashMap::default();
-            let mut dups: Vec<(&EventRec, &EventRec)> = Vec::new();
+            let mut seen: HashMap<(&str, u64), EventRec> = HashMap::default();
+            let mut dups: Vec<(EventRec, EventRec)> = Vec::new();
             for ev in e
                 .events
                 .iter()
                 .filter(|ev| ev.carries_data() && ev.sse.has_own_id)
             {
-                let Some(id) = ev.sse.id.as_deref() else {
+                let Some(id) = ev.sse.id else {
                     continue;
                 };
                 match seen.get(&(id, ev.data_hash)) {
-                    Some(first) => dups.push((first, ev)),
+                    Some(first) => dups.push((*first, ev)),
                     None => {
                         seen.insert((id, ev.data_hash), ev);
                     }
@@ -127,7 +128,7 @@ pub(super) fn duplicate_event_ids(model: &Model, exchanges: &[Exchange], out: &m
             let Some(&(first, again)) = dups.first() else {
                 continue;
             };
-            let id = again.sse.id.as_deref().unwrap_or("");
+            let id = again.sse.id.unwrap_or("");
             let mut f = Finding::at_exchange(
                 model.sessions[st.session].label(),
                 "duplicate_event_id",
@@ -142,7 +143,7 @@ pub(super) fn duplicate_event_ids(model: &Model, exchanges: &[Exchange], out: &m
                     if dups.len() > 1 { format!(", and {} more event(s) likewise", dups.len() - 1) } else { String::new() }
                 ),
             )
-            .at_event(again);
+            .at_event(&again);
             f.request_id = stream_request_id(model, exchanges, sti);
             f.expected = Some("each event id once per stream".into());
             f.observed = Some(format!("{} repeated event(s)", dups.len()));
@@ -284,11 +285,11 @@ pub(super) fn planned_polls(model: &Model, exchanges: &[Exchange], out: &mut Vec
             for ev in &a.events {
                 if let Some(r) = ev.sse.retry {
                     in_force = Some(r.min(3_600_000));
-                } else if ev.sse.event_type.as_deref() == Some("close") && in_force.is_none() {
+                } else if ev.sse.event_type == Some("close") && in_force.is_none() {
                     in_force = Some(0);
                 }
                 if !ev.sse.truncated && ev.sse.has_own_id {
-                    last = ev.sse.id.as_deref().or(last);
+                    last = ev.sse.id.or(last);
                 }
             }
             let Some(retry) = in_force else {
@@ -337,7 +338,7 @@ pub(super) fn planned_polls(model: &Model, exchanges: &[Exchange], out: &mut Vec
                 .events
                 .iter()
                 .find(|ev| ev.sse.has_own_id && !ev.priming && !ev.sse.truncated)
-                .and_then(|ev| ev.sse.id.as_deref().map(str::to_string));
+                .and_then(|ev| ev.sse.id.map(str::to_string));
             f.request_id = stream_request_id(model, exchanges, si);
             f.expected = Some(format!(
                 "a GET with Last-Event-ID {l} about {retry} ms later"

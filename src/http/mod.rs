@@ -9,6 +9,7 @@
 //! arrive, and parses JSON bodies and SSE `data` as JSON-RPC.
 
 pub mod coding;
+pub mod events;
 pub mod framing;
 
 use std::collections::HashMap;
@@ -22,34 +23,7 @@ pub use framing::{BodyRule, DirParser, Head, HttpEvent, HttpLimits};
 /// Largest non-SSE body kept for JSON parsing, in bytes (anomaly `http.body_too_large`).
 pub const MAX_JSON_BODY: usize = 16 << 20;
 
-/// An SSE event with the JSON-RPC messages of its `data`.
-///
-/// To keep memory per event small, `sse.data` is emptied once parsed (except for the legacy
-/// transport's `endpoint` events); its length and a hash stay.
-#[derive(Debug, Clone)]
-pub struct EventRec {
-    /// The event as parsed (`data` emptied, see above).
-    pub sse: SseEvent,
-    /// Length of `data`, in bytes.
-    pub data_len: usize,
-    /// 64-bit hash of `data` ([`crate::hash::hash64`]), to compare payloads.
-    pub data_hash: u64,
-    /// MCP 2025-11-25 priming event: an id with empty data (a cursor, not a message).
-    pub priming: bool,
-    /// Messages in `data` (empty for priming events and non-JSON data); one, the usual case,
-    /// is kept inline.
-    pub messages: smallvec::SmallVec<[Message; 1]>,
-    /// Why `data` was not JSON, when it was not.
-    pub parse_error: Option<Box<str>>,
-}
-
-impl EventRec {
-    /// Whether the event carries a payload the client handled: complete (not truncated), not a
-    /// priming event, with data.
-    pub fn carries_data(&self) -> bool {
-        !self.sse.truncated && !self.priming && self.data_len > 0
-    }
-}
+pub use events::{EventLog, EventRec, Messages, SseMeta};
 
 /// One request/response exchange (Zeek http.log row).
 #[derive(Debug, Clone, Default)]
@@ -110,7 +84,10 @@ pub struct Exchange {
     /// Whether the response is `text/event-stream`.
     pub is_sse: bool,
     /// SSE events in order.
-    pub events: Vec<EventRec>,
+    pub events: EventLog,
+    /// `data` of the first legacy-transport (2024-11-05) `endpoint` event that names a session
+    /// (`sessionId`/`session_id` query parameter): the session key of the GET stream.
+    pub endpoint: Option<String>,
     /// Messages in a JSON response body.
     pub resp_messages: Vec<Message>,
     /// SSE comment lines.
@@ -129,7 +106,7 @@ impl Exchange {
                 .iter()
                 .filter(|ev| !ev.sse.truncated)
                 .take(4)
-                .map(|ev| (ev.sse.id.as_deref(), ev.data_hash))
+                .map(|ev| (ev.sse.id, ev.data_hash))
                 .collect()
         }
         let (a, b) = (first(self), first(other));
@@ -150,9 +127,7 @@ impl Exchange {
         {
             *t = t.saturating_add(delta_us);
         }
-        for ev in &mut self.events {
-            ev.sse.ts = ev.sse.ts.saturating_add(delta_us);
-        }
+        self.events.shift_time(delta_us);
     }
     /// A request header, case-insensitively.
     pub fn req_header(&self, name: &str) -> Option<&str> {
@@ -747,11 +722,11 @@ fn on_event(
                 e.frame_last = Some(frame);
                 if let Some(mut sse) = conn.sse.take() {
                     let app = &opts.app_seq;
-                    let events = &mut e.events;
+                    let (events, endpoint) = (&mut e.events, &mut e.endpoint);
                     sse.finish(
                         ts,
                         frame,
-                        &mut |ev| events.push(event_rec(ev, app)),
+                        &mut |ev| push_event(events, endpoint, ev, app),
                         &mut |a| anomalies.add(a),
                     );
                     e.sse_comments = sse.comments;
@@ -807,12 +782,12 @@ fn feed_body(
     match sse.as_mut() {
         Some(sse) => {
             let app = &opts.app_seq;
-            let events = &mut e.events;
+            let (events, endpoint) = (&mut e.events, &mut e.endpoint);
             sse.push(
                 bytes,
                 ts,
                 frame,
-                &mut |ev| events.push(event_rec(ev, app)),
+                &mut |ev| push_event(events, endpoint, ev, app),
                 &mut |mut a| {
                     a.frame = a.frame.or(Some(frame));
                     a.flow_id = Some(flow_id.to_string());
@@ -880,29 +855,28 @@ fn finish_json(
     }
 }
 
-fn event_rec(mut ev: SseEvent, app_seq: &[String]) -> EventRec {
-    let (data_len, data_hash, priming) = (
-        ev.data.len(),
-        crate::hash::hash64(ev.data.as_bytes()),
-        ev.is_priming(),
-    );
+/// Parse an event's `data` as JSON-RPC and append the event to the log; the legacy transport's
+/// `endpoint` event keeps its `data` (the session key of the stream).
+fn push_event(
+    events: &mut EventLog,
+    endpoint: &mut Option<String>,
+    ev: SseEvent,
+    app_seq: &[String],
+) {
+    let (data_hash, priming) = (crate::hash::hash64(ev.data.as_bytes()), ev.is_priming());
     let (messages, parse_error) = if ev.data.trim().is_empty() || ev.truncated {
         (smallvec::SmallVec::new(), None)
     } else {
         match jsonrpc::parse_str(&ev.data, app_seq) {
             Ok(m) => (m, None),
-            Err(e) => (smallvec::SmallVec::new(), Some(e.into_boxed_str())),
+            Err(e) => (smallvec::SmallVec::new(), Some(e)),
         }
     };
-    if ev.event_type.as_deref() != Some("endpoint") {
-        ev.data = String::new();
+    if endpoint.is_none()
+        && ev.event_type.as_deref() == Some("endpoint")
+        && crate::mcp::query_session_id(ev.data.trim()).is_some()
+    {
+        *endpoint = Some(ev.data.trim().to_string());
     }
-    EventRec {
-        sse: ev,
-        data_len,
-        data_hash,
-        priming,
-        messages,
-        parse_error,
-    }
+    events.push(&ev, data_hash, priming, &messages, parse_error.as_deref());
 }

@@ -117,8 +117,9 @@ pub fn exchange_era(e: &Exchange) -> Era {
             // The response's (negotiated) version before the request's (proposed) one.
             e.resp_messages
                 .iter()
+                .cloned()
                 .chain(e.events.iter().flat_map(|ev| ev.messages.iter()))
-                .chain(e.req_messages.iter())
+                .chain(e.req_messages.iter().cloned())
                 .find_map(|m| m.protocol_version().map(str::to_string))
         });
     match declared.as_deref().map(Era::of_version) {
@@ -212,7 +213,7 @@ pub fn session_id_of(e: &Exchange) -> Option<&str> {
 
 /// The `sessionId` (or Python SDK `session_id`) query parameter of a URL or path (legacy
 /// HTTP+SSE transport, MCP 2024-11-05).
-fn query_session_id(target: &str) -> Option<&str> {
+pub(crate) fn query_session_id(target: &str) -> Option<&str> {
     let q = target.split_once('?')?.1;
     // `sessionId` (TS SDK, spec examples) or `session_id` (Python SDK).
     q.split('&')
@@ -234,10 +235,9 @@ pub fn session_key_of(e: &Exchange) -> Option<String> {
     if let Some(s) = e.request.as_ref().and_then(|h| query_session_id(&h.target)) {
         return Some(s.to_string());
     }
-    e.events
-        .iter()
-        .filter(|ev| ev.sse.event_type.as_deref() == Some("endpoint"))
-        .find_map(|ev| query_session_id(ev.sse.data.trim()))
+    e.endpoint
+        .as_deref()
+        .and_then(query_session_id)
         .map(str::to_string)
 }
 
@@ -285,6 +285,7 @@ impl Model {
                 s.protocol_version = e
                     .resp_messages
                     .iter()
+                    .cloned()
                     .chain(e.events.iter().flat_map(|ev| ev.messages.iter()))
                     .find_map(|msg| msg.protocol_version().map(str::to_string))
                     .or_else(|| e.req_header("mcp-protocol-version").map(str::to_string));
@@ -350,7 +351,7 @@ impl Model {
             if let Some(st) = stream {
                 for (ei, ev) in e.events.iter().enumerate() {
                     if ev.sse.has_own_id && !ev.sse.truncated {
-                        if let Some(id) = ev.sse.id.as_deref().filter(|id| wanted.contains(id)) {
+                        if let Some(id) = ev.sse.id.filter(|id| wanted.contains(id)) {
                             delivered
                                 .entry(index_key)
                                 .or_default()
@@ -399,7 +400,7 @@ impl Model {
                     .iter()
                     .flat_map(|&x| exchanges[x].events.iter())
                     .filter(|ev| ev.sse.has_own_id && !ev.sse.truncated)
-                    .filter_map(|ev| ev.sse.id.as_deref())
+                    .filter_map(|ev| ev.sse.id)
                     .filter_map(|i| ids::parse(i).seq)
                     .collect();
                 // Replays repeat or go back; density is judged on the forward steps only.

@@ -297,12 +297,23 @@ pub fn events_chunks<'a>(
     rows: usize,
 ) -> impl Iterator<Item = Table> + 'a {
     let labels: Vec<String> = a.model.sessions.iter().map(|s| s.label()).collect();
-    let evs: Vec<(usize, &crate::http::EventRec)> = ex
-        .iter()
-        .enumerate()
-        .flat_map(|(xi, e)| e.events.iter().map(move |ev| (xi, ev)))
-        .collect();
-    pieces(evs.len(), rows).map(move |r| events_table(a, ex, &labels, &evs[r]))
+    let total: usize = ex.iter().map(|e| e.events.len()).sum();
+    // The (exchange, event) pairs of each piece are gathered as the pieces are made, from where
+    // the previous piece stopped.
+    let mut at = (0usize, 0usize);
+    pieces(total, rows).map(move |r| {
+        let mut evs: Vec<(usize, crate::http::EventRec)> = Vec::with_capacity(r.len());
+        while evs.len() < r.len() && at.0 < ex.len() {
+            match ex[at.0].events.get(at.1) {
+                Some(ev) => {
+                    evs.push((at.0, ev));
+                    at.1 += 1;
+                }
+                None => at = (at.0 + 1, 0),
+            }
+        }
+        events_table(a, ex, &labels, &evs)
+    })
 }
 
 /// The `events` rows of `evs` ((exchange index, event) pairs); `labels` are the sessions' labels.
@@ -310,34 +321,50 @@ fn events_table(
     a: &Analysis,
     ex: &[Exchange],
     labels: &[String],
-    evs: &[(usize, &crate::http::EventRec)],
+    evs: &[(usize, crate::http::EventRec)],
 ) -> Table {
     use std::fmt::Write as _;
     let m = &a.model;
     // Columns are made straight from the events; text goes into one buffer per column (no
     // allocation per cell: this is the largest table).
-    let text = |f: &dyn Fn(&(usize, &crate::http::EventRec), &mut String) -> bool| {
+    let text = |f: &dyn Fn(&(usize, crate::http::EventRec), &mut String) -> bool| {
         let mut t = Text::with_capacity(evs.len());
         for e in evs {
             t.push_with(|buf| f(e, buf));
         }
         Values::Str(t)
     };
-    // The messages' values of `f`, comma-separated; false when there are none.
-    let joined = |ev: &crate::http::EventRec,
-                  buf: &mut String,
-                  f: &dyn Fn(&crate::jsonrpc::Message) -> Option<&str>| {
-        let mut any = false;
-        for v in ev.messages.iter().filter_map(f) {
-            if any {
-                buf.push(',');
-            }
-            buf.push_str(v);
-            any = true;
-        }
-        any
-    };
     let put = |buf: &mut String, v: Option<&str>| v.map(|v| buf.push_str(v)).is_some();
+    // The columns from the events' messages, each event's messages decoded once: the messages'
+    // kinds, methods and ids comma-separated, the first progress token and value.
+    let mut kinds = Text::with_capacity(evs.len());
+    let mut methods = Text::with_capacity(evs.len());
+    let mut ids = Text::with_capacity(evs.len());
+    let mut tokens = Text::with_capacity(evs.len());
+    let mut progress: Vec<Option<f64>> = Vec::with_capacity(evs.len());
+    let mut msgs: Vec<crate::jsonrpc::Message> = Vec::new();
+    for (_, ev) in evs {
+        msgs.clear();
+        msgs.extend(ev.messages.iter());
+        let joined = |t: &mut Text, f: &dyn Fn(&crate::jsonrpc::Message) -> Option<&str>| {
+            t.push_with(|buf| {
+                let mut any = false;
+                for v in msgs.iter().filter_map(f) {
+                    if any {
+                        buf.push(',');
+                    }
+                    buf.push_str(v);
+                    any = true;
+                }
+                any
+            })
+        };
+        joined(&mut kinds, &|m| Some(m.kind.as_str()));
+        joined(&mut methods, &|m| m.method.as_deref());
+        joined(&mut ids, &|m| m.id.as_deref());
+        tokens.push(msgs.iter().find_map(|m| m.progress_token.as_deref()));
+        progress.push(msgs.iter().find_map(|m| m.progress));
+    }
     Table {
         name: "events",
         columns: vec![
@@ -361,44 +388,18 @@ fn events_table(
             col!("frame_last", U64, evs, |(_, ev)| Some(ev.sse.frame_last)),
             col!("offset", U64, evs, |(_, ev)| Some(ev.sse.offset)),
             col!("has_own_id", Bool, evs, |(_, ev)| Some(ev.sse.has_own_id)),
-            ("event_id", text(&|(_, ev), b| put(b, ev.sse.id.as_deref()))),
-            (
-                "event_type",
-                text(&|(_, ev), b| put(b, ev.sse.event_type.as_deref())),
-            ),
+            ("event_id", text(&|(_, ev), b| put(b, ev.sse.id))),
+            ("event_type", text(&|(_, ev), b| put(b, ev.sse.event_type))),
             col!("data_len", U64, evs, |(_, ev)| Some(ev.data_len as u64)),
             col!("retry", U64, evs, |(_, ev)| ev.sse.retry),
             col!("priming", Bool, evs, |(_, ev)| Some(ev.priming)),
             col!("truncated", Bool, evs, |(_, ev)| Some(ev.sse.truncated)),
-            (
-                "jsonrpc_kinds",
-                text(&|(_, ev), b| joined(ev, b, &|m| Some(m.kind.as_str()))),
-            ),
-            (
-                "jsonrpc_methods",
-                text(&|(_, ev), b| joined(ev, b, &|m| m.method.as_deref())),
-            ),
-            (
-                "jsonrpc_ids",
-                text(&|(_, ev), b| joined(ev, b, &|m| m.id.as_deref())),
-            ),
-            (
-                "progress_token",
-                text(&|(_, ev), b| {
-                    put(
-                        b,
-                        ev.messages.iter().find_map(|m| m.progress_token.as_deref()),
-                    )
-                }),
-            ),
-            col!("progress", F64, evs, |(_, ev)| ev
-                .messages
-                .iter()
-                .find_map(|m| m.progress)),
-            (
-                "parse_error",
-                text(&|(_, ev), b| put(b, ev.parse_error.as_deref())),
-            ),
+            ("jsonrpc_kinds", Values::Str(kinds)),
+            ("jsonrpc_methods", Values::Str(methods)),
+            ("jsonrpc_ids", Values::Str(ids)),
+            ("progress_token", Values::Str(tokens)),
+            ("progress", Values::F64(progress)),
+            ("parse_error", text(&|(_, ev), b| put(b, ev.parse_error))),
         ],
     }
 }
@@ -437,11 +438,12 @@ fn exchanges_rows(a: &Analysis, ex: &[Exchange], range: std::ops::Range<usize>) 
         .enumerate()
         .map(|(k, e)| (range.start + k, e))
         .collect();
-    // Every message of the exchange, borrowed: request, JSON response, then SSE events.
-    fn msgs(e: &Exchange) -> impl Iterator<Item = &crate::jsonrpc::Message> {
+    // Every message of the exchange: request, JSON response, then SSE events (decoded).
+    fn msgs(e: &Exchange) -> impl Iterator<Item = crate::jsonrpc::Message> + '_ {
         e.req_messages
             .iter()
             .chain(e.resp_messages.iter())
+            .cloned()
             .chain(e.events.iter().flat_map(|v| v.messages.iter()))
     }
     Table {
@@ -513,9 +515,9 @@ fn exchanges_rows(a: &Analysis, ex: &[Exchange], range: std::ops::Range<usize>) 
                 let mut seen = crate::hash::FastSet::default();
                 join(
                     msgs(e)
-                        .filter_map(|m| m.method.as_deref())
-                        .filter(|m| seen.insert(*m))
-                        .map(str::to_string),
+                        .filter_map(|m| m.method)
+                        .filter(|m| seen.insert(m.clone()))
+                        .map(String::from),
                 )
             }),
             col!("jsonrpc_ids", Str, r, |(_, e)| join(

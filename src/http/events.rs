@@ -1,0 +1,693 @@
+//! The SSE events of one response, kept compactly until the end of the run.
+//!
+//! Every event of a capture stays in memory until the detectors have run (a resumption may name
+//! any earlier event). As Rust structures an event took about 340 bytes (its SSE fields, an
+//! inline JSON-RPC message, a heap copy of a long event id); here it takes a 56-byte fixed
+//! record plus its strings and message members encoded in one byte buffer per response, about
+//! 120 bytes for an MCP event with a UUID-based id. [`EventLog::iter`] gives borrowed views
+//! ([`EventRec`]) whose fields have the shapes of the parsed event; their messages are decoded
+//! when iterated ([`Messages::iter`]).
+
+use crate::jsonrpc::{Kind, Message, Rare};
+use crate::sse::SseEvent;
+
+/// The events of one response, in order. Strings and messages are stored encoded; nothing is
+/// lost: every field of the event's [`SseEvent`] (except `data`, of which a length and hash stay)
+/// and of its messages comes back from [`EventLog::iter`].
+#[derive(Debug, Clone, Default)]
+pub struct EventLog {
+    fixed: Vec<Fixed>,
+    bytes: Vec<u8>,
+}
+
+/// The fixed-size part of one event.
+#[derive(Debug, Clone, Copy)]
+struct Fixed {
+    offset: u64,
+    frame_first: u64,
+    frame_last: u64,
+    ts: i64,
+    data_hash: u64,
+    /// Start of the event's variable part in `bytes`.
+    start: u64,
+    data_len: u32,
+    flags: u8,
+}
+
+const HAS_OWN_ID: u8 = 1;
+const TRUNCATED: u8 = 2;
+const PRIMING: u8 = 4;
+const HAS_RETRY: u8 = 8;
+
+/// One SSE event with the JSON-RPC messages of its `data`: a view into an [`EventLog`].
+///
+/// `data` itself is not kept: its length and a 64-bit hash stay, to compare payloads.
+#[derive(Debug, Clone, Copy)]
+pub struct EventRec<'a> {
+    /// The event's SSE fields (WHATWG HTML §9.2), without `data`.
+    pub sse: SseMeta<'a>,
+    /// Length of `data`, in bytes.
+    pub data_len: usize,
+    /// 64-bit hash of `data` ([`crate::hash::hash64`]), to compare payloads.
+    pub data_hash: u64,
+    /// MCP 2025-11-25 priming event: an id with empty data (a cursor, not a message).
+    pub priming: bool,
+    /// Messages in `data` (empty for priming events and non-JSON data).
+    pub messages: Messages<'a>,
+    /// Why `data` was not JSON, when it was not.
+    pub parse_error: Option<&'a str>,
+    /// The event's variable part in its log: its identity.
+    var: &'a [u8],
+}
+
+/// The fields of a dispatched SSE event block except `data` (see [`SseEvent`] for each).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SseMeta<'a> {
+    /// Offset of the event's first byte in the (de-chunked) body, in bytes.
+    pub offset: u64,
+    /// Frame that carried its first byte.
+    pub frame_first: u64,
+    /// Frame that carried the blank line ending it.
+    pub frame_last: u64,
+    /// Time of `frame_last`, microseconds since the Unix epoch.
+    pub ts: i64,
+    /// Whether the block had its own `id:` line.
+    pub has_own_id: bool,
+    /// The last-event-id buffer after this block.
+    pub id: Option<&'a str>,
+    /// The `event:` type, if any.
+    pub event_type: Option<&'a str>,
+    /// The `retry:` value in milliseconds, if a valid one was present.
+    pub retry: Option<u64>,
+    /// Set for an event cut by the end of the stream.
+    pub truncated: bool,
+}
+
+/// The JSON-RPC messages of one event, encoded; [`Messages::iter`] decodes them.
+#[derive(Clone, Copy)]
+pub struct Messages<'a> {
+    count: usize,
+    bytes: &'a [u8],
+}
+
+impl std::fmt::Debug for Messages<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<'a> Messages<'a> {
+    /// How many messages.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+    /// The messages, decoded in order.
+    pub fn iter(&self) -> impl Iterator<Item = Message> + 'a {
+        let mut r = Reader(self.bytes);
+        (0..self.count).map_while(move |_| read_message(&mut r))
+    }
+}
+
+impl<'a> EventRec<'a> {
+    /// Whether the event carries a payload the client handled: complete (not truncated), not a
+    /// priming event, with data.
+    pub fn carries_data(&self) -> bool {
+        !self.sse.truncated && !self.priming && self.data_len > 0
+    }
+    /// Whether both are views of the same event of the same log.
+    pub fn is(&self, other: &EventRec<'_>) -> bool {
+        std::ptr::eq(self.var, other.var)
+    }
+}
+
+impl EventLog {
+    /// Number of events.
+    pub fn len(&self) -> usize {
+        self.fixed.len()
+    }
+    /// Whether there are no events.
+    pub fn is_empty(&self) -> bool {
+        self.fixed.is_empty()
+    }
+    /// Event `i`, if there is one.
+    pub fn get(&self, i: usize) -> Option<EventRec<'_>> {
+        (i < self.len()).then(|| self.at(i))
+    }
+    /// The first event.
+    pub fn first(&self) -> Option<EventRec<'_>> {
+        self.get(0)
+    }
+    /// The last event.
+    pub fn last(&self) -> Option<EventRec<'_>> {
+        self.len().checked_sub(1).map(|i| self.at(i))
+    }
+    /// The events in order.
+    pub fn iter(&self) -> Iter<'_> {
+        Iter {
+            log: self,
+            range: 0..self.len(),
+        }
+    }
+    fn at(&self, i: usize) -> EventRec<'_> {
+        let f = &self.fixed[i];
+        let end = self
+            .fixed
+            .get(i + 1)
+            .map_or(self.bytes.len(), |n| n.start as usize);
+        let var = self.bytes.get(f.start as usize..end).unwrap_or(&[]);
+        view(f, var)
+    }
+    /// Append an event: its SSE fields, the length and hash of its data, and what its data
+    /// parsed to.
+    pub fn push(
+        &mut self,
+        ev: &SseEvent,
+        data_hash: u64,
+        priming: bool,
+        messages: &[Message],
+        parse_error: Option<&str>,
+    ) {
+        let start = self.bytes.len() as u64;
+        let b = &mut self.bytes;
+        put_opt_str(b, ev.id.as_deref());
+        match ev.event_type.as_deref() {
+            None => b.push(0),
+            Some("message") => b.push(1),
+            Some(t) => {
+                b.push(2);
+                put_str(b, t);
+            }
+        }
+        put_opt_str(b, parse_error);
+        if let Some(r) = ev.retry {
+            put_varint(b, r);
+        }
+        put_varint(b, messages.len() as u64);
+        for m in messages {
+            put_message(b, m);
+        }
+        let flags = (ev.has_own_id as u8 * HAS_OWN_ID)
+            | (ev.truncated as u8 * TRUNCATED)
+            | (priming as u8 * PRIMING)
+            | (ev.retry.is_some() as u8 * HAS_RETRY);
+        self.fixed.push(Fixed {
+            offset: ev.offset,
+            frame_first: ev.frame_first,
+            frame_last: ev.frame_last,
+            ts: ev.ts,
+            data_hash,
+            start,
+            // `data` is bounded by the SSE stage's `max_event` (16 MiB).
+            data_len: u32::try_from(ev.data.len()).unwrap_or(u32::MAX),
+            flags,
+        });
+    }
+    /// Give back spare capacity (the log is kept until the end of the run).
+    pub fn shrink_to_fit(&mut self) {
+        self.fixed.shrink_to_fit();
+        self.bytes.shrink_to_fit();
+    }
+    /// Move every event's time by `delta_us`.
+    pub fn shift_time(&mut self, delta_us: i64) {
+        for f in &mut self.fixed {
+            f.ts = f.ts.saturating_add(delta_us);
+        }
+    }
+}
+
+/// Iterator over an [`EventLog`]'s events ([`EventLog::iter`]).
+#[derive(Clone)]
+pub struct Iter<'a> {
+    log: &'a EventLog,
+    range: std::ops::Range<usize>,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = EventRec<'a>;
+    fn next(&mut self) -> Option<EventRec<'a>> {
+        self.range.next().map(|i| self.log.at(i))
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.range.size_hint()
+    }
+}
+
+impl DoubleEndedIterator for Iter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.range.next_back().map(|i| self.log.at(i))
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
+
+impl<'a> IntoIterator for &'a EventLog {
+    type Item = EventRec<'a>;
+    type IntoIter = Iter<'a>;
+    fn into_iter(self) -> Iter<'a> {
+        self.iter()
+    }
+}
+
+fn view<'a>(f: &Fixed, var: &'a [u8]) -> EventRec<'a> {
+    let mut r = Reader(var);
+    let id = r.opt_str();
+    let event_type = match r.byte() {
+        Some(1) => Some("message"),
+        Some(2) => r.str(),
+        _ => None,
+    };
+    let parse_error = r.opt_str();
+    let retry = if f.flags & HAS_RETRY != 0 {
+        r.varint()
+    } else {
+        None
+    };
+    let count = r.varint().unwrap_or(0) as usize;
+    EventRec {
+        sse: SseMeta {
+            offset: f.offset,
+            frame_first: f.frame_first,
+            frame_last: f.frame_last,
+            ts: f.ts,
+            has_own_id: f.flags & HAS_OWN_ID != 0,
+            id,
+            event_type,
+            retry,
+            truncated: f.flags & TRUNCATED != 0,
+        },
+        data_len: f.data_len as usize,
+        data_hash: f.data_hash,
+        priming: f.flags & PRIMING != 0,
+        messages: Messages { count, bytes: r.0 },
+        parse_error,
+        var,
+    }
+}
+
+// Encoding: LEB128 varints; strings as varint length then UTF-8 bytes; an optional string as 0
+// (absent) or length + 1; f64 as its 8 IEEE 754 bytes (exact, -0.0 and all).
+
+fn put_varint(b: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        b.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    b.push(v as u8);
+}
+
+fn put_str(b: &mut Vec<u8>, s: &str) {
+    put_varint(b, s.len() as u64);
+    b.extend_from_slice(s.as_bytes());
+}
+
+fn put_opt_str(b: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        None => b.push(0),
+        Some(s) => {
+            put_varint(b, s.len() as u64 + 1);
+            b.extend_from_slice(s.as_bytes());
+        }
+    }
+}
+
+const M_METHOD: u8 = 1;
+const M_ID: u8 = 2;
+const M_TOKEN: u8 = 4;
+const M_PROGRESS: u8 = 8;
+const M_TOTAL: u8 = 16;
+const M_RARE: u8 = 32;
+
+const R_RPT: u8 = 1;
+const R_VERSION: u8 = 2;
+const R_PARAMS: u8 = 4;
+const R_CANCELS: u8 = 8;
+
+fn kind_code(k: Kind) -> u8 {
+    match k {
+        Kind::Request => 0,
+        Kind::Notification => 1,
+        Kind::Response => 2,
+        Kind::Error => 3,
+        Kind::Invalid => 4,
+    }
+}
+
+fn put_message(b: &mut Vec<u8>, m: &Message) {
+    b.push(kind_code(m.kind));
+    let bits = (m.method.is_some() as u8 * M_METHOD)
+        | (m.id.is_some() as u8 * M_ID)
+        | (m.progress_token.is_some() as u8 * M_TOKEN)
+        | (m.progress.is_some() as u8 * M_PROGRESS)
+        | (m.progress_total.is_some() as u8 * M_TOTAL)
+        | (m.rare.is_some() as u8 * M_RARE);
+    b.push(bits);
+    for s in [&m.method, &m.id, &m.progress_token].into_iter().flatten() {
+        put_str(b, s);
+    }
+    for v in [m.progress, m.progress_total].into_iter().flatten() {
+        b.extend_from_slice(&v.to_bits().to_le_bytes());
+    }
+    if let Some(r) = &m.rare {
+        let bits = (r.request_progress_token.is_some() as u8 * R_RPT)
+            | (r.protocol_version.is_some() as u8 * R_VERSION)
+            | (r.params_hash.is_some() as u8 * R_PARAMS)
+            | (r.cancels.is_some() as u8 * R_CANCELS);
+        b.push(bits);
+        for s in [&r.request_progress_token, &r.protocol_version]
+            .into_iter()
+            .flatten()
+        {
+            put_str(b, s);
+        }
+        if let Some(h) = r.params_hash {
+            b.extend_from_slice(&h.to_le_bytes());
+        }
+        if let Some(c) = &r.cancels {
+            put_str(b, c);
+        }
+        put_varint(b, r.app_seq.len() as u64);
+        for (i, v) in &r.app_seq {
+            put_varint(b, *i as u64);
+            b.extend_from_slice(&v.to_bits().to_le_bytes());
+        }
+    }
+}
+
+/// Reads what the `put_*` functions wrote; `None` on bytes it did not write (never happens on a
+/// log's own bytes, but a view must not panic).
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn byte(&mut self) -> Option<u8> {
+        let (&b, rest) = self.0.split_first()?;
+        self.0 = rest;
+        Some(b)
+    }
+    fn varint(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte()?;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if n > self.0.len() {
+            return None;
+        }
+        let (a, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Some(a)
+    }
+    fn str(&mut self) -> Option<&'a str> {
+        let n = self.varint()? as usize;
+        std::str::from_utf8(self.take(n)?).ok()
+    }
+    fn opt_str(&mut self) -> Option<&'a str> {
+        let n = self.varint()? as usize;
+        if n == 0 {
+            return None;
+        }
+        std::str::from_utf8(self.take(n - 1)?).ok()
+    }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+}
+
+fn read_message(r: &mut Reader<'_>) -> Option<Message> {
+    let kind = match r.byte()? {
+        0 => Kind::Request,
+        1 => Kind::Notification,
+        2 => Kind::Response,
+        3 => Kind::Error,
+        _ => Kind::Invalid,
+    };
+    let bits = r.byte()?;
+    let mut s = |bit: u8| -> Option<Option<crate::Short>> {
+        Some(if bits & bit != 0 {
+            Some(crate::Short::from(r.str()?))
+        } else {
+            None
+        })
+    };
+    let (method, id, progress_token) = (s(M_METHOD)?, s(M_ID)?, s(M_TOKEN)?);
+    let mut f = |bit: u8| -> Option<Option<f64>> {
+        Some(if bits & bit != 0 {
+            Some(f64::from_bits(r.u64()?))
+        } else {
+            None
+        })
+    };
+    let (progress, progress_total) = (f(M_PROGRESS)?, f(M_TOTAL)?);
+    let rare = if bits & M_RARE != 0 {
+        let rb = r.byte()?;
+        let mut s = |bit: u8| -> Option<Option<String>> {
+            Some(if rb & bit != 0 {
+                Some(r.str()?.to_string())
+            } else {
+                None
+            })
+        };
+        let (request_progress_token, protocol_version) = (s(R_RPT)?, s(R_VERSION)?);
+        let params_hash = if rb & R_PARAMS != 0 {
+            Some(r.u64()?)
+        } else {
+            None
+        };
+        let cancels = if rb & R_CANCELS != 0 {
+            Some(r.str()?.to_string())
+        } else {
+            None
+        };
+        let n = r.varint()? as usize;
+        let mut app_seq = Vec::with_capacity(n.min(r.0.len() / 9));
+        for _ in 0..n {
+            app_seq.push((r.varint()? as usize, f64::from_bits(r.u64()?)));
+        }
+        Some(Box::new(Rare {
+            request_progress_token,
+            protocol_version,
+            params_hash,
+            cancels,
+            app_seq,
+        }))
+    } else {
+        None
+    };
+    Some(Message {
+        kind,
+        method,
+        id,
+        progress_token,
+        progress,
+        progress_total,
+        rare,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn opt_text() -> impl Strategy<Value = Option<String>> {
+        // Empty, short (inline `Short`), long (heap), multi-byte.
+        prop::option::of(prop_oneof![
+            Just(String::new()),
+            "[a-z0-9_/-]{1,10}",
+            "[a-f0-9-]{30,60}",
+            "[é☃🙂 a\"\\\\]{1,8}",
+        ])
+    }
+
+    fn num() -> impl Strategy<Value = Option<f64>> {
+        prop::option::of(prop_oneof![
+            Just(0.0),
+            Just(-0.0),
+            Just(1e300),
+            Just(f64::MIN_POSITIVE),
+            -1e6f64..1e6,
+        ])
+    }
+
+    fn kind() -> impl Strategy<Value = Kind> {
+        prop_oneof![
+            Just(Kind::Request),
+            Just(Kind::Notification),
+            Just(Kind::Response),
+            Just(Kind::Error),
+            Just(Kind::Invalid),
+        ]
+    }
+
+    fn rare() -> impl Strategy<Value = Option<Box<Rare>>> {
+        (
+            opt_text(),
+            opt_text(),
+            prop::option::of(any::<u64>()),
+            opt_text(),
+            prop::collection::vec((0usize..1000, -1e9f64..1e9), 0..3),
+        )
+            .prop_map(|(a, b, c, d, e)| {
+                Rare {
+                    request_progress_token: a,
+                    protocol_version: b,
+                    params_hash: c,
+                    cancels: d,
+                    app_seq: e,
+                }
+                .boxed()
+            })
+    }
+
+    fn message() -> impl Strategy<Value = Message> {
+        (
+            kind(),
+            opt_text(),
+            opt_text(),
+            opt_text(),
+            num(),
+            num(),
+            rare(),
+        )
+            .prop_map(
+                |(kind, method, id, token, progress, progress_total, rare)| Message {
+                    kind,
+                    method: method.map(Into::into),
+                    id: id.map(Into::into),
+                    progress_token: token.map(Into::into),
+                    progress,
+                    progress_total,
+                    rare,
+                },
+            )
+    }
+
+    type Input = (SseEvent, u64, bool, Vec<Message>, Option<String>);
+
+    fn event() -> impl Strategy<Value = Input> {
+        (
+            (any::<u64>(), any::<u64>(), any::<u64>(), any::<i64>()),
+            (any::<bool>(), any::<bool>(), any::<bool>()),
+            opt_text(),
+            prop::option::of(prop_oneof![
+                Just("message".to_string()),
+                Just(String::new()),
+                "[a-z]{1,12}"
+            ]),
+            prop::option::of(any::<u64>()),
+            ".{0,40}",
+            any::<u64>(),
+            prop::collection::vec(message(), 0..3),
+            opt_text(),
+        )
+            .prop_map(
+                |(
+                    (offset, ff, fl, ts),
+                    (own, trunc, priming),
+                    id,
+                    ty,
+                    retry,
+                    data,
+                    hash,
+                    msgs,
+                    err,
+                )| {
+                    let ev = SseEvent {
+                        offset,
+                        frame_first: ff,
+                        frame_last: fl,
+                        ts,
+                        has_own_id: own,
+                        id: id.map(Into::into),
+                        event_type: ty.map(Into::into),
+                        data,
+                        retry,
+                        truncated: trunc,
+                    };
+                    (ev, hash, priming, msgs, err)
+                },
+            )
+    }
+
+    fn same_message(a: &Message, b: &Message) -> bool {
+        // f64 members compared bit for bit (-0.0 and 0.0 differ).
+        let bits = |v: Option<f64>| v.map(f64::to_bits);
+        a.kind == b.kind
+            && a.method == b.method
+            && a.id == b.id
+            && a.progress_token == b.progress_token
+            && bits(a.progress) == bits(b.progress)
+            && bits(a.progress_total) == bits(b.progress_total)
+            && a.rare == b.rare
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+        /// Every field of every event comes back from the log as it went in, in order, by
+        /// iteration (both ways) and by index.
+        #[test]
+        fn log_gives_back_what_was_pushed(input in prop::collection::vec(event(), 0..12)) {
+            let mut log = EventLog::default();
+            for (ev, hash, priming, msgs, err) in &input {
+                log.push(ev, *hash, *priming, msgs, err.as_deref());
+            }
+            log.shrink_to_fit();
+            prop_assert_eq!(log.len(), input.len());
+            prop_assert_eq!(log.iter().len(), input.len());
+            let back: Vec<EventRec> = log.iter().rev().collect();
+            for (i, (ev, hash, priming, msgs, err)) in input.iter().enumerate() {
+                let v = log.get(i).unwrap();
+                prop_assert!(v.is(&back[input.len() - 1 - i]));
+                prop_assert_eq!(v.sse, SseMeta {
+                    offset: ev.offset,
+                    frame_first: ev.frame_first,
+                    frame_last: ev.frame_last,
+                    ts: ev.ts,
+                    has_own_id: ev.has_own_id,
+                    id: ev.id.as_deref(),
+                    event_type: ev.event_type.as_deref(),
+                    retry: ev.retry,
+                    truncated: ev.truncated,
+                });
+                prop_assert_eq!(v.data_len, ev.data.len());
+                prop_assert_eq!(v.data_hash, *hash);
+                prop_assert_eq!(v.priming, *priming);
+                prop_assert_eq!(v.parse_error, err.as_deref());
+                prop_assert_eq!(v.messages.len(), msgs.len());
+                let got: Vec<Message> = v.messages.iter().collect();
+                prop_assert_eq!(got.len(), msgs.len());
+                for (g, m) in got.iter().zip(msgs) {
+                    prop_assert!(same_message(g, m), "{:?} != {:?}", g, m);
+                }
+                if i > 0 {
+                    prop_assert!(!v.is(&log.get(i - 1).unwrap()));
+                }
+            }
+            prop_assert!(log.get(input.len()).is_none());
+        }
+    }
+
+    #[test]
+    fn time_shift_moves_every_event() {
+        let mut log = EventLog::default();
+        for ts in [10, 20] {
+            let ev = SseEvent {
+                ts,
+                ..Default::default()
+            };
+            log.push(&ev, 0, false, &[], None);
+        }
+        log.shift_time(-5);
+        let ts: Vec<i64> = log.iter().map(|e| e.sse.ts).collect();
+        assert_eq!(ts, [5, 15]);
+    }
+}
