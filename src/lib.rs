@@ -23,6 +23,7 @@
 
 pub mod anomaly;
 pub mod capture;
+pub mod chunks;
 pub mod decode;
 pub mod detect;
 pub mod hash;
@@ -244,7 +245,8 @@ impl Analyzer {
                         );
                         let done = &self.http.exchanges;
                         if done.len() > self.live_exchanges {
-                            self.live.exchanges_done(&done[self.live_exchanges..]);
+                            self.live
+                                .exchanges_done(done.iter_from(self.live_exchanges));
                             self.live_exchanges = done.len();
                         }
                         self.live.flows.store(
@@ -288,13 +290,13 @@ impl Analyzer {
 
     /// As [`Analyzer::finish`], with the events of the closing connections also given to `tap`.
     pub fn finish_tap(&mut self, tap: &mut impl tcp::StreamSink) -> Vec<http::Exchange> {
-        match self.shards.take() {
-            Some(s) => {
-                s.finish(&mut self.flows, &mut self.http);
+        let mut ex = match self.shards.take() {
+            Some(s) => s.finish(&mut self.flows, &mut self.http),
+            None => {
+                self.flows.finish(&mut tcp::Tee(&mut self.http, tap));
+                std::mem::take(&mut self.http.exchanges).into_vec()
             }
-            None => self.flows.finish(&mut tcp::Tee(&mut self.http, tap)),
-        }
-        let mut ex = std::mem::take(&mut self.http.exchanges);
+        };
         // (flow, position on the flow) is unique: an unstable sort is deterministic, and needs
         // no buffer of half the exchanges.
         ex.sort_unstable_by_key(|e| (e.ts(), e.flow_index, e.trans_depth));

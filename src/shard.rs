@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 
 use crate::anomaly::Anomaly;
 use crate::decode::Segment;
-use crate::http::{HttpLayer, HttpOptions};
+use crate::http::{Exchange, HttpLayer, HttpOptions};
 use crate::tcp::{Flow, FlowTable, ReassemblyLimits};
 
 /// A decoded segment with its bytes, on its way to a worker.
@@ -84,14 +84,14 @@ pub struct Live {
 
 impl Live {
     /// Count newly completed exchanges.
-    pub(crate) fn exchanges_done(&self, new: &[crate::http::Exchange]) {
-        self.exchanges
-            .fetch_add(new.len() as u64, Ordering::Relaxed);
+    pub(crate) fn exchanges_done<'a>(&self, new: impl Iterator<Item = &'a crate::http::Exchange>) {
+        let mut n = 0u64;
         let keys: Vec<u64> = new
-            .iter()
+            .inspect(|_| n += 1)
             .filter_map(crate::mcp::session_key_of)
             .map(|k| crate::hash::hash64(k.as_bytes()))
             .collect();
+        self.exchanges.fetch_add(n, Ordering::Relaxed);
         if keys.is_empty() {
             return;
         }
@@ -154,7 +154,7 @@ fn worker(
         );
         flows_counted = flows.flows.len();
         if http.exchanges.len() > counted {
-            live.exchanges_done(&http.exchanges[counted..]);
+            live.exchanges_done(http.exchanges.iter_from(counted));
             counted = http.exchanges.len();
         }
         batch.segs.clear();
@@ -250,8 +250,9 @@ impl Shards {
     }
 
     /// Finish every worker and merge their results into `flows` and `http`, numbering the flows
-    /// in order of their first segment from the indices `flows` reserves for them.
-    pub fn finish(self, flows: &mut FlowTable, http: &mut HttpLayer) -> usize {
+    /// in order of their first segment from the indices `flows` reserves for them. Returns every
+    /// exchange (`http`'s own and the workers'), in no particular order.
+    pub fn finish(self, flows: &mut FlowTable, http: &mut HttpLayer) -> Vec<Exchange> {
         let Shards {
             senders,
             handles,
@@ -301,22 +302,17 @@ impl Shards {
                 .or_else(|| id.clone())
         };
         let mut merged: Vec<(usize, Flow)> = Vec::new();
-        // Exchanges are the bulk of a run's memory: the largest worker's vector becomes the
-        // result (not copied), the others are appended to it.
+        // Exchanges are much of a run's memory: they move into one vector of their exact number,
+        // each worker's chunks freed as they are moved (`Chunks::move_into`).
         let total: usize = done.iter().map(|d| d.http.exchanges.len()).sum();
-        if let Some(big) = (0..done.len()).max_by_key(|&w| done[w].http.exchanges.len()) {
-            let mut v = std::mem::take(&mut done[big].http.exchanges);
-            for e in &mut v {
-                e.flow_index = remap(big, e.flow_index);
-            }
-            if http.exchanges.is_empty() {
-                http.exchanges = v;
-            } else {
-                http.exchanges.append(&mut v);
-            }
+        let mut all = std::mem::take(&mut http.exchanges).into_vec();
+        all.reserve_exact(total);
+        for (w, d) in done.iter_mut().enumerate() {
+            std::mem::take(&mut d.http.exchanges).move_into(&mut all, |mut e| {
+                e.flow_index = remap(w, e.flow_index);
+                e
+            });
         }
-        http.exchanges
-            .reserve_exact(total.saturating_sub(http.exchanges.len()));
         let mut anomalies: Vec<Anomaly> = Vec::new();
         for (w, d) in done.into_iter().enumerate() {
             for (i, mut f) in d.flows.flows.into_iter().enumerate() {
@@ -325,10 +321,6 @@ impl Shards {
             }
             for (fi, dir) in d.http.client_dir {
                 http.client_dir.insert(remap(w, fi), dir);
-            }
-            for mut e in d.http.exchanges {
-                e.flow_index = remap(w, e.flow_index);
-                http.exchanges.push(e);
             }
             for set in [d.flows.anomalies, d.http.anomalies] {
                 for (code, n) in set.counts {
@@ -341,7 +333,6 @@ impl Shards {
             }
         }
         merged.sort_by_key(|(i, _)| *i);
-        let n = merged.len();
         flows.flows.extend(merged.into_iter().map(|(_, f)| f));
         anomalies.sort_by(|a, b| (a.frame, &a.flow_id, a.code).cmp(&(b.frame, &b.flow_id, b.code)));
         for a in anomalies {
@@ -349,6 +340,6 @@ impl Shards {
                 http.anomalies.rows.push(a);
             }
         }
-        n
+        all
     }
 }

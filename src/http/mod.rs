@@ -204,7 +204,7 @@ struct Conn {
 pub struct HttpLayer {
     conns: crate::hash::FastMap<usize, Conn>,
     /// Finished exchanges, in completion order.
-    pub exchanges: Vec<Exchange>,
+    pub exchanges: crate::chunks::Chunks<Exchange>,
     /// Client direction per flow, as decided by SYN or by the HTTP roles.
     pub client_dir: HashMap<usize, Dir>,
     /// Anomalies raised.
