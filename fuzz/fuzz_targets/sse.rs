@@ -7,9 +7,9 @@ fn run(parts: &[&[u8]]) -> Vec<SseEvent> {
     let mut p = SseParser::new(SseLimits { max_line: 256, max_event: 1024 });
     let mut evs = Vec::new();
     for part in parts {
-        p.push(part, 0, 0, &mut |e| evs.push(e), &mut |_| {});
+        p.push(part, 0, 0, &mut |e| evs.push(e.clone()), &mut |_| {});
     }
-    p.finish(0, 0, &mut |e| evs.push(e), &mut |_| {});
+    p.finish(0, 0, &mut |e| evs.push(e.clone()), &mut |_| {});
     evs
 }
 

@@ -860,7 +860,7 @@ fn finish_json(
 fn push_event(
     events: &mut EventLog,
     endpoint: &mut Option<String>,
-    ev: SseEvent,
+    ev: &SseEvent,
     app_seq: &[String],
 ) {
     let (data_hash, priming) = (crate::hash::hash64(ev.data.as_bytes()), ev.is_priming());
@@ -878,5 +878,5 @@ fn push_event(
     {
         *endpoint = Some(ev.data.trim().to_string());
     }
-    events.push(&ev, data_hash, priming, &messages, parse_error.as_deref());
+    events.push(ev, data_hash, priming, &messages, parse_error.as_deref());
 }

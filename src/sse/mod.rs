@@ -101,13 +101,14 @@ impl SseParser {
         }
     }
 
-    /// Push body bytes that arrived in `frame` at `ts`.
+    /// Push body bytes that arrived in `frame` at `ts`. Each event is lent to `out` as it is
+    /// dispatched; its `data` and `id` buffers are then reused for the next event.
     pub fn push(
         &mut self,
         mut bytes: &[u8],
         ts: i64,
         frame: u64,
-        out: &mut impl FnMut(SseEvent),
+        out: &mut impl FnMut(&SseEvent),
         anomalies: &mut impl FnMut(Anomaly),
     ) {
         if self.at_start {
@@ -141,7 +142,7 @@ impl SseParser {
         bytes: &[u8],
         ts: i64,
         frame: u64,
-        out: &mut impl FnMut(SseEvent),
+        out: &mut impl FnMut(&SseEvent),
         anomalies: &mut impl FnMut(Anomaly),
     ) {
         let mut i = 0;
@@ -225,7 +226,7 @@ impl SseParser {
         line_offset: u64,
         ts: i64,
         frame: u64,
-        out: &mut impl FnMut(SseEvent),
+        out: &mut impl FnMut(&SseEvent),
         anomalies: &mut impl FnMut(Anomaly),
     ) {
         if self.line_too_long {
@@ -288,7 +289,15 @@ impl SseParser {
             b"id" => {
                 if memchr::memchr(0, value).is_none() {
                     self.cur.has_own_id = true;
-                    self.last_event_id = Some(crate::Short::from(String::from_utf8_lossy(value)));
+                    let id = String::from_utf8_lossy(value);
+                    match &mut self.last_event_id {
+                        // The buffer's room is reused (ids are mostly alike in length).
+                        Some(last) => {
+                            last.clear();
+                            last.push_str(&id);
+                        }
+                        None => self.last_event_id = Some(crate::Short::from(id)),
+                    }
                 } else {
                     anomalies(Anomaly::new(
                         "sse.id_with_nul",
@@ -305,7 +314,7 @@ impl SseParser {
         }
     }
 
-    fn dispatch(&mut self, ts: i64, frame: u64, truncated: bool, out: &mut impl FnMut(SseEvent)) {
+    fn dispatch(&mut self, ts: i64, frame: u64, truncated: bool, out: &mut impl FnMut(&SseEvent)) {
         if self.too_large {
             self.reset_event();
             return;
@@ -319,12 +328,17 @@ impl SseParser {
             Ok(s) => s,
             Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
         };
-        ev.id = self.last_event_id.clone();
+        ev.id = self.last_event_id.take();
         ev.frame_last = frame;
         ev.ts = ts;
         ev.truncated = truncated;
         self.reset_event();
-        out(ev);
+        out(&ev);
+        // The buffers come back: no allocation per event.
+        self.last_event_id = ev.id.take();
+        let mut data = std::mem::take(&mut ev.data).into_bytes();
+        data.clear();
+        self.data = data;
     }
 
     /// `len` bytes of the body are missing: drop the event in progress and resume after the next blank line.
@@ -348,7 +362,7 @@ impl SseParser {
         &mut self,
         ts: i64,
         frame: u64,
-        out: &mut impl FnMut(SseEvent),
+        out: &mut impl FnMut(&SseEvent),
         anomalies: &mut impl FnMut(Anomaly),
     ) {
         if self.at_start && !self.line.is_empty() {
@@ -386,12 +400,12 @@ mod tests {
                 &input[last..s],
                 0,
                 k as u64,
-                &mut |e| evs.push(e),
+                &mut |e| evs.push(e.clone()),
                 &mut |_| {},
             );
             last = s;
         }
-        p.finish(0, 0, &mut |e| evs.push(e), &mut |_| {});
+        p.finish(0, 0, &mut |e| evs.push(e.clone()), &mut |_| {});
         // Frame numbers depend on the split; compare the rest.
         for e in &mut evs {
             e.frame_first = 0;
@@ -458,9 +472,9 @@ mod tests {
             });
             let mut evs = Vec::new();
             for part in parts {
-                p.push(part, 0, 0, &mut |e| evs.push(e), &mut |_| {});
+                p.push(part, 0, 0, &mut |e| evs.push(e.clone()), &mut |_| {});
             }
-            p.finish(0, 0, &mut |e| evs.push(e), &mut |_| {});
+            p.finish(0, 0, &mut |e| evs.push(e.clone()), &mut |_| {});
             evs
         };
         assert_eq!(run(&[&input]), run(&[&input[..72], &input[72..]]));
@@ -473,13 +487,19 @@ mod tests {
     fn gap_resyncs_at_blank_line() {
         let mut p = SseParser::new(SseLimits::default());
         let mut evs = Vec::new();
-        p.push(b"id: 1\ndata: a", 0, 1, &mut |e| evs.push(e), &mut |_| {});
+        p.push(
+            b"id: 1\ndata: a",
+            0,
+            1,
+            &mut |e| evs.push(e.clone()),
+            &mut |_| {},
+        );
         p.gap(10, 2, &mut |_| {});
         p.push(
             b"rest of it\n\nid: 3\ndata: c\n\n",
             0,
             3,
-            &mut |e| evs.push(e),
+            &mut |e| evs.push(e.clone()),
             &mut |_| {},
         );
         assert_eq!(evs.len(), 1);
