@@ -446,6 +446,26 @@ fn exchanges_rows(a: &Analysis, ex: &[Exchange], range: std::ops::Range<usize>) 
             .cloned()
             .chain(e.events.iter().flat_map(|v| v.messages.iter()))
     }
+    // Distinct methods in order of first appearance (a long stream repeats its notifications
+    // thousands of times; the events table has them one by one), and the ids of requests and
+    // responses: both from one pass over the exchange's messages.
+    let (methods, ids): (Vec<Option<String>>, Vec<Option<String>>) = r
+        .iter()
+        .map(|(_, e)| {
+            let mut seen = crate::hash::FastSet::default();
+            let (mut methods, mut ids) = (Vec::new(), Vec::new());
+            for m in msgs(e) {
+                if let Some(method) = m.method.filter(|x| !seen.contains(x)) {
+                    seen.insert(method.clone());
+                    methods.push(String::from(method));
+                }
+                if m.kind != Kind::Notification {
+                    ids.extend(m.id.map(String::from));
+                }
+            }
+            (join(methods), join(ids))
+        })
+        .unzip();
     Table {
         name: "exchanges",
         columns: vec![
@@ -509,22 +529,11 @@ fn exchanges_rows(a: &Analysis, ex: &[Exchange], range: std::ops::Range<usize>) 
             col!("mcp_protocol_version", Str, r, |(_, e)| e
                 .req_header("mcp-protocol-version")
                 .map(str::to_string)),
-            // Distinct methods in order of first appearance: a long stream repeats its
-            // notifications thousands of times (the events table has them one by one).
-            col!("jsonrpc_methods", Str, r, |(_, e)| {
-                let mut seen = crate::hash::FastSet::default();
-                join(
-                    msgs(e)
-                        .filter_map(|m| m.method)
-                        .filter(|m| seen.insert(m.clone()))
-                        .map(String::from),
-                )
-            }),
-            col!("jsonrpc_ids", Str, r, |(_, e)| join(
-                msgs(e)
-                    .filter(|m| m.kind != Kind::Notification)
-                    .filter_map(|m| m.id.as_deref().map(str::to_string))
-            )),
+            (
+                "jsonrpc_methods",
+                Values::Str(methods.into_iter().collect()),
+            ),
+            ("jsonrpc_ids", Values::Str(ids.into_iter().collect())),
             col!("sse_events", U64, r, |(_, e)| Some(e.events.len() as u64)),
             col!("sse_comments", U64, r, |(_, e)| Some(e.sse_comments)),
             col!("request_gap", Bool, r, |(_, e)| Some(e.req_gap)),
