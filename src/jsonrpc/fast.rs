@@ -115,6 +115,7 @@ impl<'de> Deserialize<'de> for Top<'de> {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top<'de>, A::Error> {
                 let mut t = Top::default();
                 while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    let is_params = key == "params";
                     let slot = match key.as_ref() {
                         "method" => &mut t.method,
                         "id" => &mut t.id,
@@ -134,7 +135,15 @@ impl<'de> Deserialize<'de> for Top<'de> {
                         }
                     };
                     let raw = map.next_value::<&'de RawValue>()?.get();
-                    if !valid(raw) {
+                    // `params` (the bulk of a message) is checked once, as its members are
+                    // read ([`scan_params`]); an earlier `params` the last one replaces is
+                    // checked here.
+                    let check = if is_params {
+                        slot.replace(raw)
+                    } else {
+                        Some(raw)
+                    };
+                    if check.is_some_and(|r| !valid(r)) {
                         return Err(A::Error::custom("not valid as a Value"));
                     }
                     *slot = Some(raw);
@@ -180,6 +189,56 @@ fn pick<'a, const N: usize>(text: &'a str, keys: &[&str; N]) -> Option<[Option<&
     let raw = de.deserialize_map(Pick(keys)).ok()?;
     de.end().ok()?;
     Some(raw.map(|r| r.map(RawValue::get)))
+}
+
+/// The raw values of the `keys` members of a JSON object, every other member checked as strictly
+/// as [`Strict`] and every picked one by [`valid`] (last occurrence wins, as in `Value`).
+struct PickStrict<'k>(&'k [Cow<'k, str>]);
+
+impl<'de> Visitor<'de> for PickStrict<'_> {
+    type Value = smallvec::SmallVec<[Option<&'de str>; 8]>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out: Self::Value = smallvec::smallvec![None; self.0.len()];
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match self.0.iter().position(|k| *k == key) {
+                Some(i) => {
+                    let raw = map.next_value::<&'de RawValue>()?.get();
+                    if !valid(raw) {
+                        return Err(A::Error::custom("not valid as a Value"));
+                    }
+                    out[i] = Some(raw);
+                }
+                None => {
+                    map.next_value::<Strict>()?;
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// `params` (raw JSON) checked as [`valid`] would, in the same pass as its `keys` members are
+/// read: `None` when it is not valid; `Some(None)` when it is valid but not an object.
+#[allow(clippy::type_complexity)]
+fn scan_params<'a>(
+    raw: &'a str,
+    keys: &[Cow<'_, str>],
+) -> Option<Option<smallvec::SmallVec<[Option<&'a str>; 8]>>> {
+    if raw.bytes().filter(|b| matches!(b, b'[' | b'{')).count() >= 120 {
+        return None;
+    }
+    if !raw.starts_with('{') {
+        return serde_json::from_str::<Strict>(raw).ok().map(|_| None);
+    }
+    let mut de = serde_json::Deserializer::from_str(raw);
+    let picks = de.deserialize_map(PickStrict(keys)).ok()?;
+    de.end().ok()?;
+    Some(Some(picks))
 }
 
 /// The member `key` of `v` when `v` is an object (`Value::get` on raw JSON).
@@ -284,21 +343,46 @@ pub(super) fn classify_str(text: &str, app_seq: &[String]) -> Option<Message> {
         _ => Kind::Invalid,
     };
     let m = method.as_deref();
-    let [token, progress, total, request_id, params_version, meta] = params
-        .and_then(|p| {
-            pick(
-                p,
-                &[
-                    "progressToken",
-                    "progress",
-                    "total",
-                    "requestId",
-                    "protocolVersion",
-                    "_meta",
-                ],
-            )
+    // The members of `params` read below, then the first step of each sequence pointer into
+    // `params` (its slot in `keys`).
+    let mut keys: smallvec::SmallVec<[Cow<str>; 8]> = [
+        "progressToken",
+        "progress",
+        "total",
+        "requestId",
+        "protocolVersion",
+        "_meta",
+    ]
+    .into_iter()
+    .map(Cow::Borrowed)
+    .collect();
+    let steps: smallvec::SmallVec<[Option<(usize, &str)>; 2]> = app_seq
+        .iter()
+        .map(|p| {
+            let rest = p.strip_prefix("/params/")?;
+            let (token, tail) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            let key = if token.contains('~') {
+                Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
+            } else {
+                Cow::Borrowed(token)
+            };
+            let slot = match keys.iter().position(|k| *k == key) {
+                Some(i) => i,
+                None => {
+                    keys.push(key);
+                    keys.len() - 1
+                }
+            };
+            Some((slot, tail))
         })
-        .unwrap_or_default();
+        .collect();
+    let picks = match params {
+        Some(p) => scan_params(p, &keys)?,
+        None => None,
+    };
+    let pick_at = |i: usize| picks.as_ref().and_then(|p| p.get(i).copied().flatten());
+    let [token, progress, total, request_id, params_version, meta] =
+        [0, 1, 2, 3, 4, 5].map(pick_at);
     let progress_note = m == Some("notifications/progress");
     // The first of these present decides, string or not (as `Value::get` chains).
     let protocol_version = match (params_version, result.as_ref().and_then(|r| r.0.as_ref())) {
@@ -309,15 +393,20 @@ pub(super) fn classify_str(text: &str, app_seq: &[String]) -> Option<Message> {
             .map(Cow::into_owned),
     };
     let mut seq = Vec::new();
-    for (i, p) in app_seq.iter().enumerate() {
-        // Start from `params` when the pointer goes through it (the general case walks the
-        // whole message again).
-        let found = match p.strip_prefix("/params") {
-            Some(rest) if rest.is_empty() || rest.starts_with('/') => match params {
-                Some(v) => pointer(v, rest)?,
+    for (i, (p, step)) in app_seq.iter().zip(&steps).enumerate() {
+        // Through `params`: from the member already read (the general case walks the whole
+        // message again). A step into an array is left to the general path, as `pointer` does.
+        let found = match (step, params) {
+            (Some(_), None) => None,
+            (Some(_), Some(v)) if v.starts_with('[') => return None,
+            (Some((slot, tail)), Some(_)) => match pick_at(*slot) {
+                Some(child) => pointer(child, tail)?,
                 None => None,
             },
-            _ => pointer(text, p)?,
+            (None, _) => match p.strip_prefix("/params") {
+                Some("") => params,
+                _ => pointer(text, p)?,
+            },
         };
         if let Some(x) = found.and_then(as_f64) {
             seq.push((i, x));
