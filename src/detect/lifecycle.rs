@@ -5,7 +5,7 @@
 
 use crate::hash::{FastMap as HashMap, FastSet as HashSet};
 
-use super::streams::{answered_at, empty_answer, pending};
+use super::streams::{empty_answer, pending};
 use super::{flow_id, Finding, Severity};
 use crate::http::Exchange;
 use crate::jsonrpc::Kind;
@@ -183,9 +183,9 @@ pub(super) fn dead_sessions(model: &Model, exchanges: &[Exchange], out: &mut Vec
 pub(super) fn resumes_without_cursor(
     model: &Model,
     exchanges: &[Exchange],
+    answered: &[Option<usize>],
     out: &mut Vec<Finding>,
 ) {
-    let answered = answered_at(model, exchanges);
     // Per stream: the latest resumption that presented its cursor (any answer).
     let mut resumed_latest: Vec<i64> = vec![i64::MIN; model.streams.len()];
     for r in &model.resumptions {

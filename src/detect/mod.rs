@@ -198,14 +198,18 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
         proxy::backend_switch(&model, exchanges, r, &result, first, &mut findings);
         results.push(result);
     }
-    session::lost_responses(&model, exchanges, capture_end, &mut findings);
-    session::duplicate_responses(&model, exchanges, &mut findings);
+    // Read once for the detectors that need them: the responses each exchange delivered, and
+    // when each stream's requests were all answered.
+    let responses = session::responses(exchanges);
+    let answered = streams::answered_at(&model, exchanges);
+    session::lost_responses(&model, exchanges, &responses, capture_end, &mut findings);
+    session::duplicate_responses(&model, exchanges, &responses, &mut findings);
     streams::duplicate_event_ids(&model, exchanges, &mut findings);
     streams::concurrent_connections(&model, exchanges, &mut findings);
-    streams::planned_polls(&model, exchanges, &mut findings);
-    streams::idle_cuts(&model, exchanges, &mut findings);
+    streams::planned_polls(&model, exchanges, &answered, &mut findings);
+    streams::idle_cuts(&model, exchanges, &answered, &mut findings);
     lifecycle::dead_sessions(&model, exchanges, &mut findings);
-    lifecycle::resumes_without_cursor(&model, exchanges, &mut findings);
+    lifecycle::resumes_without_cursor(&model, exchanges, &answered, &mut findings);
     lifecycle::empty_resume_loops(&model, exchanges, &mut findings);
     lifecycle::batches_outside_era(&model, exchanges, &mut findings);
     proxy::buffered_delivery(&model, exchanges, &mut findings);

@@ -641,13 +641,13 @@ fn answered_before(exchanges: &[Exchange], origin: usize, upto: &[Ev]) -> bool {
     if reqs.is_empty() {
         return false;
     }
-    let answered: HashSet<Short> = upto
+    let answered: HashSet<&str> = upto
         .iter()
-        .flat_map(|(_, _, ev)| ev.messages.iter())
-        .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
-        .filter_map(|m| m.id)
+        .flat_map(|(_, _, ev)| ev.messages.kinds_ids())
+        .filter(|(k, _)| matches!(k, Kind::Response | Kind::Error))
+        .filter_map(|(_, id)| id)
         .collect();
-    reqs.iter().all(|r| answered.contains(*r))
+    reqs.iter().all(|r| answered.contains(r))
 }
 
 /// Integer ids of the stream's message events step by exactly one.

@@ -27,29 +27,37 @@ fn resent(s: &Session, exchanges: &[Exchange], e: &Exchange, m: &Message) -> boo
     })
 }
 
+/// JSON-RPC responses delivered to the client, per exchange: (id, ts, frame).
+pub(super) type Responses<'a> = Vec<Vec<(&'a str, i64, u64)>>;
+
+/// [`Responses`] of every exchange, read once for the detectors that use them.
+pub(super) fn responses(exchanges: &[Exchange]) -> Responses<'_> {
+    exchanges.iter().map(responses_in).collect()
+}
+
 /// JSON-RPC responses delivered to the client in one exchange: (id, ts, frame).
-fn responses_in(e: &Exchange) -> Vec<(crate::Short, i64, u64)> {
-    let mut v: Vec<(crate::Short, i64, u64)> = Vec::new();
+fn responses_in(e: &Exchange) -> Vec<(&str, i64, u64)> {
+    let mut v: Vec<(&str, i64, u64)> = Vec::new();
     for m in e
         .resp_messages
         .iter()
         .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
     {
-        if let Some(id) = &m.id {
+        if let Some(id) = m.id.as_deref() {
             v.push((
-                id.clone(),
+                id,
                 e.ts_response.unwrap_or(0),
                 e.frame_response.unwrap_or(0),
             ));
         }
     }
     for ev in e.events.iter().filter(|ev| !ev.sse.truncated) {
-        for m in ev
+        for (_, id) in ev
             .messages
-            .iter()
-            .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
+            .kinds_ids()
+            .filter(|(k, _)| matches!(k, Kind::Response | Kind::Error))
         {
-            if let Some(id) = m.id {
+            if let Some(id) = id {
                 v.push((id, ev.sse.ts, ev.sse.frame_first));
             }
         }
@@ -65,15 +73,16 @@ pub const RECONNECT_HORIZON_US: i64 = 30_000_000;
 pub(super) fn lost_responses(
     model: &Model,
     exchanges: &[Exchange],
+    responses: &Responses<'_>,
     capture_end: i64,
     out: &mut Vec<Finding>,
 ) {
     for s in &model.sessions {
-        let answered: HashSet<crate::Short> = s
+        let answered: HashSet<&str> = s
             .exchanges
             .iter()
-            .flat_map(|&xi| responses_in(&exchanges[xi]))
-            .map(|(id, _, _)| id)
+            .flat_map(|&xi| &responses[xi])
+            .map(|(id, _, _)| *id)
             .collect();
         // Bytes missing from the capture on any response of the session could hide the answer.
         let gap = s
@@ -151,7 +160,12 @@ pub(super) fn lost_responses(
 }
 
 /// `duplicate_delivery` by JSON-RPC response id: the client received the response to one request twice.
-pub(super) fn duplicate_responses(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
+pub(super) fn duplicate_responses(
+    model: &Model,
+    exchanges: &[Exchange],
+    responses: &Responses<'_>,
+    out: &mut Vec<Finding>,
+) {
     for s in &model.sessions {
         let requests: HashSet<&str> = s
             .exchanges
@@ -160,19 +174,20 @@ pub(super) fn duplicate_responses(model: &Model, exchanges: &[Exchange], out: &m
             .filter(|m| m.kind == Kind::Request)
             .filter_map(|m| m.id.as_deref())
             .collect();
-        let mut seen: HashMap<crate::Short, (i64, u64, usize)> = HashMap::default();
+        let mut seen: HashMap<&str, (i64, u64, usize)> = HashMap::default();
         for &xi in &s.exchanges {
             // Without a session, independent clients reuse request ids: compare within one exchange only.
             if s.id.is_none() {
                 seen.clear();
             }
-            for (id, ts, frame) in responses_in(&exchanges[xi]) {
-                if !requests.contains(id.as_str()) {
+            for (id, ts, frame) in &responses[xi] {
+                let (id, ts, frame) = (*id, *ts, *frame);
+                if !requests.contains(id) {
                     continue;
                 }
-                match seen.get(&id) {
+                match seen.get(id) {
                     None => {
-                        seen.insert(id.clone(), (ts, frame, xi));
+                        seen.insert(id, (ts, frame, xi));
                     }
                     Some(&(_, first_frame, _)) => {
                         let e = &exchanges[xi];

@@ -27,18 +27,18 @@ pub(super) fn first_request_id(e: &Exchange) -> Option<String> {
 }
 
 /// JSON-RPC response and error ids an exchange delivered (JSON body or SSE events).
-pub(super) fn answer_ids(e: &Exchange) -> impl Iterator<Item = crate::Short> + '_ {
+pub(super) fn answer_ids(e: &Exchange) -> impl Iterator<Item = &str> {
     e.resp_messages
         .iter()
-        .cloned()
+        .map(|m| (m.kind, m.id.as_deref()))
         .chain(
             e.events
                 .iter()
                 .filter(|ev| !ev.sse.truncated)
-                .flat_map(|ev| ev.messages.iter()),
+                .flat_map(|ev| ev.messages.kinds_ids()),
         )
-        .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
-        .filter_map(|m| m.id)
+        .filter(|(k, _)| matches!(k, Kind::Response | Kind::Error))
+        .filter_map(|(_, id)| id)
 }
 
 /// For each logical stream, the position in its `connections` of the connection by whose end all
@@ -55,10 +55,10 @@ pub(super) fn answered_at(model: &Model, exchanges: &[Exchange]) -> Vec<Option<u
             if reqs.is_empty() {
                 return Some(0);
             }
-            let mut answered: HashSet<crate::Short> = HashSet::default();
+            let mut answered: HashSet<&str> = HashSet::default();
             for (k, &xi) in stream.connections.iter().enumerate() {
                 answered.extend(answer_ids(&exchanges[xi]));
-                if reqs.iter().all(|r| answered.contains(*r)) {
+                if reqs.iter().all(|r| answered.contains(r)) {
                     return Some(k);
                 }
             }
@@ -267,8 +267,12 @@ fn describe(e: &Exchange) -> String {
 /// stream's response, and the client came back within three times `retry` plus a second with a
 /// GET whose `Last-Event-ID` is the stream's cursor — MCP 2025-11-25 "Resumability and
 /// Redelivery" polling (SEP-1699), not a failure.
-pub(super) fn planned_polls(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
-    let answered = answered_at(model, exchanges);
+pub(super) fn planned_polls(
+    model: &Model,
+    exchanges: &[Exchange],
+    answered: &[Option<usize>],
+    out: &mut Vec<Finding>,
+) {
     for (si, st) in model.streams.iter().enumerate() {
         // Polling exists from 2025-11-25 on (and not at all without sessions, 2026-07-28); earlier
         // a clean close before the response is no plan.
@@ -355,8 +359,12 @@ pub(super) fn planned_polls(model: &Model, exchanges: &[Exchange], out: &mut Vec
 /// or at the same age, within 10 % or 0.3 s and at least 1 s: the idle or age timeout of a
 /// proxy, CDN or client (wire reference §7 #17–#19). Messages produced while the client
 /// reconnects may be lost.
-pub(super) fn idle_cuts(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
-    let answered = answered_at(model, exchanges);
+pub(super) fn idle_cuts(
+    model: &Model,
+    exchanges: &[Exchange],
+    answered: &[Option<usize>],
+    out: &mut Vec<Finding>,
+) {
     let mut by_session: Vec<Vec<usize>> = vec![Vec::new(); model.sessions.len()];
     for (sti, st) in model.streams.iter().enumerate() {
         by_session[st.session].push(sti);

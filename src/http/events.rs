@@ -110,6 +110,12 @@ impl<'a> Messages<'a> {
         let mut r = Reader(self.bytes);
         (0..self.count).map_while(move |_| read_message(&mut r))
     }
+    /// Each message's kind and `id` (as in [`Message`]), borrowed: nothing is decoded
+    /// into a [`Message`].
+    pub fn kinds_ids(&self) -> impl Iterator<Item = (Kind, Option<&'a str>)> + 'a {
+        let mut r = Reader(self.bytes);
+        (0..self.count).map_while(move |_| read_parts(&mut r).map(|p| (p.kind, p.id)))
+    }
 }
 
 impl<'a> EventRec<'a> {
@@ -422,7 +428,28 @@ impl<'a> Reader<'a> {
     }
 }
 
-fn read_message(r: &mut Reader<'_>) -> Option<Message> {
+/// One encoded message, its strings borrowed from the log: what [`read_message`] and
+/// [`Messages::kinds_ids`] read.
+struct Parts<'a> {
+    kind: Kind,
+    method: Option<&'a str>,
+    id: Option<&'a str>,
+    progress_token: Option<&'a str>,
+    progress: Option<f64>,
+    progress_total: Option<f64>,
+    rare: Option<RareParts<'a>>,
+}
+
+struct RareParts<'a> {
+    request_progress_token: Option<&'a str>,
+    protocol_version: Option<&'a str>,
+    params_hash: Option<u64>,
+    cancels: Option<&'a str>,
+    /// Number of (pointer index, value) pairs, and their encoding.
+    app_seq: (usize, &'a [u8]),
+}
+
+fn read_parts<'a>(r: &mut Reader<'a>) -> Option<Parts<'a>> {
     let kind = match r.byte()? {
         0 => Kind::Request,
         1 => Kind::Notification,
@@ -431,9 +458,9 @@ fn read_message(r: &mut Reader<'_>) -> Option<Message> {
         _ => Kind::Invalid,
     };
     let bits = r.byte()?;
-    let mut s = |bit: u8| -> Option<Option<crate::Short>> {
+    let mut s = |bit: u8| -> Option<Option<&'a str>> {
         Some(if bits & bit != 0 {
-            Some(crate::Short::from(r.str()?))
+            Some(r.str()?)
         } else {
             None
         })
@@ -449,12 +476,8 @@ fn read_message(r: &mut Reader<'_>) -> Option<Message> {
     let (progress, progress_total) = (f(M_PROGRESS)?, f(M_TOTAL)?);
     let rare = if bits & M_RARE != 0 {
         let rb = r.byte()?;
-        let mut s = |bit: u8| -> Option<Option<String>> {
-            Some(if rb & bit != 0 {
-                Some(r.str()?.to_string())
-            } else {
-                None
-            })
+        let mut s = |bit: u8| -> Option<Option<&'a str>> {
+            Some(if rb & bit != 0 { Some(r.str()?) } else { None })
         };
         let (request_progress_token, protocol_version) = (s(R_RPT)?, s(R_VERSION)?);
         let params_hash = if rb & R_PARAMS != 0 {
@@ -463,32 +486,64 @@ fn read_message(r: &mut Reader<'_>) -> Option<Message> {
             None
         };
         let cancels = if rb & R_CANCELS != 0 {
-            Some(r.str()?.to_string())
+            Some(r.str()?)
         } else {
             None
         };
         let n = r.varint()? as usize;
-        let mut app_seq = Vec::with_capacity(n.min(r.0.len() / 9));
+        let start = r.0;
         for _ in 0..n {
-            app_seq.push((r.varint()? as usize, f64::from_bits(r.u64()?)));
+            r.varint()?;
+            r.u64()?;
         }
-        Some(Box::new(Rare {
+        let used = start.len() - r.0.len();
+        Some(RareParts {
             request_progress_token,
             protocol_version,
             params_hash,
             cancels,
-            app_seq,
-        }))
+            app_seq: (n, &start[..used]),
+        })
     } else {
         None
     };
-    Some(Message {
+    Some(Parts {
         kind,
         method,
         id,
         progress_token,
         progress,
         progress_total,
+        rare,
+    })
+}
+
+fn read_message(r: &mut Reader<'_>) -> Option<Message> {
+    let p = read_parts(r)?;
+    let rare = match p.rare {
+        Some(x) => {
+            let mut ar = Reader(x.app_seq.1);
+            let mut app_seq = Vec::with_capacity(x.app_seq.0);
+            for _ in 0..x.app_seq.0 {
+                app_seq.push((ar.varint()? as usize, f64::from_bits(ar.u64()?)));
+            }
+            Some(Box::new(Rare {
+                request_progress_token: x.request_progress_token.map(str::to_string),
+                protocol_version: x.protocol_version.map(str::to_string),
+                params_hash: x.params_hash,
+                cancels: x.cancels.map(str::to_string),
+                app_seq,
+            }))
+        }
+        None => None,
+    };
+    Some(Message {
+        kind: p.kind,
+        method: p.method.map(crate::Short::from),
+        id: p.id.map(crate::Short::from),
+        progress_token: p.progress_token.map(crate::Short::from),
+        progress: p.progress,
+        progress_total: p.progress_total,
         rare,
     })
 }
@@ -663,6 +718,10 @@ mod tests {
                 prop_assert_eq!(v.priming, *priming);
                 prop_assert_eq!(v.parse_error, err.as_deref());
                 prop_assert_eq!(v.messages.len(), msgs.len());
+                let heads: Vec<(Kind, Option<&str>)> = v.messages.kinds_ids().collect();
+                let want: Vec<(Kind, Option<&str>)> =
+                    msgs.iter().map(|m| (m.kind, m.id.as_deref())).collect();
+                prop_assert_eq!(heads, want);
                 let got: Vec<Message> = v.messages.iter().collect();
                 prop_assert_eq!(got.len(), msgs.len());
                 for (g, m) in got.iter().zip(msgs) {
