@@ -219,7 +219,7 @@ pub(super) fn resumes_without_cursor(
             continue;
         };
         let l = &exchanges[last];
-        if l.open_at_capture_end || !pending(&answered, sti, st.connections.len() - 1) {
+        if l.open_at_capture_end || !pending(answered, sti, st.connections.len() - 1) {
             continue;
         }
         let Some(cursor) = st

@@ -302,7 +302,7 @@ pub(super) fn planned_polls(
             if !a.resp_complete
                 || a.open_at_capture_end
                 || empty_answer(a)
-                || !pending(&answered, si, k)
+                || !pending(answered, si, k)
             {
                 continue;
             }
@@ -394,7 +394,7 @@ pub(super) fn idle_cuts(
                 if e.open_at_capture_end
                     || e.resp_complete
                     || end >= deleted_at
-                    || !pending(&answered, sti, k)
+                    || !pending(answered, sti, k)
                 {
                     continue;
                 }
