@@ -62,9 +62,16 @@ impl Head {
 
     /// First value of a header, matched case-insensitively (RFC 9110 §5.1).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v)
+        // As `headers().find(..)`, comparing lengths before bytes (lookups are frequent).
+        let mut start = 0usize;
+        for &(n, v) in &self.fields {
+            let key = self.text.as_bytes().get(start..n).unwrap_or_default();
+            if key.len() == name.len() && key.eq_ignore_ascii_case(name.as_bytes()) {
+                return Some(self.text.get(n..v).unwrap_or(""));
+            }
+            start = v;
+        }
+        None
     }
 
     /// Append a header field.
