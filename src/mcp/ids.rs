@@ -61,12 +61,12 @@ impl IdFormat {
 }
 
 /// An event id split by its format.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParsedId {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParsedId<'a> {
     /// The format.
     pub format: IdFormat,
-    /// The stream part (empty when the format has none).
-    pub prefix: String,
+    /// The stream part, a slice of the id (empty when the format has none).
+    pub prefix: &'a str,
     /// The ordinal or time part, for ordered formats.
     pub seq: Option<u128>,
 }
@@ -91,16 +91,16 @@ fn digits(s: &str) -> Option<u128> {
 }
 
 /// Classify one event id (reference §8.2, tried in a fixed order).
-pub fn parse(id: &str) -> ParsedId {
+pub fn parse(id: &str) -> ParsedId<'_> {
     let opaque = |f| ParsedId {
         format: f,
-        prefix: String::new(),
+        prefix: "",
         seq: None,
     };
     if let Some(n) = digits(id) {
         return ParsedId {
             format: IdFormat::Integer,
-            prefix: String::new(),
+            prefix: "",
             seq: Some(n),
         };
     }
@@ -109,7 +109,7 @@ pub fn parse(id: &str) -> ParsedId {
         if let (Some(n), Some(_)) = (digits(a), digits(b)) {
             return ParsedId {
                 format: IdFormat::Rmcp,
-                prefix: b.to_string(),
+                prefix: b,
                 seq: Some(n),
             };
         }
@@ -127,7 +127,7 @@ pub fn parse(id: &str) -> ParsedId {
             if let Some(t) = digits(ms) {
                 return ParsedId {
                     format: IdFormat::TsStore,
-                    prefix: stream.to_string(),
+                    prefix: stream,
                     seq: Some(t),
                 };
             }
@@ -144,7 +144,7 @@ pub fn parse(id: &str) -> ParsedId {
         {
             return ParsedId {
                 format: IdFormat::Go,
-                prefix: stream.to_string(),
+                prefix: stream,
                 seq: digits(n),
             };
         }
@@ -153,22 +153,23 @@ pub fn parse(id: &str) -> ParsedId {
         }
     }
     // C# `<b64>:<b64>:<n>`
-    let colon: Vec<&str> = id.split(':').collect();
-    if colon.len() == 3
-        && !colon[0].is_empty()
-        && !colon[1].is_empty()
-        && digits(colon[2]).is_some()
+    let mut colon = id.splitn(4, ':');
+    if let (Some(c0), Some(c1), Some(c2), None) =
+        (colon.next(), colon.next(), colon.next(), colon.next())
     {
-        let b64 = |s: &str| {
-            s.bytes()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=' | b'-' | b'_'))
-        };
-        if b64(colon[0]) && b64(colon[1]) {
-            return ParsedId {
-                format: IdFormat::CSharp,
-                prefix: format!("{}:{}", colon[0], colon[1]),
-                seq: digits(colon[2]),
+        if !c0.is_empty() && !c1.is_empty() && digits(c2).is_some() {
+            let b64 = |s: &str| {
+                s.bytes().all(|c| {
+                    c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=' | b'-' | b'_')
+                })
             };
+            if b64(c0) && b64(c1) {
+                return ParsedId {
+                    format: IdFormat::CSharp,
+                    prefix: &id[..c0.len() + 1 + c1.len()],
+                    seq: digits(c2),
+                };
+            }
         }
     }
     if let Some((ms, seq)) = id.split_once('-') {
@@ -176,7 +177,7 @@ pub fn parse(id: &str) -> ParsedId {
             if let (Some(a), Some(b)) = (digits(ms), digits(seq)) {
                 return ParsedId {
                     format: IdFormat::Redis,
-                    prefix: String::new(),
+                    prefix: "",
                     seq: Some(a.saturating_mul(1 << 40).saturating_add(b)),
                 };
             }
@@ -197,7 +198,7 @@ mod tests {
         assert_eq!(parse("17").format, IdFormat::Integer);
         let ts = parse("2bde5bd8-f580-476b-b797-5d400a1bb94b_1795991032169_dxngcp78");
         assert_eq!(
-            (ts.format, ts.prefix.as_str(), ts.seq),
+            (ts.format, ts.prefix, ts.seq),
             (
                 IdFormat::TsStore,
                 "2bde5bd8-f580-476b-b797-5d400a1bb94b",
@@ -205,15 +206,17 @@ mod tests {
             )
         );
         let get = parse("_GET_stream_1795991032169_p0q1r2s3");
-        assert_eq!(
-            (get.format, get.prefix.as_str()),
-            (IdFormat::TsStore, "_GET_stream")
-        );
+        assert_eq!((get.format, get.prefix), (IdFormat::TsStore, "_GET_stream"));
         assert_eq!(parse("KX3ABCDEFGHIJKLMNOPQRSTUV7_4").format, IdFormat::Go);
         assert_eq!(parse("_3").format, IdFormat::Go);
         let r = parse("5/2");
         assert_eq!((r.format, r.seq), (IdFormat::Rmcp, Some(5)));
-        assert_eq!(parse("c2Vzcw:c3RyZWFt:3").format, IdFormat::CSharp);
+        let cs = parse("c2Vzcw:c3RyZWFt:3");
+        assert_eq!(
+            (cs.format, cs.prefix, cs.seq),
+            (IdFormat::CSharp, "c2Vzcw:c3RyZWFt", Some(3))
+        );
+        assert_eq!(parse("a:b:1:2").format, IdFormat::Opaque);
         assert_eq!(parse("1718000000000-0").format, IdFormat::Redis);
         assert_eq!(
             parse("7c9e6679-7425-40de-944b-e07fc1f90ae7").format,
