@@ -1,5 +1,8 @@
 //! The SSE events of one response, kept compactly until the end of the run.
 //!
+//! An event id the same as the previous one's (the last-event-id buffer carries over to events
+//! without their own `id:` line) is stored once and referred to, so a long id cannot multiply.
+//!
 //! Every event of a capture stays in memory until the detectors have run (a resumption may name
 //! any earlier event). As Rust structures an event took about 340 bytes (its SSE fields, an
 //! inline JSON-RPC message, a heap copy of a long event id); here it takes a 56-byte fixed
@@ -18,6 +21,10 @@ use crate::sse::SseEvent;
 pub struct EventLog {
     fixed: Vec<Fixed>,
     bytes: Vec<u8>,
+    /// Where the last event id written to `bytes` is (position, length): an event whose id is
+    /// the same (the last-event-id buffer carries over to events without an `id:` line) refers
+    /// to it instead of copying it.
+    last_id: Option<(usize, usize)>,
 }
 
 /// The fixed-size part of one event.
@@ -38,6 +45,8 @@ const HAS_OWN_ID: u8 = 1;
 const TRUNCATED: u8 = 2;
 const PRIMING: u8 = 4;
 const HAS_RETRY: u8 = 8;
+/// `data_len` is 4 GiB or more: the fixed field holds `u32::MAX`, the length follows `retry`.
+const BIG_DATA: u8 = 16;
 
 /// One SSE event with the JSON-RPC messages of its `data`: a view into an [`EventLog`].
 ///
@@ -52,7 +61,7 @@ pub struct EventRec<'a> {
     pub data_hash: u64,
     /// MCP 2025-11-25 priming event: an id with empty data (a cursor, not a message).
     pub priming: bool,
-    /// Messages in `data` (empty for priming events and non-JSON data).
+    /// Messages in `data` (empty for priming events, truncated events and non-JSON data).
     pub messages: Messages<'a>,
     /// Why `data` was not JSON, when it was not.
     pub parse_error: Option<&'a str>,
@@ -110,6 +119,14 @@ impl<'a> Messages<'a> {
         let mut r = Reader(self.bytes);
         (0..self.count).map_while(move |_| read_message(&mut r))
     }
+    /// The `protocolVersion` of each message that has one ([`Message::protocol_version`]),
+    /// borrowed.
+    pub fn protocol_versions(&self) -> impl Iterator<Item = &'a str> + 'a {
+        let mut r = Reader(self.bytes);
+        (0..self.count)
+            .map_while(move |_| read_parts(&mut r))
+            .filter_map(|p| p.rare?.protocol_version)
+    }
     /// Each message's kind and `id` (as in [`Message`]), borrowed: nothing is decoded
     /// into a [`Message`].
     pub fn kinds_ids(&self) -> impl Iterator<Item = (Kind, Option<&'a str>)> + 'a {
@@ -165,7 +182,7 @@ impl EventLog {
             .get(i + 1)
             .map_or(self.bytes.len(), |n| n.start as usize);
         let var = self.bytes.get(f.start as usize..end).unwrap_or(&[]);
-        view(f, var)
+        view(f, var, &self.bytes)
     }
     /// Append an event: its SSE fields, the length and hash of its data, and what its data
     /// parsed to.
@@ -179,7 +196,21 @@ impl EventLog {
     ) {
         let start = self.bytes.len() as u64;
         let b = &mut self.bytes;
-        put_opt_str(b, ev.id.as_deref());
+        match ev.id.as_deref() {
+            None => b.push(0),
+            Some(id) => match self.last_id {
+                Some((pos, len)) if b.get(pos..pos + len) == Some(id.as_bytes()) => {
+                    b.push(1);
+                    put_varint(b, pos as u64);
+                    put_varint(b, len as u64);
+                }
+                _ => {
+                    put_varint(b, id.len() as u64 + 2);
+                    self.last_id = Some((b.len(), id.len()));
+                    b.extend_from_slice(id.as_bytes());
+                }
+            },
+        }
         match ev.event_type.as_deref() {
             None => b.push(0),
             Some("message") => b.push(1),
@@ -192,6 +223,10 @@ impl EventLog {
         if let Some(r) = ev.retry {
             put_varint(b, r);
         }
+        let big = u32::try_from(ev.data.len()).is_err();
+        if big {
+            put_varint(b, ev.data.len() as u64);
+        }
         put_varint(b, messages.len() as u64);
         for m in messages {
             put_message(b, m);
@@ -199,7 +234,8 @@ impl EventLog {
         let flags = (ev.has_own_id as u8 * HAS_OWN_ID)
             | (ev.truncated as u8 * TRUNCATED)
             | (priming as u8 * PRIMING)
-            | (ev.retry.is_some() as u8 * HAS_RETRY);
+            | (ev.retry.is_some() as u8 * HAS_RETRY)
+            | (big as u8 * BIG_DATA);
         self.fixed.push(Fixed {
             offset: ev.offset,
             frame_first: ev.frame_first,
@@ -207,7 +243,6 @@ impl EventLog {
             ts: ev.ts,
             data_hash,
             start,
-            // `data` is bounded by the SSE stage's `max_event` (16 MiB).
             data_len: u32::try_from(ev.data.len()).unwrap_or(u32::MAX),
             flags,
         });
@@ -258,9 +293,21 @@ impl<'a> IntoIterator for &'a EventLog {
     }
 }
 
-fn view<'a>(f: &Fixed, var: &'a [u8]) -> EventRec<'a> {
+/// The event with fixed part `f` and variable part `var`, in the log whose bytes are `all`.
+fn view<'a>(f: &Fixed, var: &'a [u8], all: &'a [u8]) -> EventRec<'a> {
     let mut r = Reader(var);
-    let id = r.opt_str();
+    let id = match r.varint() {
+        Some(0) | None => None,
+        Some(1) => {
+            let (pos, len) = (r.varint(), r.varint());
+            pos.zip(len)
+                .and_then(|(p, l)| all.get(p as usize..(p as usize).checked_add(l as usize)?))
+                .and_then(|b| std::str::from_utf8(b).ok())
+        }
+        Some(n) => r
+            .take(n as usize - 2)
+            .and_then(|b| std::str::from_utf8(b).ok()),
+    };
     let event_type = match r.byte() {
         Some(1) => Some("message"),
         Some(2) => r.str(),
@@ -271,6 +318,11 @@ fn view<'a>(f: &Fixed, var: &'a [u8]) -> EventRec<'a> {
         r.varint()
     } else {
         None
+    };
+    let data_len = if f.flags & BIG_DATA != 0 {
+        r.varint().unwrap_or(u64::from(f.data_len)) as usize
+    } else {
+        f.data_len as usize
     };
     let count = r.varint().unwrap_or(0) as usize;
     EventRec {
@@ -285,7 +337,7 @@ fn view<'a>(f: &Fixed, var: &'a [u8]) -> EventRec<'a> {
             retry,
             truncated: f.flags & TRUNCATED != 0,
         },
-        data_len: f.data_len as usize,
+        data_len,
         data_hash: f.data_hash,
         priming: f.flags & PRIMING != 0,
         messages: Messages { count, bytes: r.0 },
@@ -632,7 +684,11 @@ mod tests {
         (
             (any::<u64>(), any::<u64>(), any::<u64>(), any::<i64>()),
             (any::<bool>(), any::<bool>(), any::<bool>()),
-            opt_text(),
+            // Often the same id again (carried over to events without an `id:` line).
+            prop_oneof![
+                opt_text(),
+                Just(Some("9f3e2d1c-0000-4a4a-8b8b-123456789abc_7".to_string())),
+            ],
             prop::option::of(prop_oneof![
                 Just("message".to_string()),
                 Just(String::new()),
@@ -718,6 +774,10 @@ mod tests {
                 prop_assert_eq!(v.priming, *priming);
                 prop_assert_eq!(v.parse_error, err.as_deref());
                 prop_assert_eq!(v.messages.len(), msgs.len());
+                let versions: Vec<&str> = v.messages.protocol_versions().collect();
+                let want_versions: Vec<&str> =
+                    msgs.iter().filter_map(|m| m.protocol_version()).collect();
+                prop_assert_eq!(versions, want_versions);
                 let heads: Vec<(Kind, Option<&str>)> = v.messages.kinds_ids().collect();
                 let want: Vec<(Kind, Option<&str>)> =
                     msgs.iter().map(|m| (m.kind, m.id.as_deref())).collect();
@@ -733,6 +793,32 @@ mod tests {
             }
             prop_assert!(log.get(input.len()).is_none());
         }
+    }
+
+    /// An id carried over to events without an `id:` line is stored once, however long.
+    #[test]
+    fn carried_over_id_is_stored_once() {
+        let mut log = EventLog::default();
+        let long = "x".repeat(100_000);
+        for i in 0..1000 {
+            let ev = SseEvent {
+                has_own_id: i == 0,
+                id: Some(long.as_str().into()),
+                data: "d".into(),
+                ..Default::default()
+            };
+            log.push(&ev, 0, false, &[], None);
+        }
+        assert!(
+            log.bytes.len() < long.len() + 1000 * 16,
+            "{}",
+            log.bytes.len()
+        );
+        assert!(log.iter().all(|e| e.sse.id == Some(long.as_str())));
+        assert!(log
+            .iter()
+            .enumerate()
+            .all(|(i, e)| e.sse.has_own_id == (i == 0)));
     }
 
     #[test]

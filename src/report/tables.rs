@@ -283,36 +283,64 @@ pub fn resumptions(a: &Analysis, ex: &[Exchange]) -> Table {
 
 /// `events`: one row per SSE event.
 pub fn events(a: &Analysis, ex: &[Exchange]) -> Table {
-    events_chunks(a, ex, usize::MAX)
+    pieces_of_events(a, ex, usize::MAX, usize::MAX)
         .next()
         .unwrap_or_else(|| events_table(a, ex, &[], &[]))
 }
 
-/// `events` as tables of at most `rows` rows each, in row order: the largest table is built and
-/// written piece by piece, so its memory is bounded by `rows`, not by the capture. Always at
-/// least one table (empty when there are no events).
+/// Text of the events' own strings (ids, types, parse errors) in one piece of the `events`
+/// table, in bytes, before the piece ends early: a long event id repeated on every event (the
+/// last-event-id buffer carries over) must not make one piece of 16384 rows gigabytes long.
+const PIECE_TEXT_BYTES: usize = 64 << 20;
+
+/// `events` as tables of at most `rows` rows each (fewer when their ids, types and parse errors
+/// pass [`PIECE_TEXT_BYTES`]), in row order: the largest table is built and written piece by
+/// piece, so its memory is bounded by the piece, not by the capture. Always at least one table
+/// (empty when there are no events).
 pub fn events_chunks<'a>(
     a: &'a Analysis,
     ex: &'a [Exchange],
     rows: usize,
 ) -> impl Iterator<Item = Table> + 'a {
+    pieces_of_events(a, ex, rows, PIECE_TEXT_BYTES)
+}
+
+/// [`events_chunks`] with pieces cut at `rows` rows or `text_cap` bytes of the events' strings.
+fn pieces_of_events<'a>(
+    a: &'a Analysis,
+    ex: &'a [Exchange],
+    rows: usize,
+    text_cap: usize,
+) -> impl Iterator<Item = Table> + 'a {
     let labels: Vec<String> = a.model.sessions.iter().map(|s| s.label()).collect();
-    let total: usize = ex.iter().map(|e| e.events.len()).sum();
+    let rows = rows.max(1);
     // The (exchange, event) pairs of each piece are gathered as the pieces are made, from where
     // the previous piece stopped.
     let mut at = (0usize, 0usize);
-    pieces(total, rows).map(move |r| {
-        let mut evs: Vec<(usize, crate::http::EventRec)> = Vec::with_capacity(r.len());
-        while evs.len() < r.len() && at.0 < ex.len() {
+    let mut first = true;
+    std::iter::from_fn(move || {
+        let mut evs: Vec<(usize, crate::http::EventRec)> = Vec::new();
+        let mut text = 0usize;
+        while evs.len() < rows && text < text_cap && at.0 < ex.len() {
             match ex[at.0].events.get(at.1) {
                 Some(ev) => {
+                    text += [ev.sse.id, ev.sse.event_type, ev.parse_error]
+                        .iter()
+                        .flatten()
+                        .map(|t| t.len())
+                        .sum::<usize>();
                     evs.push((at.0, ev));
                     at.1 += 1;
                 }
                 None => at = (at.0 + 1, 0),
             }
         }
-        events_table(a, ex, &labels, &evs)
+        // The first piece is made even without events (the table's columns are written).
+        let was_first = std::mem::take(&mut first);
+        if evs.is_empty() && !was_first {
+            return None;
+        }
+        Some(events_table(a, ex, &labels, &evs))
     })
 }
 
