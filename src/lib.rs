@@ -37,8 +37,9 @@ pub mod synth;
 pub mod tcp;
 pub mod vantage;
 
-/// Short text kept inline (up to 24 bytes) instead of in its own allocation: event ids and types,
-/// JSON-RPC methods, ids and progress tokens, kept for every event of a capture.
+/// Short text kept inline (up to 24 bytes) instead of in its own allocation: event ids and types
+/// as parsed, JSON-RPC methods, ids and progress tokens (the events of a capture are kept encoded,
+/// [`http::EventLog`]).
 pub type Short = compact_str::CompactString;
 
 use anomaly::{Anomalies, Anomaly};

@@ -117,10 +117,15 @@ pub fn exchange_era(e: &Exchange) -> Era {
             // The response's (negotiated) version before the request's (proposed) one.
             e.resp_messages
                 .iter()
-                .cloned()
-                .chain(e.events.iter().flat_map(|ev| ev.messages.iter()))
-                .chain(e.req_messages.iter().cloned())
-                .find_map(|m| m.protocol_version().map(str::to_string))
+                .filter_map(|m| m.protocol_version())
+                .chain(
+                    e.events
+                        .iter()
+                        .flat_map(|ev| ev.messages.protocol_versions()),
+                )
+                .chain(e.req_messages.iter().filter_map(|m| m.protocol_version()))
+                .next()
+                .map(str::to_string)
         });
     match declared.as_deref().map(Era::of_version) {
         Some(era) if era != Era::Unknown => era,
@@ -285,9 +290,14 @@ impl Model {
                 s.protocol_version = e
                     .resp_messages
                     .iter()
-                    .cloned()
-                    .chain(e.events.iter().flat_map(|ev| ev.messages.iter()))
-                    .find_map(|msg| msg.protocol_version().map(str::to_string))
+                    .filter_map(|m| m.protocol_version())
+                    .chain(
+                        e.events
+                            .iter()
+                            .flat_map(|ev| ev.messages.protocol_versions()),
+                    )
+                    .next()
+                    .map(str::to_string)
                     .or_else(|| e.req_header("mcp-protocol-version").map(str::to_string));
             }
             if s.era == Era::Unknown {

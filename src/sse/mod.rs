@@ -334,11 +334,14 @@ impl SseParser {
         ev.truncated = truncated;
         self.reset_event();
         out(&ev);
-        // The buffers come back: no allocation per event.
+        // The buffers come back: no allocation per event. (A buffer a large event grew is not
+        // kept for the rest of the stream.)
         self.last_event_id = ev.id.take();
         let mut data = std::mem::take(&mut ev.data).into_bytes();
-        data.clear();
-        self.data = data;
+        if data.capacity() <= 64 << 10 {
+            data.clear();
+            self.data = data;
+        }
     }
 
     /// `len` bytes of the body are missing: drop the event in progress and resume after the next blank line.
