@@ -255,9 +255,15 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         None => None,
     };
     let ids = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    // 0 below: no workers (the stream tap of --dump-streams runs on this thread).
+    let mut inputs = args.captures.clone();
+    inputs.extend(named.iter().map(|(_, f)| f.clone()));
+    // 0 below: no workers, every stage on this thread: for the stream tap of --dump-streams,
+    // and for one thread on one capture file. (Workers number their flows when they finish,
+    // which keeps the numbering of several vantage points' interleaved files independent of
+    // --threads; one file is one vantage point, numbered alike either way.)
     let threads = match (args.threads, dump.is_some()) {
         (_, true) => 0,
+        (1, _) if inputs.len() == 1 => 0,
         (0, _) => std::thread::available_parallelism().map_or(1, |n| n.get()),
         (n, _) => n,
     };
@@ -265,8 +271,6 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     let mut read_any = false;
     let mut readable_frames = 0u64;
     let mut capture_anomalies = mcpcap::anomaly::Anomalies::default();
-    let mut inputs = args.captures.clone();
-    inputs.extend(named.iter().map(|(_, f)| f.clone()));
     let order = capture_order(&inputs);
     let total: u64 = order
         .iter()
@@ -713,8 +717,8 @@ fn pick_vantage(
         name,
         explicit: explicit.is_some(),
         files: Vec::new(),
-        // Workers even for one thread (not with --dump-streams, whose tap needs the stream
-        // events here): flows of every vantage point are then numbered alike for any --threads.
+        // `threads` 0: every stage on this thread (see `run`); else workers, even for one
+        // thread: flows of every vantage point are then numbered alike for any --threads.
         analyzer: if threads == 0 {
             Analyzer::with_flow_ids(options.clone(), ids.clone())
         } else {
