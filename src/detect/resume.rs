@@ -643,9 +643,9 @@ fn answered_before(exchanges: &[Exchange], origin: usize, upto: &[Ev]) -> bool {
     }
     let answered: HashSet<&str> = upto
         .iter()
-        .flat_map(|(_, _, ev)| ev.messages.kinds_ids())
-        .filter(|(k, _)| matches!(k, Kind::Response | Kind::Error))
-        .filter_map(|(_, id)| id)
+        .flat_map(|(_, _, ev)| ev.messages.refs())
+        .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
+        .filter_map(|m| m.id)
         .collect();
     reqs.iter().all(|r| answered.contains(r))
 }

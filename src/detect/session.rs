@@ -52,12 +52,12 @@ fn responses_in(e: &Exchange) -> Vec<(&str, i64, u64)> {
         }
     }
     for ev in e.events.iter().filter(|ev| !ev.sse.truncated) {
-        for (_, id) in ev
+        for m in ev
             .messages
-            .kinds_ids()
-            .filter(|(k, _)| matches!(k, Kind::Response | Kind::Error))
+            .refs()
+            .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
         {
-            if let Some(id) = id {
+            if let Some(id) = m.id {
                 v.push((id, ev.sse.ts, ev.sse.frame_first));
             }
         }

@@ -5,7 +5,7 @@
 use crate::hash::{FastMap as HashMap, FastSet as HashSet};
 
 use super::{flow_id, Finding, Severity};
-use crate::http::{EventRec, Exchange};
+use crate::http::{EventRec, Exchange, MessageRef};
 use crate::jsonrpc::Kind;
 use crate::mcp::{Era, Model, StreamKind};
 
@@ -30,15 +30,15 @@ pub(super) fn first_request_id(e: &Exchange) -> Option<String> {
 pub(super) fn answer_ids(e: &Exchange) -> impl Iterator<Item = &str> {
     e.resp_messages
         .iter()
-        .map(|m| (m.kind, m.id.as_deref()))
+        .map(MessageRef::of)
         .chain(
             e.events
                 .iter()
                 .filter(|ev| !ev.sse.truncated)
-                .flat_map(|ev| ev.messages.kinds_ids()),
+                .flat_map(|ev| ev.messages.refs()),
         )
-        .filter(|(k, _)| matches!(k, Kind::Response | Kind::Error))
-        .filter_map(|(_, id)| id)
+        .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
+        .filter_map(|m| m.id)
 }
 
 /// For each logical stream, the position in its `connections` of the connection by whose end all

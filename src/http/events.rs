@@ -92,6 +92,35 @@ pub struct SseMeta<'a> {
     pub truncated: bool,
 }
 
+/// The members of a JSON-RPC message most readers need, borrowed (from an [`EventLog`] or a
+/// [`Message`]): see [`Message`] for each.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MessageRef<'a> {
+    /// Request, notification, response, error or invalid.
+    pub kind: Kind,
+    /// `method`.
+    pub method: Option<&'a str>,
+    /// `id` as compact JSON text.
+    pub id: Option<&'a str>,
+    /// `params.progressToken` of `notifications/progress`, as compact JSON text.
+    pub progress_token: Option<&'a str>,
+    /// `params.progress` of `notifications/progress`.
+    pub progress: Option<f64>,
+}
+
+impl<'a> MessageRef<'a> {
+    /// The members of `m`, borrowed.
+    pub fn of(m: &'a Message) -> MessageRef<'a> {
+        MessageRef {
+            kind: m.kind,
+            method: m.method.as_deref(),
+            id: m.id.as_deref(),
+            progress_token: m.progress_token.as_deref(),
+            progress: m.progress,
+        }
+    }
+}
+
 /// The JSON-RPC messages of one event, encoded; [`Messages::iter`] decodes them.
 #[derive(Clone, Copy)]
 pub struct Messages<'a> {
@@ -127,11 +156,19 @@ impl<'a> Messages<'a> {
             .map_while(move |_| read_parts(&mut r))
             .filter_map(|p| p.rare?.protocol_version)
     }
-    /// Each message's kind and `id` (as in [`Message`]), borrowed: nothing is decoded
-    /// into a [`Message`].
-    pub fn kinds_ids(&self) -> impl Iterator<Item = (Kind, Option<&'a str>)> + 'a {
+    /// Each message's common members, borrowed from the log: nothing is decoded into a
+    /// [`Message`] (no allocation).
+    pub fn refs(&self) -> impl Iterator<Item = MessageRef<'a>> + 'a {
         let mut r = Reader(self.bytes);
-        (0..self.count).map_while(move |_| read_parts(&mut r).map(|p| (p.kind, p.id)))
+        (0..self.count).map_while(move |_| {
+            read_parts(&mut r).map(|p| MessageRef {
+                kind: p.kind,
+                method: p.method,
+                id: p.id,
+                progress_token: p.progress_token,
+                progress: p.progress,
+            })
+        })
     }
 }
 
@@ -481,7 +518,7 @@ impl<'a> Reader<'a> {
 }
 
 /// One encoded message, its strings borrowed from the log: what [`read_message`] and
-/// [`Messages::kinds_ids`] read.
+/// [`Messages::refs`] read.
 struct Parts<'a> {
     kind: Kind,
     method: Option<&'a str>,
@@ -778,10 +815,16 @@ mod tests {
                 let want_versions: Vec<&str> =
                     msgs.iter().filter_map(|m| m.protocol_version()).collect();
                 prop_assert_eq!(versions, want_versions);
-                let heads: Vec<(Kind, Option<&str>)> = v.messages.kinds_ids().collect();
-                let want: Vec<(Kind, Option<&str>)> =
-                    msgs.iter().map(|m| (m.kind, m.id.as_deref())).collect();
-                prop_assert_eq!(heads, want);
+                let refs: Vec<MessageRef> = v.messages.refs().collect();
+                let want: Vec<MessageRef> = msgs.iter().map(MessageRef::of).collect();
+                prop_assert_eq!(refs.len(), want.len());
+                for (a, b) in refs.iter().zip(&want) {
+                    prop_assert!(
+                        a.progress.map(f64::to_bits) == b.progress.map(f64::to_bits)
+                            && (a.kind, a.method, a.id, a.progress_token)
+                                == (b.kind, b.method, b.id, b.progress_token)
+                    );
+                }
                 let got: Vec<Message> = v.messages.iter().collect();
                 prop_assert_eq!(got.len(), msgs.len());
                 for (g, m) in got.iter().zip(msgs) {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use super::{Table, Text, Values};
 use crate::anomaly::Anomalies;
 use crate::detect::{Analysis, Severity};
-use crate::http::Exchange;
+use crate::http::{Exchange, MessageRef};
 use crate::jsonrpc::Kind;
 use crate::tcp::{Flow, FlowId};
 
@@ -370,11 +370,16 @@ fn events_table(
     let mut ids = Text::with_capacity(evs.len());
     let mut tokens = Text::with_capacity(evs.len());
     let mut progress: Vec<Option<f64>> = Vec::with_capacity(evs.len());
-    let mut msgs: Vec<crate::jsonrpc::Message> = Vec::new();
+    let mut msgs: Vec<MessageRef> = Vec::new();
     for (_, ev) in evs {
         msgs.clear();
-        msgs.extend(ev.messages.iter());
-        let joined = |t: &mut Text, f: &dyn Fn(&crate::jsonrpc::Message) -> Option<&str>| {
+        msgs.extend(ev.messages.refs());
+        // The messages' values of `f`, comma-separated (no cell when there are none).
+        fn joined<'a>(
+            t: &mut Text,
+            msgs: &[MessageRef<'a>],
+            f: fn(&MessageRef<'a>) -> Option<&'a str>,
+        ) {
             t.push_with(|buf| {
                 let mut any = false;
                 for v in msgs.iter().filter_map(f) {
@@ -386,11 +391,11 @@ fn events_table(
                 }
                 any
             })
-        };
-        joined(&mut kinds, &|m| Some(m.kind.as_str()));
-        joined(&mut methods, &|m| m.method.as_deref());
-        joined(&mut ids, &|m| m.id.as_deref());
-        tokens.push(msgs.iter().find_map(|m| m.progress_token.as_deref()));
+        }
+        joined(&mut kinds, &msgs, |m| Some(m.kind.as_str()));
+        joined(&mut methods, &msgs, |m| m.method);
+        joined(&mut ids, &msgs, |m| m.id);
+        tokens.push(msgs.iter().find_map(|m| m.progress_token));
         progress.push(msgs.iter().find_map(|m| m.progress));
     }
     Table {
@@ -466,13 +471,13 @@ fn exchanges_rows(a: &Analysis, ex: &[Exchange], range: std::ops::Range<usize>) 
         .enumerate()
         .map(|(k, e)| (range.start + k, e))
         .collect();
-    // Every message of the exchange: request, JSON response, then SSE events (decoded).
-    fn msgs(e: &Exchange) -> impl Iterator<Item = crate::jsonrpc::Message> + '_ {
+    // Every message of the exchange: request, JSON response, then SSE events (borrowed).
+    fn msgs(e: &Exchange) -> impl Iterator<Item = MessageRef<'_>> {
         e.req_messages
             .iter()
             .chain(e.resp_messages.iter())
-            .cloned()
-            .chain(e.events.iter().flat_map(|v| v.messages.iter()))
+            .map(MessageRef::of)
+            .chain(e.events.iter().flat_map(|v| v.messages.refs()))
     }
     // Distinct methods in order of first appearance (a long stream repeats its notifications
     // thousands of times; the events table has them one by one), and the ids of requests and
@@ -483,12 +488,11 @@ fn exchanges_rows(a: &Analysis, ex: &[Exchange], range: std::ops::Range<usize>) 
             let mut seen = crate::hash::FastSet::default();
             let (mut methods, mut ids) = (Vec::new(), Vec::new());
             for m in msgs(e) {
-                if let Some(method) = m.method.filter(|x| !seen.contains(x)) {
-                    seen.insert(method.clone());
-                    methods.push(String::from(method));
+                if let Some(method) = m.method.filter(|x| seen.insert(*x)) {
+                    methods.push(method.to_string());
                 }
                 if m.kind != Kind::Notification {
-                    ids.extend(m.id.map(String::from));
+                    ids.extend(m.id.map(str::to_string));
                 }
             }
             (join(methods), join(ids))
