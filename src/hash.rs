@@ -1,29 +1,23 @@
-//! A fast, deterministic 64-bit hash of byte strings, to recognise equal payloads (event data,
-//! request bodies) across connections, hops and sessions. Not keyed: equal input, equal hash, in
-//! every run. FxHash-style word mixing (8 bytes a step) with the MurmurHash3 64-bit finaliser.
+//! A fast 64-bit hash of byte strings, to recognise equal payloads (event data, request bodies)
+//! across connections, hops and sessions: XXH3 (the `xxhash-rust` crate) keyed with a seed drawn
+//! once per process. Equal input, equal hash within a run; hashes are only compared, never
+//! written out, so the output does not depend on the seed. The seed keeps a crafted capture from
+//! making two different payloads compare equal (an unkeyed hash's collisions can be computed).
 
-const K: u64 = 0x517c_c1b7_2722_0a95;
+/// The process's seed for [`hash64`].
+fn seed() -> u64 {
+    static SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *SEED.get_or_init(|| {
+        use std::hash::{BuildHasher, Hasher};
+        std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish()
+    })
+}
 
 /// The hash of `bytes`.
 pub fn hash64(bytes: &[u8]) -> u64 {
-    let mut h: u64 = (bytes.len() as u64).wrapping_mul(K);
-    let mut chunks = bytes.chunks_exact(8);
-    for c in &mut chunks {
-        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-        h = (h.rotate_left(5) ^ w).wrapping_mul(K);
-    }
-    let rest = chunks.remainder();
-    if !rest.is_empty() {
-        let mut tail = [0u8; 8];
-        tail[..rest.len()].copy_from_slice(rest);
-        h = (h.rotate_left(5) ^ u64::from_le_bytes(tail)).wrapping_mul(K);
-    }
-    // fmix64
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^ (h >> 33)
+    xxhash_rust::xxh3::xxh3_64_with_seed(bytes, seed())
 }
 
 #[cfg(test)]
@@ -39,7 +33,10 @@ mod tests {
     }
 }
 
-/// A fast, deterministic `Hasher` (the FxHash word mix, finalised like [`hash64`]): for routing
+/// FxHash's multiplier.
+const K: u64 = 0x517c_c1b7_2722_0a95;
+
+/// A fast, deterministic `Hasher` (the FxHash word mix, with MurmurHash3's finaliser): for routing
 /// segments to workers, where equal keys must go to the same worker in every run and colliding
 /// keys only load one worker more. Not for maps keyed by capture data: without a seed,
 /// colliding keys are cheap to make; [`FastMap`] is seeded.
