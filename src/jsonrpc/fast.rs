@@ -13,7 +13,10 @@
 
 use std::borrow::Cow;
 
-use serde::de::{Deserialize, Deserializer, Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{
+    Deserialize, DeserializeSeed, Deserializer, Error as _, IgnoredAny, MapAccess, SeqAccess,
+    Visitor,
+};
 use serde_json::value::RawValue;
 
 use super::{Kind, Message, Rare, Short};
@@ -93,65 +96,142 @@ impl<'de> Deserialize<'de> for ResultVersion {
     }
 }
 
-/// The members of a message the classification reads: `method`, `id` and `params` as raw JSON,
-/// `result` by its `protocolVersion` only, `error` by its presence. Every member is validated.
+/// The members of a message the classification reads: `method` and `id` as raw JSON, `params`
+/// by the members `keys` names, `result` by its `protocolVersion` only, `error` by its presence.
+/// Every member is validated.
 #[derive(Debug, Default)]
 struct Top<'a> {
     method: Option<&'a str>,
     id: Option<&'a str>,
-    params: Option<&'a str>,
+    params: Option<Params<'a>>,
     result: Option<ResultVersion>,
     error: bool,
 }
 
-impl<'de> Deserialize<'de> for Top<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Top<'de>, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Top<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a JSON object")
+/// `params`, checked as strictly as a `Value` in the same pass as its members are read.
+#[derive(Debug)]
+enum Params<'a> {
+    /// An object: the raw values of the members asked for, in the order asked.
+    Object(smallvec::SmallVec<[Option<&'a str>; 8]>),
+    /// An array.
+    Array,
+    /// A number, as `Value::as_f64` gives it.
+    Number(f64),
+    /// A string, boolean or null.
+    Other,
+}
+
+/// Reads a message into [`Top`], with the members `.0` of `params`.
+struct TopSeed<'k>(&'k [Cow<'k, str>]);
+
+impl<'de> DeserializeSeed<'de> for TopSeed<'_> {
+    type Value = Top<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Top<'de>, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TopSeed<'_> {
+    type Value = Top<'de>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top<'de>, A::Error> {
+        let mut t = Top::default();
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            let slot = match key.as_ref() {
+                "method" => &mut t.method,
+                "id" => &mut t.id,
+                "params" => {
+                    // Inside the message, at the depth a `Value` would parse it (a duplicate
+                    // `params` is checked too; the last one counts).
+                    t.params = Some(map.next_value_seed(ParamsSeed(self.0))?);
+                    continue;
+                }
+                "result" => {
+                    t.result = Some(map.next_value::<ResultVersion>()?);
+                    continue;
+                }
+                "error" => {
+                    map.next_value::<Strict>()?;
+                    t.error = true;
+                    continue;
+                }
+                _ => {
+                    map.next_value::<Strict>()?;
+                    continue;
+                }
+            };
+            let raw = map.next_value::<&'de RawValue>()?.get();
+            if !valid(raw) {
+                return Err(A::Error::custom("not valid as a Value"));
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top<'de>, A::Error> {
-                let mut t = Top::default();
-                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                    let is_params = key == "params";
-                    let slot = match key.as_ref() {
-                        "method" => &mut t.method,
-                        "id" => &mut t.id,
-                        "params" => &mut t.params,
-                        "result" => {
-                            t.result = Some(map.next_value::<ResultVersion>()?);
-                            continue;
-                        }
-                        "error" => {
-                            map.next_value::<Strict>()?;
-                            t.error = true;
-                            continue;
-                        }
-                        _ => {
-                            map.next_value::<Strict>()?;
-                            continue;
-                        }
-                    };
+            *slot = Some(raw);
+        }
+        Ok(t)
+    }
+}
+
+/// Reads `params` into [`Params`]: the raw values of the members `.0` of an object, each checked
+/// by [`valid`], every other member as strictly as [`Strict`] (last occurrence wins, as in
+/// `Value`).
+struct ParamsSeed<'k>(&'k [Cow<'k, str>]);
+
+impl<'de> DeserializeSeed<'de> for ParamsSeed<'_> {
+    type Value = Params<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Params<'de>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ParamsSeed<'_> {
+    type Value = Params<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Params<'de>, A::Error> {
+        let mut out: smallvec::SmallVec<[Option<&'de str>; 8]> =
+            smallvec::smallvec![None; self.0.len()];
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match self.0.iter().position(|k| *k == key) {
+                Some(i) => {
                     let raw = map.next_value::<&'de RawValue>()?.get();
-                    // `params` (the bulk of a message) is checked once, as its members are
-                    // read ([`scan_params`]); an earlier `params` the last one replaces is
-                    // checked here.
-                    let check = if is_params {
-                        slot.replace(raw)
-                    } else {
-                        Some(raw)
-                    };
-                    if check.is_some_and(|r| !valid(r)) {
+                    if !valid(raw) {
                         return Err(A::Error::custom("not valid as a Value"));
                     }
-                    *slot = Some(raw);
+                    out[i] = Some(raw);
                 }
-                Ok(t)
+                None => {
+                    map.next_value::<Strict>()?;
+                }
             }
         }
-        d.deserialize_map(V)
+        Ok(Params::Object(out))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Params<'de>, A::Error> {
+        while seq.next_element::<Strict>()?.is_some() {}
+        Ok(Params::Array)
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<Params<'de>, E> {
+        Ok(Params::Number(n as f64))
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<Params<'de>, E> {
+        Ok(Params::Number(n as f64))
+    }
+    fn visit_f64<E>(self, n: f64) -> Result<Params<'de>, E> {
+        Ok(Params::Number(n))
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Params<'de>, E> {
+        Ok(Params::Other)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Params<'de>, E> {
+        Ok(Params::Other)
+    }
+    fn visit_unit<E>(self) -> Result<Params<'de>, E> {
+        Ok(Params::Other)
     }
 }
 
@@ -189,56 +269,6 @@ fn pick<'a, const N: usize>(text: &'a str, keys: &[&str; N]) -> Option<[Option<&
     let raw = de.deserialize_map(Pick(keys)).ok()?;
     de.end().ok()?;
     Some(raw.map(|r| r.map(RawValue::get)))
-}
-
-/// The raw values of the `keys` members of a JSON object, every other member checked as strictly
-/// as [`Strict`] and every picked one by [`valid`] (last occurrence wins, as in `Value`).
-struct PickStrict<'k>(&'k [Cow<'k, str>]);
-
-impl<'de> Visitor<'de> for PickStrict<'_> {
-    type Value = smallvec::SmallVec<[Option<&'de str>; 8]>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut out: Self::Value = smallvec::smallvec![None; self.0.len()];
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            match self.0.iter().position(|k| *k == key) {
-                Some(i) => {
-                    let raw = map.next_value::<&'de RawValue>()?.get();
-                    if !valid(raw) {
-                        return Err(A::Error::custom("not valid as a Value"));
-                    }
-                    out[i] = Some(raw);
-                }
-                None => {
-                    map.next_value::<Strict>()?;
-                }
-            }
-        }
-        Ok(out)
-    }
-}
-
-/// `params` (raw JSON) checked as [`valid`] would, in the same pass as its `keys` members are
-/// read: `None` when it is not valid; `Some(None)` when it is valid but not an object.
-#[allow(clippy::type_complexity)]
-fn scan_params<'a>(
-    raw: &'a str,
-    keys: &[Cow<'_, str>],
-) -> Option<Option<smallvec::SmallVec<[Option<&'a str>; 8]>>> {
-    if raw.bytes().filter(|b| matches!(b, b'[' | b'{')).count() >= 120 {
-        return None;
-    }
-    if !raw.starts_with('{') {
-        return serde_json::from_str::<Strict>(raw).ok().map(|_| None);
-    }
-    let mut de = serde_json::Deserializer::from_str(raw);
-    let picks = de.deserialize_map(PickStrict(keys)).ok()?;
-    de.end().ok()?;
-    Some(Some(picks))
 }
 
 /// The member `key` of `v` when `v` is an object (`Value::get` on raw JSON).
@@ -319,30 +349,6 @@ pub(super) fn classify_str(text: &str, app_seq: &[String]) -> Option<Message> {
     if !text.starts_with('{') {
         return None;
     }
-    let mut de = serde_json::Deserializer::from_str(text);
-    let top = Top::deserialize(&mut de).ok()?;
-    de.end().ok()?;
-    let Top {
-        method,
-        id,
-        params,
-        result,
-        error,
-    } = top;
-    let error = error.then_some(());
-    let method: Option<String> = match method {
-        None | Some("null") => None,
-        Some(m) => Some(as_str(m)?.into_owned()),
-    };
-    let id = id.filter(|i| *i != "null" || error.is_some()).map(compact);
-    let kind = match (&method, &id) {
-        (Some(_), Some(_)) => return None,
-        (Some(_), None) => Kind::Notification,
-        (None, _) if result.is_some() => Kind::Response,
-        (None, _) if error.is_some() => Kind::Error,
-        _ => Kind::Invalid,
-    };
-    let m = method.as_deref();
     // The members of `params` read below, then the first step of each sequence pointer into
     // `params` (its slot in `keys`).
     let mut keys: smallvec::SmallVec<[Cow<str>; 8]> = [
@@ -376,11 +382,34 @@ pub(super) fn classify_str(text: &str, app_seq: &[String]) -> Option<Message> {
             Some((slot, tail))
         })
         .collect();
-    let picks = match params {
-        Some(p) => scan_params(p, &keys)?,
-        None => None,
+    let mut de = serde_json::Deserializer::from_str(text);
+    let top = TopSeed(&keys).deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    let Top {
+        method,
+        id,
+        params,
+        result,
+        error,
+    } = top;
+    let error = error.then_some(());
+    let method: Option<String> = match method {
+        None | Some("null") => None,
+        Some(m) => Some(as_str(m)?.into_owned()),
     };
-    let pick_at = |i: usize| picks.as_ref().and_then(|p| p.get(i).copied().flatten());
+    let id = id.filter(|i| *i != "null" || error.is_some()).map(compact);
+    let kind = match (&method, &id) {
+        (Some(_), Some(_)) => return None,
+        (Some(_), None) => Kind::Notification,
+        (None, _) if result.is_some() => Kind::Response,
+        (None, _) if error.is_some() => Kind::Error,
+        _ => Kind::Invalid,
+    };
+    let m = method.as_deref();
+    let pick_at = |i: usize| match &params {
+        Some(Params::Object(p)) => p.get(i).copied().flatten(),
+        _ => None,
+    };
     let [token, progress, total, request_id, params_version, meta] =
         [0, 1, 2, 3, 4, 5].map(pick_at);
     let progress_note = m == Some("notifications/progress");
@@ -396,19 +425,22 @@ pub(super) fn classify_str(text: &str, app_seq: &[String]) -> Option<Message> {
     for (i, (p, step)) in app_seq.iter().zip(&steps).enumerate() {
         // Through `params`: from the member already read (the general case walks the whole
         // message again). A step into an array is left to the general path, as `pointer` does.
-        let found = match (step, params) {
+        let value = match (step, &params) {
             (Some(_), None) => None,
-            (Some(_), Some(v)) if v.starts_with('[') => return None,
+            (Some(_), Some(Params::Array)) => return None,
             (Some((slot, tail)), Some(_)) => match pick_at(*slot) {
-                Some(child) => pointer(child, tail)?,
+                Some(child) => pointer(child, tail)?.and_then(as_f64),
                 None => None,
             },
             (None, _) => match p.strip_prefix("/params") {
-                Some("") => params,
-                _ => pointer(text, p)?,
+                Some("") => match params {
+                    Some(Params::Number(x)) => Some(x),
+                    _ => None,
+                },
+                _ => pointer(text, p)?.and_then(as_f64),
             },
         };
-        if let Some(x) = found.and_then(as_f64) {
+        if let Some(x) = value {
             seq.push((i, x));
         }
     }
@@ -439,7 +471,15 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    const POINTERS: [&str; 5] = ["/params/app_seq", "/result/seq", "/params/a~1b", "/x/0", ""];
+    const POINTERS: [&str; 7] = [
+        "/params/app_seq",
+        "/result/seq",
+        "/params/a~1b",
+        "/x/0",
+        "",
+        "/params",
+        "/params/progress",
+    ];
 
     fn pointers() -> Vec<String> {
         POINTERS.iter().map(|p| p.to_string()).collect()
@@ -532,7 +572,8 @@ mod tests {
                 key("error"),
                 key("x"),
             ],
-            value(),
+            // Top-level scalars too (`value()` mostly nests).
+            prop_oneof![3 => value(), 1 => scalar()],
         );
         (prop::collection::vec(member, 0..7), " {0,2}").prop_map(|(ms, ws)| {
             format!(
