@@ -303,7 +303,9 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         let analyzer = &mut v.analyzer;
         let first = analyzer.counters.frames + 1;
         let unsupported_before = analyzer.anomalies.count("capture.unsupported_linktype");
-        let reader = std::io::BufReader::with_capacity(1 << 20, file);
+        // No BufReader: the capture reader has its own buffer (`capture::BLOCK_BUFFER`) and reads
+        // into it directly; another buffer in front would copy every byte once more.
+        let reader = file;
         let mut n = 0u64;
         let res = mcpcap::capture::read_capture(reader, first, &mut capture_anomalies, |f| {
             match dump.as_mut() {
