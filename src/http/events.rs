@@ -1,15 +1,15 @@
 //! The SSE events of one response, kept compactly until the end of the run.
 //!
-//! An event id the same as the previous one's (the last-event-id buffer carries over to events
-//! without their own `id:` line) is stored once and referred to, so a long id cannot multiply.
-//!
 //! Every event of a capture stays in memory until the detectors have run (a resumption may name
 //! any earlier event). As Rust structures an event took about 340 bytes (its SSE fields, an
 //! inline JSON-RPC message, a heap copy of a long event id); here it takes a 56-byte fixed
 //! record plus its strings and message members encoded in one byte buffer per response, about
-//! 120 bytes for an MCP event with a UUID-based id. [`EventLog::iter`] gives borrowed views
+//! 125 bytes for an MCP event with a UUID-based id. [`EventLog::iter`] gives borrowed views
 //! ([`EventRec`]) whose fields have the shapes of the parsed event; their messages are decoded
-//! when iterated ([`Messages::iter`]).
+//! when iterated ([`Messages::iter`]) or read borrowed ([`Messages::refs`]).
+//!
+//! An event id the same as the previous one's (the last-event-id buffer carries over to events
+//! without their own `id:` line) is stored once and referred to, so a long id cannot multiply.
 
 use crate::jsonrpc::{Kind, Message, Rare};
 use crate::sse::SseEvent;
