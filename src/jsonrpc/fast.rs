@@ -163,14 +163,19 @@ impl<'de> Visitor<'de> for TopSeed<'_> {
                     continue;
                 }
             };
-            let raw = map.next_value::<&'de RawValue>()?.get();
-            if !valid(raw) {
-                return Err(A::Error::custom("not valid as a Value"));
-            }
-            *slot = Some(raw);
+            *slot = Some(raw_member(&mut map)?);
         }
         Ok(t)
     }
+}
+
+/// The next member's value as raw JSON, checked by [`valid`].
+fn raw_member<'de, A: MapAccess<'de>>(map: &mut A) -> Result<&'de str, A::Error> {
+    let raw = map.next_value::<&'de RawValue>()?.get();
+    if !valid(raw) {
+        return Err(A::Error::custom("not valid as a Value"));
+    }
+    Ok(raw)
 }
 
 /// Reads `params` into [`Params`]: the raw values of the members `.0` of an object, each checked
@@ -197,13 +202,7 @@ impl<'de> Visitor<'de> for ParamsSeed<'_> {
             smallvec::smallvec![None; self.0.len()];
         while let Some(key) = map.next_key::<Cow<'de, str>>()? {
             match self.0.iter().position(|k| *k == key) {
-                Some(i) => {
-                    let raw = map.next_value::<&'de RawValue>()?.get();
-                    if !valid(raw) {
-                        return Err(A::Error::custom("not valid as a Value"));
-                    }
-                    out[i] = Some(raw);
-                }
+                Some(i) => out[i] = Some(raw_member(&mut map)?),
                 None => {
                     map.next_value::<Strict>()?;
                 }
