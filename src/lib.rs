@@ -324,6 +324,22 @@ pub fn analyze_exchanges_with(
     capture_end: Option<i64>,
     backend_headers: &[String],
 ) -> detect::Analysis {
+    analyze_model(
+        model_of(exchanges, backend_headers),
+        exchanges,
+        app_seq,
+        capture_end,
+    )
+}
+
+/// Stage 6 alone: the detectors, on the `model` [`model_of`] made of `exchanges` (other
+/// arguments as [`analyze_exchanges`]).
+pub fn analyze_model(
+    model: mcp::Model,
+    exchanges: &[http::Exchange],
+    app_seq: &[String],
+    capture_end: Option<i64>,
+) -> detect::Analysis {
     let end = capture_end.unwrap_or_else(|| {
         exchanges
             .iter()
@@ -331,10 +347,15 @@ pub fn analyze_exchanges_with(
             .max()
             .unwrap_or(0)
     });
+    detect::run(model, exchanges, app_seq, end)
+}
+
+/// Stage 5 alone: the session model of `exchanges` (sorted by time), with their hops
+/// ([`mcp::hops::link`]; `backend_headers` name response headers that identify the backend).
+pub fn model_of(exchanges: &[http::Exchange], backend_headers: &[String]) -> mcp::Model {
     let headers: Vec<String> = backend_headers
         .iter()
         .map(|h| h.to_ascii_lowercase())
         .collect();
-    let model = mcp::Model::build(exchanges, mcp::hops::link(exchanges, &headers));
-    detect::run(model, exchanges, app_seq, end)
+    mcp::Model::build(exchanges, mcp::hops::link(exchanges, &headers))
 }

@@ -109,7 +109,7 @@ fn tables_in_pieces_equal_tables_whole() {
         let (whole, pieces): (_, Vec<_>) = if name == "events" {
             (
                 tables::events(&analysis, &ex),
-                tables::events_chunks(&analysis, &ex, 3).collect(),
+                tables::events_chunks(&analysis.model, &ex, 3).collect(),
             )
         } else {
             (
@@ -160,7 +160,7 @@ fn tables_in_pieces_equal_tables_whole() {
     // Nothing: one empty piece, so the file still has its columns.
     let none = mcpcap::analyze_exchanges(&[], &[], None);
     for pieces in [
-        tables::events_chunks(&none, &[], 3).collect::<Vec<_>>(),
+        tables::events_chunks(&none.model, &[], 3).collect::<Vec<_>>(),
         tables::exchanges_chunks(&none, &[], 3).collect(),
     ] {
         assert_eq!(pieces.len(), 1);

@@ -207,7 +207,11 @@ fn pieces<'a>(
     build: &dyn Fn(&str) -> Table,
 ) -> Box<dyn Iterator<Item = Table> + 'a> {
     match name {
-        "events" => Box::new(tables::events_chunks(analysis, exchanges, ROWS_PER_PIECE)),
+        "events" => Box::new(tables::events_chunks(
+            &analysis.model,
+            exchanges,
+            ROWS_PER_PIECE,
+        )),
         "exchanges" => Box::new(tables::exchanges_chunks(
             analysis,
             exchanges,
@@ -431,8 +435,29 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         .first()
         .map(|v| v.analyzer.app_seq_pointers().to_vec())
         .unwrap_or_default();
-    let analysis =
-        mcpcap::analyze_exchanges_with(&exchanges, &app_seq, capture_end, &args.backend_headers);
+    let names: Vec<&str> = match which {
+        "flows" | "exchanges" | "events" => vec![which],
+        _ => report::TABLE_NAMES.to_vec(),
+    };
+    let model = mcpcap::model_of(&exchanges, &args.backend_headers);
+    // With more than one thread, the largest table, which needs only the model, is written
+    // beside the detectors and the other tables.
+    let exchanges = std::sync::Arc::new(exchanges);
+    let events_beside = match (format, args.out.as_ref()) {
+        (Format::Csv | Format::Parquet, Some(dir)) if threads > 1 && names.contains(&"events") => {
+            let (ex, m, dir) = (exchanges.clone(), model.clone(), dir.clone());
+            Some(std::thread::spawn(move || {
+                report::write_chunks(
+                    "events",
+                    tables::events_chunks(&m, &ex, ROWS_PER_PIECE),
+                    &dir,
+                    format,
+                )
+            }))
+        }
+        _ => None,
+    };
+    let analysis = mcpcap::analyze_model(model, &exchanges, &app_seq, capture_end);
     progress.say(format!(
         "{} sessions, {} findings; writing tables",
         analysis.model.sessions.len(),
@@ -488,10 +513,6 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             _ => findings_t.clone(),
         }
     };
-    let names: Vec<&str> = match which {
-        "flows" | "exchanges" | "events" => vec![which],
-        _ => report::TABLE_NAMES.to_vec(),
-    };
     let selected = || -> Vec<Table> { names.iter().map(|n| build(n)).collect() };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -501,20 +522,17 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             let write = |n: &str| {
                 report::write_chunks(n, pieces(n, &analysis, &exchanges, &build), dir, format)
             };
-            // With more than one thread, the largest table is written beside the others.
-            let (events, rest): (Vec<&str>, Vec<&str>) =
-                names.iter().partition(|n| threads > 1 && **n == "events");
-            std::thread::scope(|scope| -> Result<(), String> {
-                let side = events.first().map(|n| scope.spawn(move || write(n)));
-                let mut result = rest.iter().try_for_each(|n| write(n));
-                if let Some(h) = side {
-                    let r = h
-                        .join()
-                        .unwrap_or_else(|_| Err("writing the events table failed".into()));
-                    result = result.and(r);
-                }
-                result
-            })?;
+            let mut result = names
+                .iter()
+                .filter(|n| !(events_beside.is_some() && **n == "events"))
+                .try_for_each(|n| write(n));
+            if let Some(h) = events_beside {
+                let r = h
+                    .join()
+                    .unwrap_or_else(|_| Err("writing the events table failed".into()));
+                result = result.and(r);
+            }
+            result?;
         }
         Format::Ndjson => {
             let name = if which == "analyze" {

@@ -283,9 +283,9 @@ pub fn resumptions(a: &Analysis, ex: &[Exchange]) -> Table {
 
 /// `events`: one row per SSE event.
 pub fn events(a: &Analysis, ex: &[Exchange]) -> Table {
-    pieces_of_events(a, ex, usize::MAX, usize::MAX)
+    pieces_of_events(&a.model, ex, usize::MAX, usize::MAX)
         .next()
-        .unwrap_or_else(|| events_table(a, ex, &[], &[]))
+        .unwrap_or_else(|| events_table(&a.model, ex, &[], &[]))
 }
 
 /// Text of the events' own strings (ids, types, parse errors) in one piece of the `events`
@@ -296,23 +296,24 @@ const PIECE_TEXT_BYTES: usize = 64 << 20;
 /// `events` as tables of at most `rows` rows each (fewer when their ids, types and parse errors
 /// pass [`PIECE_TEXT_BYTES`]), in row order: the largest table is built and written piece by
 /// piece, so its memory is bounded by the piece, not by the capture. Always at least one table
-/// (empty when there are no events).
+/// (empty when there are no events). The table needs only the session model (`m`), not the
+/// detectors' results: it can be written while they run.
 pub fn events_chunks<'a>(
-    a: &'a Analysis,
+    m: &'a crate::mcp::Model,
     ex: &'a [Exchange],
     rows: usize,
 ) -> impl Iterator<Item = Table> + 'a {
-    pieces_of_events(a, ex, rows, PIECE_TEXT_BYTES)
+    pieces_of_events(m, ex, rows, PIECE_TEXT_BYTES)
 }
 
 /// [`events_chunks`] with pieces cut at `rows` rows or `text_cap` bytes of the events' strings.
 fn pieces_of_events<'a>(
-    a: &'a Analysis,
+    m: &'a crate::mcp::Model,
     ex: &'a [Exchange],
     rows: usize,
     text_cap: usize,
 ) -> impl Iterator<Item = Table> + 'a {
-    let labels: Vec<String> = a.model.sessions.iter().map(|s| s.label()).collect();
+    let labels: Vec<String> = m.sessions.iter().map(|s| s.label()).collect();
     let rows = rows.max(1);
     // The (exchange, event) pairs of each piece are gathered as the pieces are made, from where
     // the previous piece stopped.
@@ -340,19 +341,18 @@ fn pieces_of_events<'a>(
         if evs.is_empty() && !was_first {
             return None;
         }
-        Some(events_table(a, ex, &labels, &evs))
+        Some(events_table(m, ex, &labels, &evs))
     })
 }
 
 /// The `events` rows of `evs` ((exchange index, event) pairs); `labels` are the sessions' labels.
 fn events_table(
-    a: &Analysis,
+    m: &crate::mcp::Model,
     ex: &[Exchange],
     labels: &[String],
     evs: &[(usize, crate::http::EventRec)],
 ) -> Table {
     use std::fmt::Write as _;
-    let m = &a.model;
     // Columns are made straight from the events; text goes into one buffer per column (no
     // allocation per cell: this is the largest table).
     let text = |f: &dyn Fn(&(usize, crate::http::EventRec), &mut String) -> bool| {
