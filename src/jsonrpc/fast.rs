@@ -296,7 +296,7 @@ fn as_f64(t: &str) -> Option<f64> {
 
 /// The compact JSON text of raw JSON, as `serde_json::to_string(&Value)` writes it. Strings
 /// without escapes and small integers are already compact; anything else is re-serialised.
-fn compact(t: &str) -> String {
+fn compact(t: &str) -> Cow<'_, str> {
     let b = t.as_bytes();
     let digits = |d: &[u8]| !d.is_empty() && d.len() <= 18 && d.iter().all(u8::is_ascii_digit);
     let plain = match b.first() {
@@ -306,11 +306,11 @@ fn compact(t: &str) -> String {
         _ => matches!(t, "null" | "true" | "false"),
     };
     if plain {
-        t.to_string()
+        Cow::Borrowed(t)
     } else {
         serde_json::from_str::<serde_json::Value>(t)
-            .map(|x| super::compact(&x))
-            .unwrap_or_else(|_| t.to_string())
+            .map(|x| Cow::Owned(super::compact(&x)))
+            .unwrap_or(Cow::Borrowed(t))
     }
 }
 
@@ -392,9 +392,9 @@ pub(super) fn classify_str(text: &str, app_seq: &[String]) -> Option<Message> {
         error,
     } = top;
     let error = error.then_some(());
-    let method: Option<String> = match method {
+    let method: Option<Cow<str>> = match method {
         None | Some("null") => None,
-        Some(m) => Some(as_str(m)?.into_owned()),
+        Some(m) => Some(as_str(m)?),
     };
     let id = id.filter(|i| *i != "null" || error.is_some()).map(compact);
     let kind = match (&method, &id) {
@@ -445,14 +445,14 @@ pub(super) fn classify_str(text: &str, app_seq: &[String]) -> Option<Message> {
     }
     let cancels = request_id
         .filter(|_| m == Some("notifications/cancelled"))
-        .map(compact);
+        .map(|c| compact(c).into_owned());
     Some(Message {
         kind,
-        method: method.map(Short::from),
-        id: id.map(Short::from),
+        method: method.as_deref().map(Short::from),
+        id: id.as_deref().map(Short::from),
         progress_token: token
             .filter(|_| progress_note)
-            .map(|t| Short::from(compact(t))),
+            .map(|t| Short::from(compact(t).as_ref())),
         progress: progress.filter(|_| progress_note).and_then(as_f64),
         progress_total: total.filter(|_| progress_note).and_then(as_f64),
         rare: Rare {
