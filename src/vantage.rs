@@ -51,6 +51,9 @@ pub fn estimate_offsets(vantages: &[Vec<Exchange>]) -> Vec<ClockOffset> {
         pairs: 0,
         same_connection: true,
     };
+    if vantages.len() < 2 {
+        return out;
+    }
     // Reference exchanges by key, sorted by request time.
     let mut by_key: HashMap<Key, Vec<(i64, usize)>> = HashMap::default();
     for (i, e) in reference.iter().enumerate() {
