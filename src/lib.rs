@@ -10,7 +10,8 @@
 //! 2. [`decode`] — link/IP/TCP headers → [`decode::Segment`]s.
 //! 3. [`tcp`] — flow table and per-direction reassembly → in-order bytes and gaps.
 //! 4. [`http`] — HTTP/1.x framing and request/response pairing → [`http::Exchange`]s;
-//!    `text/event-stream` bodies go through [`sse`], JSON through [`jsonrpc`].
+//!    `text/event-stream` bodies go through [`sse`], JSON through [`jsonrpc`]; each response's
+//!    events are kept in a compact [`http::EventLog`].
 //! 5. [`mcp`] — sessions, logical streams and resumptions from the exchanges; [`mcp::hops`]
 //!    makes one exchange of its observations at a proxy's legs or several vantage points.
 //! 6. [`detect`] — verdicts and findings per resumption and session.
@@ -18,7 +19,7 @@
 //!
 //! Nothing in the library opens files, reads clocks or prints; [`Analyzer`]
 //! ties stages 2–4 together (on worker threads with [`shard`]), [`analyze_exchanges`]
-//! stages 5–6. [`vantage`] aligns the clocks of several vantage points; [`synth`] writes
+//! stages 5–6 (or [`model_of`] and [`analyze_model`] one at a time). [`vantage`] aligns the clocks of several vantage points; [`synth`] writes
 //! large captures for benchmarks; [`hash`] compares payloads.
 
 pub mod anomaly;

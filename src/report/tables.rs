@@ -294,7 +294,7 @@ pub fn events(a: &Analysis, ex: &[Exchange]) -> Table {
 const PIECE_TEXT_BYTES: usize = 64 << 20;
 
 /// `events` as tables of at most `rows` rows each (fewer when their ids, types and parse errors
-/// pass [`PIECE_TEXT_BYTES`]), in row order: the largest table is built and written piece by
+/// pass 64 MiB), in row order: the largest table is built and written piece by
 /// piece, so its memory is bounded by the piece, not by the capture. Always at least one table
 /// (empty when there are no events). The table needs only the session model (`m`), not the
 /// detectors' results: it can be written while they run.
