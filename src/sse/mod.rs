@@ -66,6 +66,8 @@ impl SseEvent {
 pub struct SseParser {
     limits: SseLimits,
     line: Vec<u8>,
+    /// Frame that carried the first byte of the line in progress (or being completed).
+    line_frame: u64,
     line_too_long: bool,
     pending_cr: bool,
     at_start: bool,
@@ -87,6 +89,7 @@ impl SseParser {
         SseParser {
             limits,
             line: Vec::new(),
+            line_frame: 0,
             line_too_long: false,
             pending_cr: false,
             at_start: true,
@@ -158,6 +161,9 @@ impl SseParser {
             match memchr::memchr2(b'\r', b'\n', rest) {
                 Some(n) => {
                     let line_start_offset = self.offset - self.line.len() as u64;
+                    if self.line.is_empty() {
+                        self.line_frame = frame;
+                    }
                     if self.line.is_empty() && n <= self.limits.max_line {
                         self.line_done(&rest[..n], line_start_offset, ts, frame, out, anomalies);
                     } else {
@@ -182,6 +188,9 @@ impl SseParser {
                     i += used;
                 }
                 None => {
+                    if self.line.is_empty() {
+                        self.line_frame = frame;
+                    }
                     self.append_line(rest, anomalies);
                     self.offset += rest.len() as u64;
                     i = bytes.len();
@@ -261,7 +270,8 @@ impl SseParser {
         if !self.cur_started && matches!(name, b"data" | b"event" | b"id" | b"retry") {
             self.cur_started = true;
             self.cur.offset = line_offset;
-            self.cur.frame_first = frame;
+            // The frame of the line's first byte, which may be before the one that ended it.
+            self.cur.frame_first = self.line_frame;
         }
         match name {
             b"data" => {
@@ -507,5 +517,24 @@ mod tests {
         );
         assert_eq!(evs.len(), 1);
         assert_eq!(evs[0].id.as_deref(), Some("3"));
+    }
+
+    /// `frame_first` is the frame of the event's first byte, also when its first line ends in a
+    /// later frame; `frame_last` the frame of the blank line.
+    #[test]
+    fn frames_of_first_and_last_byte() {
+        let mut p = SseParser::new(SseLimits::default());
+        let mut evs = Vec::new();
+        for (frame, part) in [
+            (1, &b"data: x\n\nid"[..]),
+            (2, b": 7\nda"),
+            (3, b"ta: y\n"),
+            (4, b"\n"),
+        ] {
+            p.push(part, 0, frame, &mut |e| evs.push(e.clone()), &mut |_| {});
+        }
+        let frames: Vec<(u64, u64)> = evs.iter().map(|e| (e.frame_first, e.frame_last)).collect();
+        assert_eq!(frames, [(1, 1), (1, 4)]);
+        assert_eq!(evs[1].offset, 9);
     }
 }
