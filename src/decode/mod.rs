@@ -82,10 +82,26 @@ fn ethernet_ipv4_tcp(data: &[u8]) -> Option<Segment<'_>> {
         return None;
     }
     let tcp = etherparse::TcpSlice::from_slice(ip.payload().payload).ok()?;
+    Some(segment(
+        IpAddr::V4(h.source_addr()),
+        IpAddr::V4(h.destination_addr()),
+        &tcp,
+        0,
+    ))
+}
+
+/// The segment of a sliced TCP header from `src` to `dst`; `missing`: payload bytes the snaplen
+/// cut off.
+fn segment<'a>(
+    src: IpAddr,
+    dst: IpAddr,
+    tcp: &etherparse::TcpSlice<'a>,
+    missing: u32,
+) -> Segment<'a> {
     let payload = tcp.payload();
-    Some(Segment {
-        src: IpAddr::V4(h.source_addr()),
-        dst: IpAddr::V4(h.destination_addr()),
+    Segment {
+        src,
+        dst,
         sport: tcp.source_port(),
         dport: tcp.destination_port(),
         seq: tcp.sequence_number(),
@@ -95,8 +111,8 @@ fn ethernet_ipv4_tcp(data: &[u8]) -> Option<Segment<'_>> {
         fin: tcp.fin(),
         rst: tcp.rst(),
         payload,
-        wire_len: payload.len() as u32,
-    })
+        wire_len: (payload.len() as u32).saturating_add(missing),
+    }
 }
 
 /// [`decode`] through etherparse's lax slicer: every link type, snaplen-cut packets.
@@ -215,23 +231,7 @@ fn decode_lax(linktype: i32, data: &[u8], orig_len: u32) -> Decoded<'_> {
         0
     };
     match &p.transport {
-        Some(TransportSlice::Tcp(tcp)) => {
-            let payload = tcp.payload();
-            Decoded::Tcp(Segment {
-                src,
-                dst,
-                sport: tcp.source_port(),
-                dport: tcp.destination_port(),
-                seq: tcp.sequence_number(),
-                ack_no: tcp.acknowledgment_number(),
-                syn: tcp.syn(),
-                ack: tcp.ack(),
-                fin: tcp.fin(),
-                rst: tcp.rst(),
-                payload,
-                wire_len: (payload.len() as u32).saturating_add(missing),
-            })
-        }
+        Some(TransportSlice::Tcp(tcp)) => Decoded::Tcp(segment(src, dst, tcp, missing)),
         Some(_) => Decoded::NotTcp,
         // The snaplen cut the TCP options: the fixed 20-byte header (RFC 9293 §3.1) still says
         // which connection and sequence range the segment is; its payload is all missing.
