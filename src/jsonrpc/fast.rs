@@ -21,6 +21,32 @@ use serde_json::value::RawValue;
 
 use super::{Kind, Message, Rare, Short};
 
+/// An object key: borrowed from the text when it has no escapes, else unescaped. (serde's own
+/// `Cow<str>` always makes an owned copy: one allocation per key.)
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Key<'de>, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object key")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(s.to_owned())))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(s)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
 /// Any JSON value, parsed and thrown away without allocating: it rejects what building a
 /// `serde_json::Value` rejects (the same `deserialize_any` path), unlike `IgnoredAny`, which
 /// skips lone surrogates, out-of-range numbers and any depth.
@@ -66,7 +92,7 @@ impl<'de> Visitor<'de> for Probe<'_> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut found = None;
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             if self.0 == Some(key.as_ref()) {
                 found = Some(map.next_value::<serde_json::Value>()?);
             } else {
@@ -139,7 +165,7 @@ impl<'de> Visitor<'de> for TopSeed<'_> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top<'de>, A::Error> {
         let mut t = Top::default();
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             let slot = match key.as_ref() {
                 "method" => &mut t.method,
                 "id" => &mut t.id,
@@ -200,7 +226,7 @@ impl<'de> Visitor<'de> for ParamsSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Params<'de>, A::Error> {
         let mut out: smallvec::SmallVec<[Option<&'de str>; 8]> =
             smallvec::smallvec![None; self.0.len()];
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             match self.0.iter().position(|k| *k == key) {
                 Some(i) => out[i] = Some(raw_member(&mut map)?),
                 None => {
@@ -246,7 +272,7 @@ impl<'de, const N: usize> Visitor<'de> for Pick<'_, N> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut out = [None; N];
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             match self.0.iter().position(|k| *k == key) {
                 Some(i) => out[i] = Some(map.next_value::<&'de RawValue>()?),
                 None => {
