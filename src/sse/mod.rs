@@ -362,8 +362,14 @@ impl SseParser {
             None,
             format!("{len} bytes missing inside an event stream; resuming at the next blank line"),
         ));
+        // Bytes of a BOM held at the body's start were not counted yet; the line in progress is
+        // dropped with the event, so its length limit no longer applies.
+        if self.at_start {
+            self.offset += self.line.len() as u64;
+        }
         self.offset += len;
         self.line.clear();
+        self.line_too_long = false;
         self.pending_cr = false;
         self.at_start = false;
         self.reset_event();
@@ -517,6 +523,40 @@ mod tests {
         );
         assert_eq!(evs.len(), 1);
         assert_eq!(evs[0].id.as_deref(), Some("3"));
+    }
+
+    /// After a gap, offsets count the bytes of a partial BOM before it, and a line that was over
+    /// the length limit before it does not hide the next event (both as with an ordinary line).
+    #[test]
+    fn gap_after_partial_bom_or_long_line() {
+        let events = |limits: SseLimits, first: &[u8]| {
+            let mut p = SseParser::new(limits);
+            let mut evs = Vec::new();
+            p.push(first, 0, 1, &mut |e| evs.push(e.clone()), &mut |_| {});
+            p.gap(2, 2, &mut |_| {});
+            p.push(
+                b"\n\ndata: x\n\n",
+                0,
+                3,
+                &mut |e| evs.push(e.clone()),
+                &mut |_| {},
+            );
+            evs.iter()
+                .map(|e| (e.offset, e.data.clone()))
+                .collect::<Vec<_>>()
+        };
+        let d = SseLimits::default();
+        assert_eq!(events(d, b"\xEF\xBB"), events(d, b"ab"));
+        assert_eq!(events(d, b"ab"), [(6, "x".to_string())]);
+        let short = SseLimits {
+            max_line: 8,
+            ..SseLimits::default()
+        };
+        assert_eq!(
+            events(short, b"data: 0123456789").len(),
+            events(short, b"data: 01").len()
+        );
+        assert_eq!(events(short, b"data: 01").len(), 1);
     }
 
     /// `frame_first` is the frame of the event's first byte, also when its first line ends in a
