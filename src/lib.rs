@@ -188,11 +188,9 @@ impl Analyzer {
     /// are then numbered when the analyzer finishes, in order of their first segment, so that
     /// several analyzers sharing flow indices number alike for any worker count.
     pub fn with_workers(mut self, workers: usize) -> Self {
-        self.shards = Some(shard::Shards::new(
-            workers.max(1),
-            self.flows.limits,
-            self.http.options.clone(),
-        ));
+        // Without any worker (the system would start none) every stage runs on this thread.
+        self.shards =
+            shard::Shards::new(workers.max(1), self.flows.limits, self.http.options.clone());
         self
     }
 

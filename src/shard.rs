@@ -183,8 +183,9 @@ impl std::fmt::Debug for Shards {
 }
 
 impl Shards {
-    /// Start `n` workers (at least one).
-    pub fn new(n: usize, limits: ReassemblyLimits, http: HttpOptions) -> Shards {
+    /// Start `n` workers (at least one). A worker the system cannot start is left out; `None`
+    /// when none could start.
+    pub fn new(n: usize, limits: ReassemblyLimits, http: HttpOptions) -> Option<Shards> {
         let n = n.max(1);
         let mut senders = Vec::with_capacity(n);
         let mut handles = Vec::with_capacity(n);
@@ -195,23 +196,25 @@ impl Shards {
             let opts = http.clone();
             let back = back.clone();
             let live = live.clone();
-            senders.push(tx);
             let spawned = std::thread::Builder::new()
                 .name(format!("mcpcap-shard-{}", handles.len()))
                 .spawn(move || worker(rx, back, limits, opts, live));
-            match spawned {
-                Ok(h) => handles.push(h),
-                Err(e) => panic!("cannot start a worker thread: {e}"),
+            if let Ok(h) = spawned {
+                senders.push(tx);
+                handles.push(h);
             }
         }
-        Shards {
-            batches: (0..n).map(|_| Batch::new()).collect(),
+        if handles.is_empty() {
+            return None;
+        }
+        Some(Shards {
+            batches: (0..handles.len()).map(|_| Batch::new()).collect(),
             senders,
             handles,
             spare,
             order: 0,
             live,
-        }
+        })
     }
 
     /// Hand one segment to its worker.
