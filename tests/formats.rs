@@ -94,7 +94,7 @@ fn csv_parquet_ndjson_agree() {
 /// the tables written whole, in CSV and Parquet: one header, every row once, in order.
 #[test]
 fn tables_in_pieces_equal_tables_whole() {
-    use mcpcap::report::{tables, write_chunks, write_files, Format};
+    use mcpcap::report::{tables, write_chunks, Format};
     let bytes = std::fs::read(
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp/fork_restart_client.pcap"),
     )
@@ -121,7 +121,7 @@ fn tables_in_pieces_equal_tables_whole() {
         assert_eq!(pieces.len(), whole.height().div_ceil(3));
         for format in [Format::Csv, Format::Parquet] {
             let (one, many) = (base.join("one"), base.join("many"));
-            write_files(std::slice::from_ref(&whole), &one, format).unwrap();
+            write_chunks(name, [whole.clone()], &one, format).unwrap();
             write_chunks(name, pieces.clone(), &many, format).unwrap();
             let ext = if format == Format::Csv {
                 "csv"

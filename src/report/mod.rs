@@ -190,16 +190,6 @@ pub enum Format {
     Ndjson,
 }
 
-/// Write `tables` as CSV or Parquet files `<dir>/<name>.<ext>`.
-///
-/// Errors: the directory or a file cannot be created or written (message names the path).
-pub fn write_files(tables: &[Table], dir: &Path, format: Format) -> Result<(), String> {
-    for t in tables {
-        write_chunks(t.name, std::iter::once(t.clone()), dir, format)?;
-    }
-    Ok(())
-}
-
 /// Write one table given as consecutive pieces (same columns, rows in order) to
 /// `<dir>/<name>.<ext>`, one piece in memory at a time: CSV with one header, Parquet with a row
 /// group per piece. Callers give at least one (possibly empty) piece: without one, the file is
