@@ -348,31 +348,33 @@ mod tests {
         }
         assert!(taken > 1000, "{taken} frames taken");
         // Frames it leaves to the lax slicer: a VLAN tag, IPv6, UDP, a snaplen cut, a fragment.
-        let vlan = {
-            let b = PacketBuilder::ethernet2([1; 6], [2; 6])
+        fn built(write: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+            let mut out = Vec::new();
+            write(&mut out);
+            out
+        }
+        let vlan = built(|out| {
+            PacketBuilder::ethernet2([1; 6], [2; 6])
                 .single_vlan(etherparse::VlanId::try_new(7).unwrap())
                 .ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
-                .tcp(40000, 80, 1000, 65535);
-            let mut out = Vec::new();
-            b.write(&mut out, b"x").unwrap();
-            out
-        };
-        let v6 = {
-            let b = PacketBuilder::ethernet2([1; 6], [2; 6])
+                .tcp(40000, 80, 1000, 65535)
+                .write(out, b"x")
+                .unwrap()
+        });
+        let v6 = built(|out| {
+            PacketBuilder::ethernet2([1; 6], [2; 6])
                 .ipv6([1; 16], [2; 16], 64)
-                .tcp(40000, 80, 1000, 65535);
-            let mut out = Vec::new();
-            b.write(&mut out, b"x").unwrap();
-            out
-        };
-        let udp = {
-            let b = PacketBuilder::ethernet2([1; 6], [2; 6])
+                .tcp(40000, 80, 1000, 65535)
+                .write(out, b"x")
+                .unwrap()
+        });
+        let udp = built(|out| {
+            PacketBuilder::ethernet2([1; 6], [2; 6])
                 .ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
-                .udp(5353, 5353);
-            let mut out = Vec::new();
-            b.write(&mut out, b"x").unwrap();
-            out
-        };
+                .udp(5353, 5353)
+                .write(out, b"x")
+                .unwrap()
+        });
         let full = tcp_frame();
         let cut = full[..full.len() - 5].to_vec();
         let mut fragment = full.clone();
