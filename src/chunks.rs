@@ -57,10 +57,6 @@ impl<T> Chunks<T> {
             .enumerate()
             .flat_map(move |(k, c)| c.iter().skip(if k == 0 { off } else { 0 }))
     }
-    /// The items in order.
-    pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
-        self.chunks.iter().flatten()
-    }
     /// The items in one vector of exactly their number, each chunk freed once moved.
     pub fn into_vec(self) -> Vec<T> {
         let mut v = Vec::with_capacity(self.len);
@@ -94,7 +90,7 @@ mod tests {
         let n = 3 * CHUNK + 17;
         c.extend(0..n);
         assert_eq!(c.len(), n);
-        assert!(c.iter().copied().eq(0..n));
+        assert!(c.iter_from(0).copied().eq(0..n));
         for from in [
             0,
             1,

@@ -197,14 +197,6 @@ impl EventLog {
     pub fn get(&self, i: usize) -> Option<EventRec<'_>> {
         (i < self.len()).then(|| self.at(i))
     }
-    /// The first event.
-    pub fn first(&self) -> Option<EventRec<'_>> {
-        self.get(0)
-    }
-    /// The last event.
-    pub fn last(&self) -> Option<EventRec<'_>> {
-        self.len().checked_sub(1).map(|i| self.at(i))
-    }
     /// The events in order.
     pub fn iter(&self) -> Iter<'_> {
         Iter {
