@@ -44,6 +44,31 @@ pub struct Head {
     /// Per field in order: where its name and its value end in `text` (each field starts where
     /// the previous one ended).
     fields: Vec<(usize, usize)>,
+    /// Per name of [`KNOWN`]: index + 1 of its first field, 0 when absent, `u8::MAX` when that
+    /// field is too far down to index (looked up by scanning).
+    known: [u8; KNOWN.len()],
+}
+
+/// Header names looked up for every exchange, lower case: their first field is indexed as the
+/// head is made, so a lookup does not scan the fields.
+const KNOWN: [&str; 10] = [
+    "mcp-session-id",
+    "last-event-id",
+    "content-type",
+    "content-encoding",
+    "transfer-encoding",
+    "upgrade",
+    "mcp-protocol-version",
+    "host",
+    "content-length",
+    "mcp-method",
+];
+
+/// The index in [`KNOWN`] of `name`, compared case-insensitively.
+fn known_index(name: &str) -> Option<usize> {
+    KNOWN
+        .iter()
+        .position(|k| k.len() == name.len() && k.as_bytes().eq_ignore_ascii_case(name.as_bytes()))
 }
 
 impl Head {
@@ -62,7 +87,17 @@ impl Head {
 
     /// First value of a header, matched case-insensitively (RFC 9110 §5.1).
     pub fn header(&self, name: &str) -> Option<&str> {
-        // As `headers().find(..)`, comparing lengths before bytes (lookups are frequent).
+        if let Some(k) = known_index(name) {
+            match self.known[k] {
+                0 => return None,
+                u8::MAX => {}
+                i => {
+                    let (n, v) = self.fields.get(usize::from(i - 1)).copied()?;
+                    return Some(self.text.get(n..v).unwrap_or(""));
+                }
+            }
+        }
+        // As `headers().find(..)`, comparing lengths before bytes.
         let mut start = 0usize;
         for &(n, v) in &self.fields {
             let key = self.text.as_bytes().get(start..n).unwrap_or_default();
@@ -76,6 +111,11 @@ impl Head {
 
     /// Append a header field.
     pub fn push_header(&mut self, name: &str, value: &str) {
+        if let Some(k) = known_index(name) {
+            if self.known[k] == 0 {
+                self.known[k] = u8::try_from(self.fields.len() + 1).unwrap_or(u8::MAX);
+            }
+        }
         self.text.push_str(name);
         let name_end = self.text.len();
         self.text.push_str(value);
@@ -669,6 +709,35 @@ mod tests {
         }
         p.end(&mut out);
         evs
+    }
+
+    #[test]
+    fn header_lookup_indexed_equals_scan() {
+        // First field of a name wins, any case; names past the index (field 255 on) are found by
+        // scanning; an indexed name that is absent is absent.
+        let mut h = Head::default();
+        h.push_header("X-Other", "0");
+        h.push_header("MCP-Session-Id", "abc");
+        h.push_header("mcp-session-id", "second");
+        h.push_header("Content-Type", "text/event-stream");
+        for i in 0..300 {
+            h.push_header(&format!("X-{i}"), "v");
+        }
+        h.push_header("Last-Event-ID", "late");
+        h.push_header("host", "h");
+        let scan = |name: &str| {
+            h.headers()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v)
+        };
+        for name in KNOWN.iter().copied().chain(["x-other", "X-299", "nope"]) {
+            for n in [name.to_string(), name.to_ascii_uppercase()] {
+                assert_eq!(h.header(&n), scan(&n), "{n}");
+            }
+        }
+        assert_eq!(h.header("mcp-session-id"), Some("abc"));
+        assert_eq!(h.header("last-event-id"), Some("late"));
+        assert_eq!(h.header("upgrade"), None);
     }
 
     const RESP: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n5;x=1\r\nhello\r\n6\r\n world\r\n0\r\nX-T: 1\r\n\r\nHTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcHTTP/1.1 200 OK\r\n\r\ntail";
