@@ -626,7 +626,7 @@ fn set_headers(head: &mut Head, h: &[httparse::Header<'_>]) {
         .reserve_exact(h.iter().map(|f| f.name.len() + f.value.len()).sum());
     head.fields.reserve_exact(h.len());
     for f in h {
-        head.push_header(f.name, &String::from_utf8_lossy(f.value));
+        head.push_header(f.name, &crate::lossy(f.value));
     }
 }
 

@@ -293,13 +293,11 @@ impl SseParser {
                 self.data.extend_from_slice(value);
                 self.data.push(b'\n');
             }
-            b"event" => {
-                self.cur.event_type = Some(crate::Short::from(String::from_utf8_lossy(value)))
-            }
+            b"event" => self.cur.event_type = Some(crate::Short::from(crate::lossy(value))),
             b"id" => {
                 if memchr::memchr(0, value).is_none() {
                     self.cur.has_own_id = true;
-                    let id = String::from_utf8_lossy(value);
+                    let id = crate::lossy(value);
                     match &mut self.last_event_id {
                         // The buffer's room is reused (ids are mostly alike in length).
                         Some(last) => {
