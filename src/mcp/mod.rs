@@ -151,7 +151,11 @@ pub struct Session {
 impl Session {
     /// The id as shown in tables: the header value, or `none`.
     pub fn label(&self) -> String {
-        self.id.clone().unwrap_or_else(|| "none".to_string())
+        self.label_str().to_string()
+    }
+    /// [`Session::label`], borrowed.
+    pub fn label_str(&self) -> &str {
+        self.id.as_deref().unwrap_or("none")
     }
 }
 

@@ -508,28 +508,24 @@ fn exchanges_rows(a: &Analysis, ex: &[Exchange], range: std::ops::Range<usize>) 
             ))),
             col!("trans_depth", U64, r, |(_, e)| Some(e.trans_depth as u64)),
             col!("session_id", Str, r, |(i, _)| Some(
-                m.sessions[m.exchange_session[*i]].label()
+                m.sessions[m.exchange_session[*i]].label_str()
             )),
             col!("hop_of", Str, r, |(i, _)| m.hops.primary[*i].map(
                 |p| format!("{}#{}", FlowId(ex[p].flow_index), ex[p].trans_depth)
             )),
-            col!("backend", Str, r, |(i, _)| m
-                .backend(*i)
-                .map(str::to_string)),
+            col!("backend", Str, r, |(i, _)| m.backend(*i)),
             col!("ts_request", Ts, r, |(_, e)| e.ts_request),
             col!("ts_response", Ts, r, |(_, e)| e.ts_response),
             col!("ts_end", Ts, r, |(_, e)| e.ts_end),
             col!("method", Str, r, |(_, e)| e
                 .request
                 .as_ref()
-                .map(|h| h.method.clone())),
+                .map(|h| h.method.as_str())),
             col!("target", Str, r, |(_, e)| e
                 .request
                 .as_ref()
-                .map(|h| h.target.clone())),
-            col!("host", Str, r, |(_, e)| e
-                .req_header("host")
-                .map(str::to_string)),
+                .map(|h| h.target.as_str())),
+            col!("host", Str, r, |(_, e)| e.req_header("host")),
             col!("status", U64, r, |(_, e)| e
                 .response
                 .as_ref()
@@ -538,29 +534,23 @@ fn exchanges_rows(a: &Analysis, ex: &[Exchange], range: std::ops::Range<usize>) 
                 e.interim.iter().map(|c| c.to_string())
             )),
             col!("content_type", Str, r, |(_, e)| e
-                .resp_header("content-type")
-                .map(str::to_string)),
+                .resp_header("content-type")),
             col!("content_encoding", Str, r, |(_, e)| e
-                .resp_header("content-encoding")
-                .map(str::to_string)),
+                .resp_header("content-encoding")),
             col!("transfer_encoding", Str, r, |(_, e)| e
-                .resp_header("transfer-encoding")
-                .map(str::to_string)),
+                .resp_header("transfer-encoding")),
             col!("upgrade", Str, r, |(_, e)| e
                 .resp_header("upgrade")
-                .or_else(|| e.req_header("upgrade"))
-                .map(str::to_string)),
+                .or_else(|| e.req_header("upgrade"))),
             col!("request_body_len", U64, r, |(_, e)| Some(e.req_body_len)),
             col!("response_body_len", U64, r, |(_, e)| Some(e.resp_body_len)),
             col!("mcp_session_id", Str, r, |(_, e)| {
-                crate::mcp::session_id_of(e).map(str::to_string)
+                crate::mcp::session_id_of(e)
             }),
             col!("last_event_id", Str, r, |(_, e)| e
-                .req_header("last-event-id")
-                .map(str::to_string)),
+                .req_header("last-event-id")),
             col!("mcp_protocol_version", Str, r, |(_, e)| e
-                .req_header("mcp-protocol-version")
-                .map(str::to_string)),
+                .req_header("mcp-protocol-version")),
             (
                 "jsonrpc_methods",
                 Values::Str(methods.into_iter().collect()),
