@@ -119,6 +119,18 @@ pub fn conn_key(seg: &decode::Segment<'_>) -> ConnKey {
     }
 }
 
+/// Note a segment in an analyzer's `seen` connections: a SYN without ACK opens its connection,
+/// a FIN or RST closes it.
+fn see(seen: &mut hash::FastMap<ConnKey, bool>, seg: &decode::Segment<'_>) {
+    let open = !(seg.fin || seg.rst);
+    let k = conn_key(seg);
+    if seg.syn && !seg.ack {
+        seen.insert(k, true);
+    } else {
+        *seen.entry(k).or_insert(open) &= open;
+    }
+}
+
 /// How the first segments of a file relate to the connections an analyzer has seen.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Continuity {
@@ -236,22 +248,23 @@ impl Analyzer {
                     return;
                 }
                 self.counters.tcp_segments += 1;
-                let open = !(seg.fin || seg.rst);
-                let k = conn_key(&seg);
-                if seg.syn && !seg.ack {
-                    self.seen.insert(k, true);
-                } else {
-                    *self.seen.entry(k).or_insert(open) &= open;
-                }
                 match self.shards.as_mut() {
-                    Some(s) => s.segment(&seg, f.ts, f.number),
+                    Some(s) => {
+                        see(&mut self.seen, &seg);
+                        s.segment(&seg, f.ts, f.number)
+                    }
                     None => {
-                        self.flows.segment(
+                        let known = self.flows.segment(
                             &seg,
                             f.ts,
                             f.number,
                             &mut tcp::Tee(&mut self.http, tap),
                         );
+                        // A connection the flow table knew has been seen here, and only SYN, FIN
+                        // and RST change whether it is open: other segments leave `seen` as is.
+                        if !known || seg.syn || seg.fin || seg.rst {
+                            see(&mut self.seen, &seg);
+                        }
                         let done = &self.http.exchanges;
                         if done.len() > self.live_exchanges {
                             self.live

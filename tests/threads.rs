@@ -78,3 +78,44 @@ fn threads_give_the_same_tables() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Which connections an analyzer has seen open or closed (what tells a rotated part of a capture
+/// from another capture) is the same whether its stages run inline or on workers.
+#[test]
+fn seen_connections_do_not_depend_on_threads() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let files = [
+        "fixtures/mcp/fork_restart.pcap",
+        "fixtures/mcp-gen/many_sessions.pcap",
+        "fixtures/mcp-gen/tcp_noise_s7.pcap",
+    ];
+    for f in files {
+        let mut inline = mcpcap::Analyzer::new(Default::default());
+        let mut workers = mcpcap::Analyzer::new(Default::default()).with_workers(2);
+        let mut probes = Vec::new();
+        let mut anomalies = mcpcap::anomaly::Anomalies::default();
+        let file = std::fs::File::open(root.join(f)).unwrap();
+        mcpcap::capture::read_capture(file, 1, &mut anomalies, |fr| {
+            inline.frame(&fr);
+            workers.frame(&fr);
+            if let mcpcap::decode::Decoded::Tcp(seg) =
+                mcpcap::decode::decode(fr.linktype, fr.data, fr.orig_len)
+            {
+                let k = mcpcap::conn_key(&seg);
+                probes.push((k, false, true));
+                probes.push((k, true, false));
+            }
+        })
+        .unwrap();
+        assert!(!probes.is_empty());
+        for p in probes.chunks(7) {
+            assert_eq!(inline.continuity(p), workers.continuity(p), "{f}");
+        }
+        assert_eq!(
+            inline.continuity(&probes),
+            workers.continuity(&probes),
+            "{f}"
+        );
+        workers.finish();
+    }
+}

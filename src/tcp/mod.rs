@@ -238,13 +238,21 @@ impl FlowTable {
         }
     }
 
-    /// Process one segment captured at `ts` in frame `frame`.
-    pub fn segment(&mut self, seg: &Segment<'_>, ts: i64, frame: u64, sink: &mut impl StreamSink) {
+    /// Process one segment captured at `ts` in frame `frame`. Returns whether its connection
+    /// already had a flow in the table (`false`: this segment opened one).
+    pub fn segment(
+        &mut self,
+        seg: &Segment<'_>,
+        ts: i64,
+        frame: u64,
+        sink: &mut impl StreamSink,
+    ) -> bool {
         let src = (seg.src, seg.sport);
         let dst = (seg.dst, seg.dport);
         let key = key_of(src, dst);
         let pure_syn = seg.syn && !seg.ack;
         let mut idx = self.active.get(&key).copied();
+        let known = idx.is_some();
         if let Some(i) = idx {
             let f = &self.flows[i];
             let d = if f.ends[0] == src { 0 } else { 1 };
@@ -267,7 +275,7 @@ impl FlowTable {
                 }
                 f.ts_last = ts;
                 f.frame_last = frame;
-                return;
+                return known;
             }
         }
         let i = match idx {
@@ -385,6 +393,7 @@ impl FlowTable {
                 self.close(i, ts, frame, sink);
             }
         }
+        known
     }
 
     /// End a connection: flush both directions, emit the End and Close events.
