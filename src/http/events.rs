@@ -25,6 +25,8 @@ pub struct EventLog {
     /// the same (the last-event-id buffer carries over to events without an `id:` line) refers
     /// to it instead of copying it.
     last_id: Option<(usize, usize)>,
+    /// Messages of all events.
+    messages: u64,
 }
 
 /// The fixed-size part of one event.
@@ -260,6 +262,7 @@ impl EventLog {
         for m in messages {
             put_message(b, m);
         }
+        self.messages += messages.len() as u64;
         let flags = (ev.has_own_id as u8 * HAS_OWN_ID)
             | (ev.truncated as u8 * TRUNCATED)
             | (priming as u8 * PRIMING)
@@ -275,6 +278,28 @@ impl EventLog {
             data_len: u32::try_from(ev.data.len()).unwrap_or(u32::MAX),
             flags,
         });
+    }
+    /// The ids of the events that had their own `id:` line, in order, each with whether the
+    /// event was truncated: only the id is read of each event.
+    pub fn own_ids(&self) -> impl Iterator<Item = (bool, &str)> + '_ {
+        self.fixed.iter().enumerate().filter_map(|(i, f)| {
+            if f.flags & HAS_OWN_ID == 0 {
+                return None;
+            }
+            let end = self
+                .fixed
+                .get(i + 1)
+                .map_or(self.bytes.len(), |n| n.start as usize);
+            let var = self.bytes.get(f.start as usize..end)?;
+            Some((
+                f.flags & TRUNCATED != 0,
+                read_id(&mut Reader(var), &self.bytes)?,
+            ))
+        })
+    }
+    /// Number of messages of all events.
+    pub fn message_count(&self) -> u64 {
+        self.messages
     }
     /// Give back spare capacity (the log is kept until the end of the run).
     pub fn shrink_to_fit(&mut self) {
@@ -323,9 +348,10 @@ impl<'a> IntoIterator for &'a EventLog {
 }
 
 /// The event with fixed part `f` and variable part `var`, in the log whose bytes are `all`.
-fn view<'a>(f: &Fixed, var: &'a [u8], all: &'a [u8]) -> EventRec<'a> {
-    let mut r = Reader(var);
-    let id = match r.varint() {
+/// The event id at the start of an event's variable part (`all`: the log's whole buffer, which
+/// a carried-over id refers into).
+fn read_id<'a>(r: &mut Reader<'a>, all: &'a [u8]) -> Option<&'a str> {
+    match r.varint() {
         Some(0) | None => None,
         Some(1) => {
             let (pos, len) = (r.varint(), r.varint());
@@ -336,7 +362,12 @@ fn view<'a>(f: &Fixed, var: &'a [u8], all: &'a [u8]) -> EventRec<'a> {
         Some(n) => r
             .take(n as usize - 2)
             .and_then(|b| std::str::from_utf8(b).ok()),
-    };
+    }
+}
+
+fn view<'a>(f: &Fixed, var: &'a [u8], all: &'a [u8]) -> EventRec<'a> {
+    let mut r = Reader(var);
+    let id = read_id(&mut r, all);
     let event_type = match r.byte() {
         Some(1) => Some("message"),
         Some(2) => r.str(),
@@ -827,6 +858,14 @@ mod tests {
                 }
             }
             prop_assert!(log.get(input.len()).is_none());
+            let messages: usize = input.iter().map(|(_, _, _, m, _)| m.len()).sum();
+            prop_assert_eq!(log.message_count(), messages as u64);
+            let own: Vec<(bool, &str)> = input
+                .iter()
+                .filter(|(ev, ..)| ev.has_own_id)
+                .filter_map(|(ev, ..)| Some((ev.truncated, ev.id.as_deref()?)))
+                .collect();
+            prop_assert_eq!(log.own_ids().collect::<Vec<_>>(), own);
         }
     }
 

@@ -412,10 +412,9 @@ impl Model {
                 let seqs: Vec<u128> = self.streams[st]
                     .connections
                     .iter()
-                    .flat_map(|&x| exchanges[x].events.iter())
-                    .filter(|ev| ev.sse.has_own_id && !ev.sse.truncated)
-                    .filter_map(|ev| ev.sse.id)
-                    .filter_map(|i| ids::parse(i).seq)
+                    .flat_map(|&x| exchanges[x].events.own_ids())
+                    .filter(|&(truncated, _)| !truncated)
+                    .filter_map(|(_, i)| ids::parse(i).seq)
                     .collect();
                 // Replays repeat or go back; density is judged on the forward steps only.
                 let forward: Vec<u128> = seqs
@@ -440,14 +439,12 @@ impl Model {
     pub fn stream_id_format(&self, st: usize, exchanges: &[Exchange]) -> Option<IdFormat> {
         let mut fmt: Option<IdFormat> = None;
         for &xi in &self.streams[st].connections {
-            for ev in &exchanges[xi].events {
-                if let (true, Some(id)) = (ev.sse.has_own_id, &ev.sse.id) {
-                    let f = ids::parse(id).format;
-                    match fmt {
-                        None => fmt = Some(f),
-                        Some(g) if g != f => return Some(IdFormat::Opaque),
-                        _ => {}
-                    }
+            for (_, id) in exchanges[xi].events.own_ids() {
+                let f = ids::parse(id).format;
+                match fmt {
+                    None => fmt = Some(f),
+                    Some(g) if g != f => return Some(IdFormat::Opaque),
+                    _ => {}
                 }
             }
         }

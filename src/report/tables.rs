@@ -162,13 +162,7 @@ pub fn streams(a: &Analysis, ex: &[Exchange]) -> Table {
             let messages: u64 = st
                 .connections
                 .iter()
-                .map(|&x| {
-                    ex[x]
-                        .events
-                        .iter()
-                        .map(|e| e.messages.len() as u64)
-                        .sum::<u64>()
-                })
+                .map(|&x| ex[x].events.message_count())
                 .sum();
             let res = &res_of[i];
             let verdict = res
