@@ -104,8 +104,14 @@ pub fn parse(id: &str) -> ParsedId<'_> {
             seq: Some(n),
         };
     }
+    // Which separators occur, in one pass: a format whose separator is absent is not tried.
+    let (mut slash, mut colon) = (false, false);
+    for b in id.bytes() {
+        slash |= b == b'/';
+        colon |= b == b':';
+    }
     // rmcp `<n>/<request>`
-    if let Some((a, b)) = id.split_once('/') {
+    if let Some((a, b)) = slash.then(|| id.split_once('/')).flatten() {
         if let (Some(n), Some(_)) = (digits(a), digits(b)) {
             return ParsedId {
                 format: IdFormat::Rmcp,
@@ -153,10 +159,9 @@ pub fn parse(id: &str) -> ParsedId<'_> {
         }
     }
     // C# `<b64>:<b64>:<n>`
-    let mut colon = id.splitn(4, ':');
-    if let (Some(c0), Some(c1), Some(c2), None) =
-        (colon.next(), colon.next(), colon.next(), colon.next())
-    {
+    let mut parts = id.splitn(4, ':');
+    let mut next = || colon.then(|| parts.next()).flatten();
+    if let (Some(c0), Some(c1), Some(c2), None) = (next(), next(), next(), next()) {
         if !c0.is_empty() && !c1.is_empty() && digits(c2).is_some() {
             let b64 = |s: &str| {
                 s.bytes().all(|c| {
