@@ -96,6 +96,19 @@ pub(super) fn lost_responses(
             .iter()
             .map(|&xi| &exchanges[xi])
             .find(|e| e.open_at_capture_end && e.req_header("last-event-id").is_some());
+        // Requests the client cancelled, and when first (MCP "Cancellation": the receiver
+        // should send no response).
+        let mut cancelled: HashMap<&str, i64> = HashMap::default();
+        for &xi in &s.exchanges {
+            for c in exchanges[xi]
+                .req_messages
+                .iter()
+                .filter_map(|m| m.cancels())
+            {
+                let t = cancelled.entry(c).or_insert(exchanges[xi].ts());
+                *t = (*t).min(exchanges[xi].ts());
+            }
+        }
         for &xi in &s.exchanges {
             let e = &exchanges[xi];
             if e.method() != "POST" || e.status() >= 300 {
@@ -104,6 +117,15 @@ pub(super) fn lost_responses(
             for m in e.req_messages.iter().filter(|m| m.kind == Kind::Request) {
                 let Some(id) = m.id.as_deref() else { continue };
                 if answered.contains(id) {
+                    continue;
+                }
+                // Cancelled while its own response was still open: no response was due. (A cancel
+                // sent after that connection broke — a client's timeout, also after resuming —
+                // gives up on a response the break may have lost: still reported.)
+                if cancelled
+                    .get(id)
+                    .is_some_and(|&t| t <= e.ts_end.unwrap_or(i64::MAX))
+                {
                     continue;
                 }
                 // MCP 2026-07-28 has no resumption: a request whose stream broke must be re-sent,
