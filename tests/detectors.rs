@@ -447,3 +447,93 @@ fn string_ids_resumed_correctly() {
     assert_kinds(&fs, &[("resume_ok", "info")]);
     assert_keys(one(&fs, "resume_ok"), Some(ids[2]), Some(ids[3]), None);
 }
+
+/// `notifications/message` on the standalone stream.
+fn log_message() -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}})
+}
+
+#[test]
+fn shared_integer_counter_is_not_a_gap() {
+    // One counter for every stream of the session (the Python SDK's integer store): the POST
+    // stream has ids 1..3, id 4 goes to the standalone GET stream while the POST stream is cut,
+    // and the resumption goes on at 5. Nothing was lost (reference §8.2).
+    let mut cap = Capture::new();
+    handshake(&mut cap);
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some(SID), None));
+    tools_call_stream(&mut cap, &progs(1..=3, 1, 5), End::CutFin);
+    g.server(
+        &mut cap,
+        &sse_response(None, &[Ev::id(4, log_message())], false),
+    );
+    let resumed = vec![prog(5, 4, 5), prog(6, 5, 5), res(7)];
+    resume(&mut cap, "3", &sse_response(None, &resumed, true));
+    g.close(&mut cap);
+    let fs = findings(&cap);
+    assert_kinds(&fs, &[("resume_ok", "info")]);
+    assert_keys(one(&fs, "resume_ok"), Some("3"), Some("5"), None);
+    // The same resumption without id 4 anywhere else is a gap (`id_gap` above); so is one
+    // whose skipped id went to another session.
+}
+
+#[test]
+fn cancelled_request_is_not_a_lost_response() {
+    // The client cancels request 2 while its stream is open; the server ends the stream
+    // without a response, as MCP "Cancellation" asks. No response was due.
+    let cancel =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}});
+    let mut cap = Capture::new();
+    handshake(&mut cap);
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token())));
+    c.server(&mut cap, &sse_response(None, &progs(1..=2, 1, 5), false));
+    let mut n = cap.connect();
+    n.client(&mut cap, &post(Some(SID), &cancel));
+    n.server(&mut cap, &accepted());
+    n.close(&mut cap);
+    c.server(&mut cap, LAST_CHUNK);
+    c.close(&mut cap);
+    assert_kinds(&findings(&cap), &[]);
+
+    // A cancel sent after the stream broke and the resumption was refused (a client's
+    // timeout) gives up on a response the break lost: still `lost_response`.
+    let mut cap = Capture::new();
+    handshake(&mut cap);
+    tools_call_stream(&mut cap, &progs(1..=3, 1, 5), End::CutFin);
+    resume(&mut cap, "3", &conflict());
+    let mut n = cap.connect();
+    n.client(&mut cap, &post(Some(SID), &cancel));
+    n.server(&mut cap, &accepted());
+    n.close(&mut cap);
+    let fs = findings(&cap);
+    assert_kinds(
+        &fs,
+        &[("lost_response", "error"), ("resume_rejected", "info")],
+    );
+}
+
+#[test]
+fn resent_priming_event_is_not_a_duplicate() {
+    // rmcp-style ids `<n>/<request>`: the cursor is the priming event 0/2 (empty data); the
+    // replay starts at the cursor (inclusive) and re-sends it before 1/2 and 2/2. No message
+    // reached the client twice.
+    let mut cap = Capture::new();
+    handshake(&mut cap);
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token())));
+    let mut body = sse_head(None);
+    body.extend(chunk(b"id: 0/2\nretry: 1000\ndata: \n\n"));
+    c.server(&mut cap, &body);
+    c.server_close(&mut cap);
+    let mut body = sse_head(None);
+    body.extend(chunk(b"id: 0/2\ndata: \n\n"));
+    for ev in [prog("1/2", 1, 1), res("2/2")] {
+        body.extend(chunk(ev.text().as_bytes()));
+    }
+    body.extend_from_slice(LAST_CHUNK);
+    resume(&mut cap, "0/2", &body);
+    let fs = findings(&cap);
+    assert_kinds(&fs, &[("resume_ok", "info")]);
+    assert_keys(one(&fs, "resume_ok"), Some("0/2"), Some("1/2"), None);
+}

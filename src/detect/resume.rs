@@ -340,9 +340,15 @@ pub(super) fn check(
             forked = true;
             reasons.push("id sequence restarted");
         }
+        // Plain integers are dense only as far as the stream showed it, and not when the ids
+        // skipped went to another stream of the session: then the counter is shared (the
+        // Python SDK's integer store; reference §8.2: "do not flag those gaps").
         let dense = comparable
             && (pf.format.dense_by_format()
-                || (pf.format == IdFormat::Integer && stream_dense(upto)));
+                || (pf.format == IdFormat::Integer
+                    && stream_dense(upto)
+                    && !(fs > ls + 1
+                        && skipped_elsewhere(model, exchanges, r.session, st, ls, fs))));
         if !regression && dense && fs > ls + 1 {
             let mut f = ctx.finding("id_gap", Severity::Error, Some(fev), format!(
                 "The resumed stream (flow {}) went from Last-Event-ID {} to event id {} (frame {}) on a stream whose ids are dense: {} events were never delivered.",
@@ -383,11 +389,13 @@ pub(super) fn check(
         .filter(|(_, _, ev)| ev.sse.has_own_id)
         .filter_map(|(_, _, ev)| Some((ev.sse.id?, ev.data_hash)))
         .collect();
+    // (A re-sent priming event carries no message: nothing is handled twice.)
     let dup_ids: Vec<EventRec> = after
         .iter()
         .copied()
         .filter(|ev| {
             ev.sse.has_own_id
+                && ev.carries_data()
                 && ev
                     .sse
                     .id
@@ -446,9 +454,14 @@ pub(super) fn check(
                 max_step
             };
             // A regular counter (every step the same) is checked inside the resumed connection too.
-            let regular = !steps.is_empty()
+            // One step shows a counter only when it is 1 (seed 2: "app_seq + 1"); progress may
+            // otherwise grow by "arbitrary steps" (reference §6), so a series of uneven steps is
+            // checked only for values that go back.
+            let even = !steps.is_empty()
                 && steps.iter().all(|s| (s - steps[0]).abs() < 1e-9)
                 && steps[0] > 0.0;
+            let regular = even && (steps.len() >= 2 || steps[0] == 1.0);
+            let uneven = !steps.is_empty() && !regular;
             let seen = |v: f64| vals.iter().any(|(x, _)| x.to_bits() == v.to_bits());
             let later: Vec<(f64, EventRec)> = after
                 .iter()
@@ -465,7 +478,7 @@ pub(super) fn check(
                 if i > 0 && !regular {
                     break;
                 }
-                let jumped = next > prev.0 + step * (1.0 + 1e-9);
+                let jumped = !uneven && next > prev.0 + step * (1.0 + 1e-9);
                 // A value the client already had is a replayed duplicate (duplicate_delivery), not a desync.
                 let backwards = next <= prev.0 && !seen(next);
                 if jumped || backwards {
@@ -650,7 +663,8 @@ fn answered_before(exchanges: &[Exchange], origin: usize, upto: &[Ev]) -> bool {
     reqs.iter().all(|r| answered.contains(r))
 }
 
-/// Integer ids of the stream's message events step by exactly one.
+/// Integer ids of the stream's events step by exactly one, at least twice (one step could be a
+/// shared counter that another stream did not happen to take from).
 fn stream_dense(upto: &[Ev]) -> bool {
     let seqs: Vec<u128> = upto
         .iter()
@@ -658,7 +672,27 @@ fn stream_dense(upto: &[Ev]) -> bool {
         .filter_map(|(_, _, ev)| ev.sse.id)
         .filter_map(|i| ids::parse(i).seq)
         .collect();
-    seqs.len() >= 2 && seqs.windows(2).all(|w| w[1] == w[0] + 1)
+    seqs.len() >= 3 && seqs.windows(2).all(|w| w[1] == w[0] + 1)
+}
+
+/// Whether another stream of the session carried a plain integer id strictly between `low` and
+/// `high` (ids a counter shared by the streams gave out there).
+fn skipped_elsewhere(
+    model: &Model,
+    exchanges: &[Exchange],
+    session: usize,
+    stream: usize,
+    low: u128,
+    high: u128,
+) -> bool {
+    let own = &model.streams[stream].connections;
+    model.sessions[session]
+        .exchanges
+        .iter()
+        .filter(|xi| !own.contains(xi))
+        .flat_map(|&xi| exchanges[xi].events.own_ids())
+        .map(|(_, id)| ids::parse(id))
+        .any(|p| p.format == IdFormat::Integer && p.seq.is_some_and(|n| low < n && n < high))
 }
 
 /// Client requests of a session: JSON-RPC id → progress token (the `_meta.progressToken`, else the id).
