@@ -537,3 +537,44 @@ fn resent_priming_event_is_not_a_duplicate() {
     assert_kinds(&fs, &[("resume_ok", "info")]);
     assert_keys(one(&fs, "resume_ok"), Some("0/2"), Some("1/2"), None);
 }
+
+#[test]
+fn fork_that_only_primes_is_a_regression() {
+    // Seed 1: the replica without the buffer opens a fresh log. Here it only primes the resumed
+    // connection (`id: 1`, empty data, `retry`) and closes it; the client's cursor regresses to
+    // 1 and its next resumption gets the result as id 2. The first resumption is the fork.
+    let mut cap = Capture::new();
+    handshake(&mut cap);
+    tools_call_stream(&mut cap, &progs(7..=12, 1, 10), End::CutFin);
+    let mut body = sse_head(None);
+    body.extend(chunk(b"id: 1\nretry: 500\ndata: \n\n"));
+    body.extend_from_slice(LAST_CHUNK);
+    resume(&mut cap, "12", &body);
+    resume(&mut cap, "1", &sse_response(None, &[res(2)], true));
+    let fs = findings(&cap);
+    let f = one(&fs, "id_regression");
+    assert_keys(f, Some("12"), Some("1"), None);
+    assert_eq!(f["observed"], "1");
+    assert!(
+        !fs.iter()
+            .any(|f| f["kind"] == "resume_ok" && f["last_event_id"] == "12"),
+        "{}",
+        pretty(&fs)
+    );
+
+    // Negative: a priming event above the cursor (a new priming id after a replay, as the
+    // Python SDK mints) with the replay after it is a resume.
+    let mut cap = Capture::new();
+    handshake(&mut cap);
+    tools_call_stream(&mut cap, &progs(7..=9, 1, 5), End::CutFin);
+    let mut body = sse_head(None);
+    for ev in [prog(10, 4, 5), prog(11, 5, 5)] {
+        body.extend(chunk(ev.text().as_bytes()));
+    }
+    body.extend(chunk(b"id: 12\ndata: \n\n"));
+    body.extend(chunk(res(13).text().as_bytes()));
+    body.extend_from_slice(LAST_CHUNK);
+    resume(&mut cap, "9", &body);
+    let fs = findings(&cap);
+    assert_kinds(&fs, &[("resume_ok", "info")]);
+}

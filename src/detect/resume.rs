@@ -374,6 +374,39 @@ pub(super) fn check(
         };
     }
 
+    // A priming event that opens the resumed connection with an ordered id of L's format and
+    // prefix but below L: the server started another log (seed 1: the client's cursor then
+    // "regressed to the forked log's low ids"), even when no message follows before the
+    // connection ends. (A re-sent cursor, an unordered or other-prefix priming id — Python mints
+    // a new uuid after every replay — says nothing.)
+    if !forked {
+        let primed_low = after
+            .iter()
+            .copied()
+            .take_while(|ev| first.is_none_or(|f| !f.is(ev)))
+            .filter(|ev| ev.priming && ev.sse.has_own_id && !resent_cursor(ev) && !foreign(ev))
+            .find_map(|ev| {
+                let p = ids::parse(ev.sse.id?);
+                (p.format == pl.format
+                    && p.format.ordered()
+                    && p.prefix == pl.prefix
+                    && p.seq.zip(pl.seq).is_some_and(|(a, b)| a < b))
+                .then_some(ev)
+            });
+        if let Some(pev) = primed_low {
+            let pid = pev.sse.id.unwrap_or_default();
+            let mut f = ctx.finding("id_regression", Severity::Error, Some(pev), format!(
+                "The resumed stream (GET in frame {}, flow {}) was primed with event id {} in frame {}, below Last-Event-ID {} (delivered in frame {}): the server opened another log instead of continuing this one.",
+                e.frame(), flow_id(e), pid, pev.sse.frame_first, r.last_event_id, l_ev.sse.frame_first));
+            f.expected = Some(format!("first id after {}", r.last_event_id));
+            f.observed = Some(pid.to_string());
+            out.push(f);
+            forked = true;
+            continuity_claimed = false;
+            reasons.push("primed with an id below the cursor");
+        }
+    }
+
     // duplicate_delivery on the stream: ids or progress payloads the client already had — up to
     // L: events the capture shows on the wire after L never reached the client's handler, and a
     // replay that re-sends them is correct.
