@@ -205,13 +205,16 @@ impl Analyzer {
         c
     }
 
-    /// Run stages 3–4 on `workers` worker threads (at least one), whatever their number: flows
-    /// are then numbered when the analyzer finishes, in order of their first segment, so that
-    /// several analyzers sharing flow indices number alike for any worker count.
+    /// Run stages 3–4 in `workers` shards (at least one): this thread's own and `workers - 1`
+    /// worker threads ([`shard::Shards`]). Whatever their number, flows are then numbered when
+    /// the analyzer finishes, in order of their first segment, so that several analyzers sharing
+    /// flow indices number alike for any worker count.
     pub fn with_workers(mut self, workers: usize) -> Self {
-        // Without any worker (the system would start none) every stage runs on this thread.
-        self.shards =
-            shard::Shards::new(workers.max(1), self.flows.limits, self.http.options.clone());
+        self.shards = Some(shard::Shards::new(
+            workers.max(1),
+            self.flows.limits,
+            self.http.options.clone(),
+        ));
         self
     }
 

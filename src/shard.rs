@@ -3,9 +3,11 @@
 //! HTTP layer, and at the end the flows are renumbered in order of their first segment — the
 //! order one thread numbers them in — so the output is identical to a single-threaded run.
 //!
-//! Payload bytes are copied once, into the batch sent to the worker: each batch holds its
-//! segments' payloads in one buffer, and workers send emptied batches back for reuse, so the
-//! steady state allocates nothing per segment.
+//! The reading thread is one of the shards itself: its share of the flows goes through stages
+//! 3–4 at once, straight from the read buffer. For the others, payload bytes are copied once,
+//! into the batch sent to their worker: each batch holds its segments' payloads in one buffer,
+//! and workers send emptied batches back for reuse, so the steady state allocates nothing per
+//! segment.
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -68,6 +70,35 @@ struct Done {
     created: Vec<u64>,
 }
 
+impl Done {
+    fn new(limits: ReassemblyLimits, http: HttpOptions) -> Done {
+        Done {
+            flows: FlowTable::new(limits),
+            http: HttpLayer::new(http),
+            created: Vec::new(),
+        }
+    }
+    /// Stages 3–4 for one segment, the `order`-th of the run.
+    fn segment(&mut self, seg: &Segment<'_>, ts: i64, frame: u64, order: u64) {
+        let before = self.flows.flows.len();
+        self.flows.segment(seg, ts, frame, &mut self.http);
+        while self.created.len() < self.flows.flows.len() && self.flows.flows.len() > before {
+            self.created.push(order);
+        }
+    }
+    /// Publish the flows and exchanges made since the counts `counted` (flows, exchanges).
+    fn publish(&self, live: &Live, counted: &mut (usize, usize)) {
+        let flows = self.flows.flows.len();
+        live.flows
+            .fetch_add(flows.saturating_sub(counted.0) as u64, Ordering::Relaxed);
+        counted.0 = flows;
+        if self.http.exchanges.len() > counted.1 {
+            live.exchanges_done(self.http.exchanges.iter_from(counted.1));
+            counted.1 = self.http.exchanges.len();
+        }
+    }
+}
+
 /// What the workers have made so far, for a progress display: flows, exchanges, and sessions
 /// (distinct session keys, [`crate::mcp::session_key_of`]).
 #[derive(Debug, Default)]
@@ -110,7 +141,11 @@ pub struct Shards {
     /// Emptied batches the workers sent back.
     spare: Receiver<Batch>,
     order: u64,
-    /// What the workers have made so far.
+    /// The reading thread's own shard.
+    local: Done,
+    /// Flows and exchanges of `local` already counted in `live`.
+    local_counted: (usize, usize),
+    /// What the shards have made so far.
     pub live: Arc<Live>,
 }
 
@@ -121,11 +156,9 @@ fn worker(
     http: HttpOptions,
     live: Arc<Live>,
 ) -> Done {
-    let mut flows = FlowTable::new(limits);
-    let mut http = HttpLayer::new(http);
-    let mut created = Vec::new();
+    let mut d = Done::new(limits, http);
     // Flows and exchanges already counted in `live`.
-    let (mut flows_counted, mut counted) = (0, 0);
+    let mut counted = (0, 0);
     for mut batch in rx {
         for s in &batch.segs {
             let seg = Segment {
@@ -142,32 +175,16 @@ fn worker(
                 payload: batch.bytes.get(s.payload.clone()).unwrap_or_default(),
                 wire_len: s.wire_len,
             };
-            let before = flows.flows.len();
-            flows.segment(&seg, s.ts, s.frame, &mut http);
-            while created.len() < flows.flows.len() && flows.flows.len() > before {
-                created.push(s.order);
-            }
+            d.segment(&seg, s.ts, s.frame, s.order);
         }
-        live.flows.fetch_add(
-            flows.flows.len().saturating_sub(flows_counted) as u64,
-            Ordering::Relaxed,
-        );
-        flows_counted = flows.flows.len();
-        if http.exchanges.len() > counted {
-            live.exchanges_done(http.exchanges.iter_from(counted));
-            counted = http.exchanges.len();
-        }
+        d.publish(&live, &mut counted);
         batch.segs.clear();
         batch.bytes.clear();
         // Full: the reader has enough spares, this one is dropped.
         let _ = back.try_send(batch);
     }
-    flows.finish(&mut http);
-    Done {
-        flows,
-        http,
-        created,
-    }
+    d.flows.finish(&mut d.http);
+    d
 }
 
 /// Batches queued per worker.
@@ -183,10 +200,10 @@ impl std::fmt::Debug for Shards {
 }
 
 impl Shards {
-    /// Start `n` workers (at least one). A worker the system cannot start is left out; `None`
-    /// when none could start.
-    pub fn new(n: usize, limits: ReassemblyLimits, http: HttpOptions) -> Option<Shards> {
-        let n = n.max(1);
+    /// `n` shards (at least one): the reading thread's own, and `n - 1` worker threads. A worker
+    /// the system cannot start is left out (its share goes to the others).
+    pub fn new(n: usize, limits: ReassemblyLimits, http: HttpOptions) -> Shards {
+        let n = n.max(1) - 1;
         let mut senders = Vec::with_capacity(n);
         let mut handles = Vec::with_capacity(n);
         let (back, spare) = sync_channel::<Batch>(QUEUE * n);
@@ -204,26 +221,36 @@ impl Shards {
                 handles.push(h);
             }
         }
-        if handles.is_empty() {
-            return None;
-        }
-        Some(Shards {
+        Shards {
             batches: (0..handles.len()).map(|_| Batch::new()).collect(),
             senders,
             handles,
             spare,
             order: 0,
+            local: Done::new(limits, http),
+            local_counted: (0, 0),
             live,
-        })
+        }
     }
 
-    /// Hand one segment to its worker.
+    /// Hand one segment to its shard: the reading thread's own (processed at once), or a
+    /// worker's batch.
     pub fn segment(&mut self, seg: &Segment<'_>, ts: i64, frame: u64) {
         use std::hash::{Hash, Hasher};
         let mut h = crate::hash::FastHasher::default();
         crate::conn_key(seg).hash(&mut h);
-        let w = (h.finish() % self.senders.len() as u64) as usize;
         self.order += 1;
+        // The reading thread also decodes every frame: it takes one share of the flows where a
+        // worker takes two.
+        let slot = (h.finish() % (2 * self.senders.len() as u64 + 1)) as usize;
+        if slot == 0 {
+            self.local.segment(seg, ts, frame, self.order);
+            if self.order.is_multiple_of(1024) {
+                self.local.publish(&self.live, &mut self.local_counted);
+            }
+            return;
+        }
+        let w = (slot - 1) / 2;
         let b = &mut self.batches[w];
         let start = b.bytes.len();
         b.bytes.extend_from_slice(seg.payload);
@@ -260,6 +287,7 @@ impl Shards {
             senders,
             handles,
             batches,
+            mut local,
             ..
         } = self;
         for (tx, b) in senders.iter().zip(batches) {
@@ -268,7 +296,8 @@ impl Shards {
             }
         }
         drop(senders);
-        let mut done: Vec<Done> = Vec::new();
+        local.flows.finish(&mut local.http);
+        let mut done: Vec<Done> = vec![local];
         for h in handles {
             match h.join() {
                 Ok(d) => done.push(d),

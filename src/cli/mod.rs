@@ -124,8 +124,9 @@ struct AnalyzeArgs {
     /// points.
     #[arg(required_unless_present = "vantage")]
     captures: Vec<PathBuf>,
-    /// Worker threads for reassembly and HTTP (flows sharded after decoding); 0: all cores.
-    /// The output is the same for any value. `--dump-streams` runs on one thread.
+    /// Threads for reassembly and HTTP, the reading thread included (flows sharded after
+    /// decoding); 0: all cores. The output is the same for any value. `--dump-streams` runs on
+    /// one thread.
     #[arg(long, default_value_t = 0)]
     threads: usize,
     /// No progress bar (it is shown only on a terminal, for runs over a second).
