@@ -271,6 +271,15 @@ pub(super) fn check(
         reasons.push("message without id");
     }
 
+    // id_regression: the resumed stream `how` event `id`, `relation` L.
+    let regressed = |ev: EventRec, id: &str, how: &str, relation: &str| {
+        let mut f = ctx.finding("id_regression", Severity::Error, Some(ev), format!(
+            "The resumed stream (GET in frame {}, flow {}) {how} event id {id} in frame {}, {relation} Last-Event-ID {} (delivered in frame {}): the server opened another log instead of continuing this one.",
+            e.frame(), flow_id(e), ev.sse.frame_first, r.last_event_id, l_ev.sse.frame_first));
+        f.expected = Some(format!("first id after {}", r.last_event_id));
+        f.observed = Some(id.to_string());
+        f
+    };
     let pl = ids::parse(&r.last_event_id);
     let mut continuity_claimed = false;
     if let (Some(fev), Some(fid)) = (first, first_id.as_deref()) {
@@ -321,12 +330,7 @@ pub(super) fn check(
             restart = true;
         }
         if regression {
-            let mut f = ctx.finding("id_regression", Severity::Error, Some(fev), format!(
-                "The resumed stream (GET in frame {}, flow {}) began with event id {} in frame {}, which is not after Last-Event-ID {} (delivered in frame {}): the server opened another log instead of continuing this one.",
-                e.frame(), flow_id(e), fid, fev.sse.frame_first, r.last_event_id, l_ev.sse.frame_first));
-            f.expected = Some(format!("first id after {}", r.last_event_id));
-            f.observed = Some(fid.to_string());
-            out.push(f);
+            out.push(regressed(fev, fid, "began with", "which is not after"));
             forked = true;
             reasons.push("id regressed");
         }
@@ -395,12 +399,7 @@ pub(super) fn check(
             });
         if let Some(pev) = primed_low {
             let pid = pev.sse.id.unwrap_or_default();
-            let mut f = ctx.finding("id_regression", Severity::Error, Some(pev), format!(
-                "The resumed stream (GET in frame {}, flow {}) was primed with event id {} in frame {}, below Last-Event-ID {} (delivered in frame {}): the server opened another log instead of continuing this one.",
-                e.frame(), flow_id(e), pid, pev.sse.frame_first, r.last_event_id, l_ev.sse.frame_first));
-            f.expected = Some(format!("first id after {}", r.last_event_id));
-            f.observed = Some(pid.to_string());
-            out.push(f);
+            out.push(regressed(pev, pid, "was primed with", "below"));
             forked = true;
             continuity_claimed = false;
             reasons.push("primed with an id below the cursor");
