@@ -225,6 +225,12 @@ impl EventLog {
         messages: &[Message],
         parse_error: Option<&str>,
     ) {
+        // Logs grow from a first room of 16 events (given back by `shrink_to_fit` when the
+        // response ends): fewer reallocations while they are short.
+        if self.fixed.capacity() == 0 {
+            self.fixed.reserve(16);
+            self.bytes.reserve(16 * 64);
+        }
         let start = self.bytes.len() as u64;
         let b = &mut self.bytes;
         match ev.id.as_deref() {
