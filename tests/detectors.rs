@@ -578,3 +578,32 @@ fn fork_that_only_primes_is_a_regression() {
     let fs = findings(&cap);
     assert_kinds(&fs, &[("resume_ok", "info")]);
 }
+
+#[test]
+fn id_delivered_on_two_streams_links_the_cut_one() {
+    // Ids counted per stream (not unique in the session, reference §7 #8): request 2's stream
+    // delivers 1, 2 and is cut; request 3's stream then delivers 1, 2 and its result as 3, and
+    // ends. The GET with Last-Event-ID 2 resumes the broken stream of request 2 — not the most
+    // recent one to deliver id 2.
+    let t3 = json!("t3");
+    let mut cap = Capture::new();
+    handshake(&mut cap);
+    tools_call_stream(&mut cap, &progs(1..=2, 1, 3), End::CutFin);
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &tools_call(3, &t3)));
+    let evs = vec![
+        Ev::id(1, progress(&t3, 1, 2)),
+        Ev::id(2, progress(&t3, 2, 2)),
+        Ev::id(3, result(3)),
+    ];
+    c.server(&mut cap, &sse_response(None, &evs, true));
+    c.close(&mut cap);
+    resume(
+        &mut cap,
+        "2",
+        &sse_response(None, &[prog(3, 3, 3), res(4)], true),
+    );
+    let fs = findings(&cap);
+    assert_kinds(&fs, &[("resume_ok", "info")]);
+    assert_keys(one(&fs, "resume_ok"), Some("2"), Some("3"), None);
+}

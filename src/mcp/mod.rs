@@ -8,7 +8,8 @@
 //! exchanges with neither (stateless servers) form the session "none". Each SSE response body is
 //! one physical connection of a *logical stream*: a POST's response stream or
 //! a standalone GET stream. A GET with `Last-Event-ID: L` is a resumption and
-//! continues the logical stream on which `L` was last delivered before it.
+//! continues the logical stream on which `L` was last delivered before it (when several streams
+//! of the session delivered `L`, one whose last connection was cut there first).
 
 pub mod hops;
 pub mod ids;
@@ -314,14 +315,24 @@ impl Model {
             let leid = e.req_header("last-event-id").map(str::to_string);
             let stream = match (e.method(), leid) {
                 ("GET", Some(l)) => {
-                    // Link to the stream that delivered L most recently before this request.
+                    // Link to the stream that delivered L most recently before this request —
+                    // preferring, when several streams delivered it (ids that are not unique in
+                    // the session, reference §7 #8), one whose last connection so far delivered
+                    // it and was cut: a client resumes a broken stream.
+                    let streams = &m.streams;
+                    let broken = |d: &(usize, usize, usize, i64)| {
+                        !exchanges[d.1].resp_complete
+                            && streams
+                                .get(d.0)
+                                .is_some_and(|st| st.connections.last() == Some(&d.1))
+                    };
                     let found = delivered
                         .get(&index_key)
                         .and_then(|ids| ids.get(l.as_str()))
                         .and_then(|v| {
                             v.iter()
                                 .filter(|d| d.3 <= e.ts())
-                                .max_by_key(|d| d.3)
+                                .max_by_key(|d| (broken(d), d.3))
                                 .or(v.last())
                         })
                         .copied();
