@@ -139,8 +139,10 @@ fn irregular_progress_is_only_checked_for_going_back() {
     };
     assert_eq!(kinds(&[1, 2, 4], &[5, 7, 11]), ["resume_ok"]);
     assert_eq!(kinds(&[1, 2, 4], &[9, 10]), ["resume_ok"]);
-    // One step of 15 (bytes, percent): the next value may be any larger one.
+    // One step of 15 (bytes, percent), or a single value: the next may be any larger one.
     assert_eq!(kinds(&[10, 25], &[60, 100]), ["resume_ok"]);
+    assert_eq!(kinds(&[10], &[25, 100]), ["resume_ok"]);
+    assert_eq!(kinds(&[1024], &[4096, 100_000]), ["resume_ok"]);
     // Going back to a value never delivered is a desync whatever the steps.
     assert_eq!(kinds(&[1, 2, 4], &[3, 5]), ["app_seq_desync"]);
     // Regular counters: two equal steps, or one step of exactly 1.

@@ -473,8 +473,60 @@ fn shared_integer_counter_is_not_a_gap() {
     let fs = findings(&cap);
     assert_kinds(&fs, &[("resume_ok", "info")]);
     assert_keys(one(&fs, "resume_ok"), Some("3"), Some("5"), None);
-    // The same resumption without id 4 anywhere else is a gap (`id_gap` above); so is one
-    // whose skipped id went to another session.
+    // The same resumption without id 4 anywhere else is a gap (`id_gap` above).
+}
+
+/// The POST stream is cut after ids 1..3; `between` runs while it is away; the client resumes
+/// from 3 and gets `resumed`.
+fn integer_resume(between: impl FnOnce(&mut Capture), resumed: &[u8]) -> Vec<Value> {
+    let mut cap = Capture::new();
+    handshake(&mut cap);
+    tools_call_stream(&mut cap, &progs(1..=3, 1, 5), End::CutFin);
+    between(&mut cap);
+    resume(&mut cap, "3", resumed);
+    findings(&cap)
+}
+
+#[test]
+fn shared_integer_counter_across_sessions_and_priming() {
+    // The counter is shared by every session of the store: id 4 goes to session s2's stream
+    // while s1's stream is away.
+    let other_session = |cap: &mut Capture| {
+        let mut g = cap.connect();
+        g.client(cap, &get(Some("s2"), None));
+        g.server(cap, &sse_response(None, &[Ev::id(4, log_message())], true));
+        g.close(cap);
+    };
+    let resumed = sse_response(None, &[prog(5, 4, 5), prog(6, 5, 5), res(7)], true);
+    let fs = integer_resume(other_session, &resumed);
+    assert_kinds(&fs, &[("resume_ok", "info")]);
+
+    // The Python SDK primes every resumed connection with a new id from the counter: 4 is the
+    // priming event, the replay goes on at 5.
+    let mut body = sse_head(None);
+    body.extend(chunk(b"id: 4\ndata: \n\n"));
+    for ev in [prog(5, 4, 5), prog(6, 5, 5), res(7)] {
+        body.extend(chunk(ev.text().as_bytes()));
+    }
+    body.extend_from_slice(LAST_CHUNK);
+    let fs = integer_resume(|_| {}, &body);
+    assert_kinds(&fs, &[("resume_ok", "info")]);
+
+    // Negative: id 4 went to another stream before the cut, not while the stream was away (a
+    // counter per stream): still a gap.
+    let mut cap = Capture::new();
+    handshake(&mut cap);
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some(SID), None));
+    g.server(
+        &mut cap,
+        &sse_response(None, &[Ev::id(4, log_message())], false),
+    );
+    tools_call_stream(&mut cap, &progs(1..=3, 1, 5), End::CutFin);
+    resume(&mut cap, "3", &resumed);
+    g.close(&mut cap);
+    let fs = findings(&cap);
+    assert_kinds(&fs, &[("id_gap", "error")]);
 }
 
 #[test]
@@ -495,6 +547,34 @@ fn cancelled_request_is_not_a_lost_response() {
     c.server(&mut cap, LAST_CHUNK);
     c.close(&mut cap);
     assert_kinds(&findings(&cap), &[]);
+
+    // Polling (2025-11-25): the server closes the POST stream on purpose after priming, the
+    // client resumes, and cancels while the resumed stream is open. No response was due.
+    let mut cap = Capture::new();
+    handshake(&mut cap);
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token())));
+    let mut body = sse_head(None);
+    body.extend(chunk(b"id: 1\nretry: 100\ndata: \n\n"));
+    body.extend(chunk(prog(2, 1, 5).text().as_bytes()));
+    body.extend_from_slice(LAST_CHUNK);
+    c.server(&mut cap, &body);
+    c.close(&mut cap);
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some(SID), Some("2")));
+    g.server(&mut cap, &sse_response(None, &[prog(3, 2, 5)], false));
+    let mut n = cap.connect();
+    n.client(&mut cap, &post(Some(SID), &cancel));
+    n.server(&mut cap, &accepted());
+    n.close(&mut cap);
+    g.server(&mut cap, LAST_CHUNK);
+    g.close(&mut cap);
+    let fs = findings(&cap);
+    assert!(
+        !fs.iter().any(|f| f["kind"] == "lost_response"),
+        "{}",
+        pretty(&fs)
+    );
 
     // A cancel sent after the stream broke and the resumption was refused (a client's
     // timeout) gives up on a response the break lost: still `lost_response`.

@@ -262,8 +262,8 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     let ids = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut inputs = args.captures.clone();
     inputs.extend(named.iter().map(|(_, f)| f.clone()));
-    // 0 below: no workers, every stage on this thread: for the stream tap of --dump-streams,
-    // and for one thread on one capture file. (Workers number their flows when they finish,
+    // 0 below: no shards, every stage on this thread: for the stream tap of --dump-streams,
+    // and for one thread on one capture file. (Shards number their flows when they finish,
     // which keeps the numbering of several vantage points' interleaved files independent of
     // --threads; one file is one vantage point, numbered alike either way.)
     let threads = match (args.threads, dump.is_some()) {
@@ -738,8 +738,9 @@ fn pick_vantage(
         name,
         explicit: explicit.is_some(),
         files: Vec::new(),
-        // `threads` 0: every stage on this thread (see `run`); else workers, even for one
-        // thread: flows of every vantage point are then numbered alike for any --threads.
+        // `threads` 0: every stage on this thread (see `run`); else shards (this thread's own
+        // and `threads - 1` workers), even for one thread: flows of every vantage point are
+        // then numbered alike for any --threads.
         analyzer: if threads == 0 {
             Analyzer::with_flow_ids(options.clone(), ids.clone())
         } else {

@@ -180,6 +180,7 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
     let mut requests: crate::hash::FastMap<usize, crate::hash::FastMap<String, String>> =
         Default::default();
     let replays = replay::ReplayIndex::build(&model, exchanges);
+    let int_ids = resume::IntIds::default();
     for (i, r) in model.resumptions.iter().enumerate() {
         let reqs = requests
             .entry(r.session)
@@ -193,6 +194,7 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
             reqs,
             app_seq,
             &replays,
+            &int_ids,
             &mut findings,
         );
         proxy::backend_switch(&model, exchanges, r, &result, first, &mut findings);

@@ -67,6 +67,7 @@ pub(super) fn check(
     session_requests: &HashMap<String, String>,
     app_seq: &[String],
     replays: &ReplayIndex,
+    int_ids: &IntIds,
     out: &mut Vec<Finding>,
 ) -> ResumptionResult {
     let e = &exchanges[r.exchange];
@@ -344,15 +345,27 @@ pub(super) fn check(
             forked = true;
             reasons.push("id sequence restarted");
         }
-        // Plain integers are dense only as far as the stream showed it, and not when the ids
-        // skipped went to another stream of the session: then the counter is shared (the
-        // Python SDK's integer store; reference §8.2: "do not flag those gaps").
+        // Plain integers are dense only as far as the stream showed it, and not when an id
+        // skipped was used while the stream was away: by a priming event opening the resumed
+        // connection, or on another stream (of any session) between the cut and the first
+        // resumed event. Then the counter is shared: the Python SDK's integer store counts
+        // across streams and sessions and primes every resumed connection (reference §4.1,
+        // §8.2: "do not flag those gaps").
+        let skipped_used = || {
+            let primed = after
+                .iter()
+                .take_while(|ev| !ev.is(&fev))
+                .filter(|ev| ev.priming && ev.sse.has_own_id)
+                .filter_map(|ev| ev.sse.id)
+                .map(ids::parse)
+                .any(|p| p.format == IdFormat::Integer && p.seq.is_some_and(|n| ls < n && n < fs));
+            primed || int_ids.elsewhere(model, exchanges, st, (ls, fs), (l_ev.sse.ts, fev.sse.ts))
+        };
         let dense = comparable
             && (pf.format.dense_by_format()
                 || (pf.format == IdFormat::Integer
                     && stream_dense(upto)
-                    && !(fs > ls + 1
-                        && skipped_elsewhere(model, exchanges, r.session, st, ls, fs))));
+                    && !(fs > ls + 1 && skipped_used())));
         if !regression && dense && fs > ls + 1 {
             let mut f = ctx.finding("id_gap", Severity::Error, Some(fev), format!(
                 "The resumed stream (flow {}) went from Last-Event-ID {} to event id {} (frame {}) on a stream whose ids are dense: {} events were never delivered.",
@@ -485,15 +498,15 @@ pub(super) fn check(
             } else {
                 max_step
             };
-            // A regular counter (every step the same) is checked inside the resumed connection too.
-            // One step shows a counter only when it is 1 (seed 2: "app_seq + 1"); progress may
-            // otherwise grow by "arbitrary steps" (reference §6), so a series of uneven steps is
-            // checked only for values that go back.
+            // Only a regular counter (every step the same: at least two steps, or one step of 1 —
+            // seed 2's "app_seq + 1") is held to its step, at the boundary and inside the resumed
+            // connection. Progress may otherwise grow by "arbitrary steps" (reference §6): a
+            // series with uneven steps, or too few values to show one, is checked only for
+            // values that go back.
             let even = !steps.is_empty()
                 && steps.iter().all(|s| (s - steps[0]).abs() < 1e-9)
                 && steps[0] > 0.0;
             let regular = even && (steps.len() >= 2 || steps[0] == 1.0);
-            let uneven = !steps.is_empty() && !regular;
             let seen = |v: f64| vals.iter().any(|(x, _)| x.to_bits() == v.to_bits());
             let later: Vec<(f64, EventRec)> = after
                 .iter()
@@ -510,7 +523,7 @@ pub(super) fn check(
                 if i > 0 && !regular {
                     break;
                 }
-                let jumped = !uneven && next > prev.0 + step * (1.0 + 1e-9);
+                let jumped = regular && next > prev.0 + step * (1.0 + 1e-9);
                 // A value the client already had is a replayed duplicate (duplicate_delivery), not a desync.
                 let backwards = next <= prev.0 && !seen(next);
                 if jumped || backwards {
@@ -695,8 +708,9 @@ fn answered_before(exchanges: &[Exchange], origin: usize, upto: &[Ev]) -> bool {
     reqs.iter().all(|r| answered.contains(r))
 }
 
-/// Integer ids of the stream's events step by exactly one, at least twice (one step could be a
-/// shared counter that another stream did not happen to take from).
+/// The sequence numbers of the stream's own ids up to the cursor (priming events included) step
+/// by exactly one, at least twice (one step could be a shared counter that another stream did
+/// not happen to take from).
 fn stream_dense(upto: &[Ev]) -> bool {
     let seqs: Vec<u128> = upto
         .iter()
@@ -707,24 +721,53 @@ fn stream_dense(upto: &[Ev]) -> bool {
     seqs.len() >= 3 && seqs.windows(2).all(|w| w[1] == w[0] + 1)
 }
 
-/// Whether another stream of the session carried a plain integer id strictly between `low` and
-/// `high` (ids a counter shared by the streams gave out there).
-fn skipped_elsewhere(
-    model: &Model,
-    exchanges: &[Exchange],
-    session: usize,
-    stream: usize,
-    low: u128,
-    high: u128,
-) -> bool {
-    let own = &model.streams[stream].connections;
-    model.sessions[session]
-        .exchanges
-        .iter()
-        .filter(|xi| !own.contains(xi))
-        .flat_map(|&xi| exchanges[xi].events.own_ids())
-        .map(|(_, id)| ids::parse(id))
-        .any(|p| p.format == IdFormat::Integer && p.seq.is_some_and(|n| low < n && n < high))
+/// The plain-integer event ids of every stream of the capture, sorted: (id, time µs, stream).
+/// Built on first use: only a resumption that skips integer ids needs it.
+#[derive(Debug, Default)]
+pub(super) struct IntIds(std::cell::OnceCell<Vec<(u128, i64, usize)>>);
+
+impl IntIds {
+    fn all(&self, model: &Model, exchanges: &[Exchange]) -> &[(u128, i64, usize)] {
+        self.0.get_or_init(|| {
+            let mut v = Vec::new();
+            for (sti, st) in model.streams.iter().enumerate() {
+                for &xi in &st.connections {
+                    for ev in exchanges[xi].events.iter() {
+                        if !ev.sse.has_own_id || ev.sse.truncated {
+                            continue;
+                        }
+                        let p = ev.sse.id.map(ids::parse);
+                        if let Some(n) = p
+                            .filter(|p| p.format == IdFormat::Integer)
+                            .and_then(|p| p.seq)
+                        {
+                            v.push((n, ev.sse.ts, sti));
+                        }
+                    }
+                }
+            }
+            v.sort_unstable();
+            v
+        })
+    }
+
+    /// Whether a stream other than `stream` carried an id strictly between `ids.0` and `ids.1`,
+    /// delivered within the time window `during` (µs, inclusive).
+    fn elsewhere(
+        &self,
+        model: &Model,
+        exchanges: &[Exchange],
+        stream: usize,
+        ids: (u128, u128),
+        during: (i64, i64),
+    ) -> bool {
+        let all = self.all(model, exchanges);
+        let start = all.partition_point(|e| e.0 <= ids.0);
+        all[start..]
+            .iter()
+            .take_while(|e| e.0 < ids.1)
+            .any(|&(_, ts, st)| st != stream && during.0 <= ts && ts <= during.1)
+    }
 }
 
 /// Client requests of a session: JSON-RPC id → progress token (the `_meta.progressToken`, else the id).

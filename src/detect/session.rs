@@ -96,17 +96,16 @@ pub(super) fn lost_responses(
             .iter()
             .map(|&xi| &exchanges[xi])
             .find(|e| e.open_at_capture_end && e.req_header("last-event-id").is_some());
-        // Requests the client cancelled, and when first (MCP "Cancellation": the receiver
-        // should send no response).
-        let mut cancelled: HashMap<&str, i64> = HashMap::default();
+        // Requests the client cancelled, and when (MCP "Cancellation": the receiver should send
+        // no response).
+        let mut cancelled: HashMap<&str, Vec<i64>> = HashMap::default();
         for &xi in &s.exchanges {
             for c in exchanges[xi]
                 .req_messages
                 .iter()
                 .filter_map(|m| m.cancels())
             {
-                let t = cancelled.entry(c).or_insert(exchanges[xi].ts());
-                *t = (*t).min(exchanges[xi].ts());
+                cancelled.entry(c).or_default().push(exchanges[xi].ts());
             }
         }
         for &xi in &s.exchanges {
@@ -119,12 +118,24 @@ pub(super) fn lost_responses(
                 if answered.contains(id) {
                     continue;
                 }
-                // Cancelled while its own response was still open: no response was due. (A cancel
-                // sent after that connection broke — a client's timeout, also after resuming —
-                // gives up on a response the break may have lost: still reported.)
+                // Cancelled while its stream was open and whole (the POST response, or a
+                // resumption of it after a planned close): no response was due. A cancel sent
+                // after a connection of the stream broke — a client's timeout, also after
+                // resuming — gives up on a response the break may have lost: still reported.
+                let conns = model.exchange_stream[xi]
+                    .map(|st| model.streams[st].connections.as_slice())
+                    .unwrap_or(std::slice::from_ref(&xi));
+                let end = |c: usize| exchanges[c].ts_end.unwrap_or(i64::MAX);
+                let due_none = |t: i64| {
+                    t >= e.ts()
+                        && conns.iter().any(|&c| exchanges[c].ts() <= t && t <= end(c))
+                        && !conns
+                            .iter()
+                            .any(|&c| !exchanges[c].resp_complete && end(c) < t)
+                };
                 if cancelled
                     .get(id)
-                    .is_some_and(|&t| t <= e.ts_end.unwrap_or(i64::MAX))
+                    .is_some_and(|ts| ts.iter().any(|&t| due_none(t)))
                 {
                     continue;
                 }

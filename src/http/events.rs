@@ -353,7 +353,6 @@ impl<'a> IntoIterator for &'a EventLog {
     }
 }
 
-/// The event with fixed part `f` and variable part `var`, in the log whose bytes are `all`.
 /// The event id at the start of an event's variable part (`all`: the log's whole buffer, which
 /// a carried-over id refers into).
 fn read_id<'a>(r: &mut Reader<'a>, all: &'a [u8]) -> Option<&'a str> {
@@ -371,6 +370,7 @@ fn read_id<'a>(r: &mut Reader<'a>, all: &'a [u8]) -> Option<&'a str> {
     }
 }
 
+/// The event with fixed part `f` and variable part `var`, in the log whose bytes are `all`.
 fn view<'a>(f: &Fixed, var: &'a [u8], all: &'a [u8]) -> EventRec<'a> {
     let mut r = Reader(var);
     let id = read_id(&mut r, all);

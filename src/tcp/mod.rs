@@ -238,8 +238,9 @@ impl FlowTable {
         }
     }
 
-    /// Process one segment captured at `ts` in frame `frame`. Returns whether its connection
-    /// already had a flow in the table (`false`: this segment opened one).
+    /// Process one segment captured at `ts` in frame `frame`. Returns whether the table already
+    /// had a flow for its address pair before it (`true` also for a SYN that reuses the pair,
+    /// closing that flow and opening another; `false`: this segment opened the first one).
     pub fn segment(
         &mut self,
         seg: &Segment<'_>,
