@@ -189,9 +189,8 @@ fn handshake(cap: &mut Capture) {
 
 /// `tools/call` id 2 answered by an SSE stream of `events`; returns the client port.
 fn tools_call_stream(cap: &mut Capture, events: &[Ev], end: End) -> u16 {
-    let mut c = cap.connect();
+    let mut c = tools_call_conn(cap);
     let port = c.port;
-    c.client(cap, &post(Some(SID), &tools_call(2, &token())));
     c.server(
         cap,
         &sse_response(None, events, matches!(end, End::Complete)),
@@ -202,6 +201,13 @@ fn tools_call_stream(cap: &mut Capture, events: &[Ev], end: End) -> u16 {
         End::CutRst => c.server_reset(cap),
     }
     port
+}
+
+/// A new connection carrying the `tools/call` request 2 (the response is the caller's).
+fn tools_call_conn(cap: &mut Capture) -> Conn {
+    let mut c = cap.connect();
+    c.client(cap, &post(Some(SID), &tools_call(2, &token())));
+    c
 }
 
 /// A GET with `Last-Event-ID` on a new connection, answered by `response`; the client closes.
@@ -529,21 +535,25 @@ fn shared_integer_counter_across_sessions_and_priming() {
     assert_kinds(&fs, &[("id_gap", "error")]);
 }
 
+/// The client POSTs `notifications/cancelled` for request 2 on a new connection (202).
+fn cancel(cap: &mut Capture) {
+    let cancel =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}});
+    let mut n = cap.connect();
+    n.client(cap, &post(Some(SID), &cancel));
+    n.server(cap, &accepted());
+    n.close(cap);
+}
+
 #[test]
 fn cancelled_request_is_not_a_lost_response() {
     // The client cancels request 2 while its stream is open; the server ends the stream
     // without a response, as MCP "Cancellation" asks. No response was due.
-    let cancel =
-        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}});
     let mut cap = Capture::new();
     handshake(&mut cap);
-    let mut c = cap.connect();
-    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token())));
+    let mut c = tools_call_conn(&mut cap);
     c.server(&mut cap, &sse_response(None, &progs(1..=2, 1, 5), false));
-    let mut n = cap.connect();
-    n.client(&mut cap, &post(Some(SID), &cancel));
-    n.server(&mut cap, &accepted());
-    n.close(&mut cap);
+    cancel(&mut cap);
     c.server(&mut cap, LAST_CHUNK);
     c.close(&mut cap);
     assert_kinds(&findings(&cap), &[]);
@@ -552,8 +562,7 @@ fn cancelled_request_is_not_a_lost_response() {
     // client resumes, and cancels while the resumed stream is open. No response was due.
     let mut cap = Capture::new();
     handshake(&mut cap);
-    let mut c = cap.connect();
-    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token())));
+    let mut c = tools_call_conn(&mut cap);
     let mut body = sse_head(None);
     body.extend(chunk(b"id: 1\nretry: 100\ndata: \n\n"));
     body.extend(chunk(prog(2, 1, 5).text().as_bytes()));
@@ -563,10 +572,7 @@ fn cancelled_request_is_not_a_lost_response() {
     let mut g = cap.connect();
     g.client(&mut cap, &get(Some(SID), Some("2")));
     g.server(&mut cap, &sse_response(None, &[prog(3, 2, 5)], false));
-    let mut n = cap.connect();
-    n.client(&mut cap, &post(Some(SID), &cancel));
-    n.server(&mut cap, &accepted());
-    n.close(&mut cap);
+    cancel(&mut cap);
     g.server(&mut cap, LAST_CHUNK);
     g.close(&mut cap);
     let fs = findings(&cap);
@@ -582,10 +588,7 @@ fn cancelled_request_is_not_a_lost_response() {
     handshake(&mut cap);
     tools_call_stream(&mut cap, &progs(1..=3, 1, 5), End::CutFin);
     resume(&mut cap, "3", &conflict());
-    let mut n = cap.connect();
-    n.client(&mut cap, &post(Some(SID), &cancel));
-    n.server(&mut cap, &accepted());
-    n.close(&mut cap);
+    cancel(&mut cap);
     let fs = findings(&cap);
     assert_kinds(
         &fs,
@@ -600,8 +603,7 @@ fn resent_priming_event_is_not_a_duplicate() {
     // reached the client twice.
     let mut cap = Capture::new();
     handshake(&mut cap);
-    let mut c = cap.connect();
-    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token())));
+    let mut c = tools_call_conn(&mut cap);
     let mut body = sse_head(None);
     body.extend(chunk(b"id: 0/2\nretry: 1000\ndata: \n\n"));
     c.server(&mut cap, &body);
