@@ -181,6 +181,7 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
         Default::default();
     let replays = replay::ReplayIndex::build(&model, exchanges);
     let int_ids = resume::IntIds::default();
+    let mut history_read = crate::hash::FastMap::default();
     for (i, r) in model.resumptions.iter().enumerate() {
         let reqs = requests
             .entry(r.session)
@@ -195,6 +196,7 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
             app_seq,
             &replays,
             &int_ids,
+            &mut history_read,
             &mut findings,
         );
         proxy::backend_switch(&model, exchanges, r, &result, first, &mut findings);

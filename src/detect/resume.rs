@@ -68,6 +68,7 @@ pub(super) fn check(
     app_seq: &[String],
     replays: &ReplayIndex,
     int_ids: &IntIds,
+    history_read: &mut HashMap<usize, u64>,
     out: &mut Vec<Finding>,
 ) -> ResumptionResult {
     let e = &exchanges[r.exchange];
@@ -127,24 +128,44 @@ pub(super) fn check(
     let Some((cx, ce)) = r.cursor else {
         return result(Verdict::Unverifiable, None, "no cursor");
     };
-    // Events the client had on this logical stream before this connection.
-    let mut before: Vec<Ev> = Vec::new();
-    for &xi in &stream.connections {
-        if xi == r.exchange {
-            break;
-        }
-        for (ei, ev) in exchanges[xi].events.iter().enumerate() {
-            if !ev.sse.truncated {
-                before.push((xi, ei, ev));
-            }
-        }
-    }
+    // Events the client had on this logical stream before this connection: all of them, until
+    // the stream's resumptions have read HISTORY_BUDGET events (a client that polls for hours
+    // resumes thousands of times, and each reading of the whole history would make the run
+    // quadratic); then the last HISTORY_WINDOW.
+    // (Connections are in request order, so the index finds this one at once.)
+    let conns = &stream.connections;
+    let at = conns.partition_point(|&x| x < r.exchange);
+    let earlier = if conns.get(at) == Some(&r.exchange) {
+        &conns[..at]
+    } else {
+        conns
+            .iter()
+            .position(|&x| x == r.exchange)
+            .map_or(&conns[..], |p| &conns[..p])
+    };
+    let read = history_read.entry(st).or_default();
+    let window = (*read >= HISTORY_BUDGET).then_some(HISTORY_WINDOW);
+    let before: Vec<Ev> = history(earlier, |xi| exchanges[xi].events.len(), window)
+        .into_iter()
+        .filter_map(|(xi, ei)| Some((xi, ei, exchanges[xi].events.get(ei)?)))
+        .filter(|(_, _, ev)| !ev.sse.truncated)
+        .collect();
+    *read += before.len() as u64;
+    let result = |verdict, first: Option<String>, reason: &str| match window {
+        Some(w) => result(
+            verdict,
+            first,
+            &format!("{reason} (checked against the stream's last {w} events)"),
+        ),
+        None => result(verdict, first, reason),
+    };
     let Some(lpos) = before.iter().rposition(|&(x, i, _)| x == cx && i == ce) else {
-        return result(
-            Verdict::Unverifiable,
-            None,
-            "cursor not on an earlier connection of the stream",
-        );
+        let why = if window.is_some() {
+            "cursor older than the events checked"
+        } else {
+            "cursor not on an earlier connection of the stream"
+        };
+        return result(Verdict::Unverifiable, None, why);
     };
     let upto: &[Ev] = &before[..=lpos];
     let l_ev = before[lpos].2;
@@ -300,20 +321,23 @@ pub(super) fn check(
             ids_upto.contains(fid)
         };
         // Lowest ordinal the stream had with this prefix: a restart goes back to (or below) it.
-        let lowest = before
-            .iter()
-            .filter(|(_, _, ev)| ev.sse.has_own_id)
-            .filter_map(|(_, _, ev)| ev.sse.id)
-            .map(ids::parse)
-            .filter(|p| p.format == pf.format && p.prefix == pf.prefix)
-            .filter_map(|p| p.seq)
-            .min();
+        // (Read only when a restart is possible: every id of the stream is parsed.)
+        let lowest = || {
+            before
+                .iter()
+                .filter(|(_, _, ev)| ev.sse.has_own_id)
+                .filter_map(|(_, _, ev)| ev.sse.id)
+                .map(ids::parse)
+                .filter(|p| p.format == pf.format && p.prefix == pf.prefix)
+                .filter_map(|p| p.seq)
+                .min()
+        };
         let ordinal = matches!(
             pf.format,
             IdFormat::Integer | IdFormat::Go | IdFormat::Rmcp | IdFormat::CSharp
         );
         let mut restart =
-            comparable && ordinal && fs < ls && (fs <= 1 || lowest.is_some_and(|lo| fs <= lo));
+            comparable && ordinal && fs < ls && (fs <= 1 || lowest().is_some_and(|lo| fs <= lo));
         // Prefix formats: ids of another stream that was never seen continue no known stream.
         let pending = stream.kind == StreamKind::Get
             || !answered_before(exchanges, stream.origin, &before[..=lpos]);
@@ -708,6 +732,39 @@ fn answered_before(exchanges: &[Exchange], origin: usize, upto: &[Ev]) -> bool {
     reqs.iter().all(|r| answered.contains(r))
 }
 
+/// Events of a stream's history its resumptions read in full (per stream, summed over them)
+/// before each reads only the last [`HISTORY_WINDOW`].
+pub(super) const HISTORY_BUDGET: u64 = 1 << 23;
+/// Events of the history a resumption reads once the stream's budget is spent.
+pub(super) const HISTORY_WINDOW: usize = 256;
+
+/// The (connection, event index) positions of a stream's history before a resumption: every
+/// event of the `earlier` connections (`len(c)` events in connection `c`), in order; with a
+/// `window`, only the last `window` of them, walking back over at most `window` connections.
+fn history(
+    earlier: &[usize],
+    len: impl Fn(usize) -> usize,
+    window: Option<usize>,
+) -> Vec<(usize, usize)> {
+    match window {
+        None => earlier
+            .iter()
+            .flat_map(|&c| (0..len(c)).map(move |i| (c, i)))
+            .collect(),
+        Some(w) => {
+            let mut v: Vec<(usize, usize)> = earlier
+                .iter()
+                .rev()
+                .take(w)
+                .flat_map(|&c| (0..len(c)).rev().map(move |i| (c, i)))
+                .take(w)
+                .collect();
+            v.reverse();
+            v
+        }
+    }
+}
+
 /// The sequence numbers of the stream's own ids up to the cursor (priming events included) step
 /// by exactly one, at least twice (one step could be a shared counter that another stream did
 /// not happen to take from).
@@ -794,4 +851,30 @@ pub(super) fn requests_of_session(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::history;
+
+    #[test]
+    fn history_whole_or_last_window() {
+        // Connections 10, 11, 12 with 3, 0 and 2 events.
+        let len = |c: usize| match c {
+            10 => 3,
+            12 => 2,
+            _ => 0,
+        };
+        let all = history(&[10, 11, 12], len, None);
+        assert_eq!(all, [(10, 0), (10, 1), (10, 2), (12, 0), (12, 1)]);
+        assert_eq!(
+            history(&[10, 11, 12], len, Some(3)),
+            [(10, 2), (12, 0), (12, 1)]
+        );
+        assert_eq!(history(&[10, 11, 12], len, Some(1)), [(12, 1)]);
+        assert_eq!(history(&[10, 11, 12], len, Some(99)), all);
+        // At most `window` connections are walked, however empty.
+        assert_eq!(history(&[10, 11, 11, 11], len, Some(2)), []);
+        assert!(history(&[], len, None).is_empty());
+    }
 }
