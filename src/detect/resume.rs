@@ -734,7 +734,7 @@ fn answered_before(exchanges: &[Exchange], origin: usize, upto: &[Ev]) -> bool {
 
 /// Events of a stream's history its resumptions read in full (per stream, summed over them)
 /// before each reads only the last [`HISTORY_WINDOW`].
-pub(super) const HISTORY_BUDGET: u64 = 1 << 23;
+pub(super) const HISTORY_BUDGET: u64 = 1 << 21;
 /// Events of the history a resumption reads once the stream's budget is spent.
 pub(super) const HISTORY_WINDOW: usize = 256;
 
