@@ -406,6 +406,7 @@ impl FlowTable {
         let meta = flow.meta();
         for d in 0..2 {
             flow.dirs[d].flush(&mut |c| sink.event(meta, StreamEvent::Chunk(d, c), ts, frame));
+            flow.dirs[d].release();
         }
         flow.closed = true;
         for d in 0..2 {

@@ -359,6 +359,12 @@ impl Reassembler {
         }
     }
 
+    /// Give back what only a live direction needs (the samples of recent segments): the
+    /// connection is closed, its later segments are counted, not compared.
+    pub fn release(&mut self) {
+        self.recent = std::collections::VecDeque::new();
+    }
+
     /// End of this direction (FIN/RST delivered, or end of capture): every hole becomes a gap,
     /// including acknowledged bytes that never appeared.
     pub fn flush(&mut self, out: &mut impl FnMut(Chunk<'_>)) {
