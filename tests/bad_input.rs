@@ -91,6 +91,77 @@ fn truncated_capture_is_analysed_up_to_the_cut() {
     );
 }
 
+/// A classic little-endian pcap with every frame cut to `snap` bytes (its wire length kept), as
+/// `editcap -s` does.
+fn with_snaplen(pcap: &[u8], snap: usize) -> Vec<u8> {
+    assert_eq!(
+        pcap[..4],
+        [0xd4, 0xc3, 0xb2, 0xa1],
+        "little-endian classic pcap"
+    );
+    let mut out = pcap[..24].to_vec();
+    out[16..20].copy_from_slice(&(snap as u32).to_le_bytes());
+    let mut at = 24;
+    while at + 16 <= pcap.len() {
+        let incl = u32::from_le_bytes(pcap[at + 8..at + 12].try_into().unwrap()) as usize;
+        let keep = incl.min(snap);
+        out.extend_from_slice(&pcap[at..at + 8]);
+        out.extend_from_slice(&(keep as u32).to_le_bytes());
+        out.extend_from_slice(&pcap[at + 12..at + 16]);
+        out.extend_from_slice(&pcap[at + 16..at + 16 + keep]);
+        at += 16 + incl;
+    }
+    out
+}
+
+#[test]
+fn snaplen_cut_frames_are_said_and_counted() {
+    // A capture cut to 96 bytes a frame: the HTTP heads are gone, so nothing is judged; the
+    // run says so on stderr and counts every cut segment, not a silent clean result.
+    let p = tmp(
+        "snap96.pcap",
+        &with_snaplen(&fixture("fork_restart_client.pcap"), 96),
+    );
+    let dir = std::env::temp_dir().join(format!("mcpcap-bad-{}-snapout", std::process::id()));
+    let o = mcpcap(&[
+        "analyze",
+        "--format",
+        "csv",
+        "--out",
+        dir.to_str().unwrap(),
+        p.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let lines = stderr_lines(&o);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains(p.to_str().unwrap())
+            && lines[0].contains("the snapshot length cut")
+            && lines[0].contains("capture.snaplen_cut"),
+        "{lines:?}"
+    );
+    let anomalies = std::fs::read_to_string(dir.join("anomalies.csv")).unwrap();
+    let cut = anomalies
+        .lines()
+        .filter(|l| l.starts_with("capture.snaplen_cut,"))
+        .count();
+    assert!(cut > 10, "{anomalies}");
+    // The whole capture: no such line, no such anomaly.
+    let whole = tmp("whole.pcap", &fixture("fork_restart_client.pcap"));
+    let o = mcpcap(&[
+        "analyze",
+        "--format",
+        "csv",
+        "--out",
+        dir.to_str().unwrap(),
+        whole.to_str().unwrap(),
+    ]);
+    assert!(stderr_lines(&o).is_empty(), "{:?}", stderr_lines(&o));
+    let anomalies = std::fs::read_to_string(dir.join("anomalies.csv")).unwrap();
+    assert!(!anomalies.contains("capture.snaplen_cut"), "{anomalies}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn unsupported_link_type_named() {
     // pcap header, LINKTYPE 147 (user 0), one 4-byte record.

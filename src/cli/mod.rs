@@ -308,6 +308,10 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         let analyzer = &mut v.analyzer;
         let first = analyzer.counters.frames + 1;
         let unsupported_before = analyzer.anomalies.count("capture.unsupported_linktype");
+        let (cut_before, segments_before) = (
+            analyzer.counters.snaplen_cut,
+            analyzer.counters.tcp_segments,
+        );
         // No BufReader: the capture reader has its own buffer (`capture::BLOCK_BUFFER`) and reads
         // into it directly; another buffer in front would copy every byte once more.
         let reader = file;
@@ -358,6 +362,15 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                         which,
                         unsupported,
                         summary.frames
+                    );
+                }
+                let cut = analyzer.counters.snaplen_cut - cut_before;
+                if cut > 0 {
+                    eprintln!(
+                        "mcpcap: {}: the snapshot length cut {} of {} TCP segments; their missing payload bytes are gaps (anomaly capture.snaplen_cut)",
+                        path.display(),
+                        cut,
+                        analyzer.counters.tcp_segments - segments_before
                     );
                 }
                 if let Some(why) = summary.truncated {
