@@ -5,8 +5,9 @@
 //! notifications and keep-alive comments) and a keep-alive POST connection carrying `initialize`,
 //! `notifications/initialized` and `tools/call`s — answered by JSON or by chunked SSE streams of
 //! progress notifications and the result. Some POST streams are cut by the server and resumed
-//! with `GET` + `Last-Event-ID` on a new connection; a few resumptions land on a replica that
-//! restarts the ids (a fork). SSE events carry 100 B–3 KB; TCP segments at most 1 KB of payload;
+//! with `GET` + `Last-Event-ID` on a new connection; a few resumptions land on a replica without
+//! the stream's log, which opens a fresh one numbered from 1 and runs the call again (a fork, as
+//! in seed 1). SSE events carry 100 B–3 KB; TCP segments at most 1 KB of payload;
 //! the receiver ACKs every second segment; a small share of segments is retransmitted or
 //! delivered out of order. The output is a classic little-endian pcap (Ethernet, µs), written as
 //! it is generated (constant memory).
@@ -44,9 +45,10 @@ pub struct SynthSummary {
     pub frames: u64,
     /// Sessions started.
     pub sessions: u64,
-    /// SSE events generated.
+    /// SSE events written (counted with the message that carries them once it is begun: the last
+    /// messages may be cut by the end of the capture).
     pub events: u64,
-    /// Resumptions generated (of which `forks` restart the ids).
+    /// Resumptions written (of which `forks` are answered by a fresh log).
     pub resumptions: u64,
     /// Resumptions answered by a fresh log.
     pub forks: u64,
@@ -77,11 +79,31 @@ const MSS: usize = 1000;
 const SERVER: [u8; 4] = [10, 0, 0, 1];
 const PORT: u16 = 3000;
 
-/// One message of a connection: who sends it, its bytes, and a pause before it (µs).
+/// One message of a connection: who sends it, its bytes, a pause before it (µs), and what it
+/// adds to the summary once it is written.
 struct Msg {
     from_client: bool,
     bytes: Vec<u8>,
     pause_us: u64,
+    tally: Tally,
+}
+
+/// What a message carries, for [`SynthSummary`]: SSE events, and whether it opens a resumed
+/// stream (and a forked one).
+#[derive(Debug, Clone, Copy, Default)]
+struct Tally {
+    events: u64,
+    resumption: bool,
+    fork: bool,
+}
+
+impl Tally {
+    fn events(events: u64) -> Tally {
+        Tally {
+            events,
+            ..Tally::default()
+        }
+    }
 }
 
 /// One TCP connection to play: its messages, then an orderly close (or a server FIN mid-stream).
@@ -236,17 +258,15 @@ fn json_response(sid: Option<&str>, body: &str) -> Vec<u8> {
 }
 
 /// The scripts of one session: (standalone GET lane, POST lane).
-fn session(
-    rng: &mut Rng,
-    n: u64,
-    summary: &mut SynthSummary,
-) -> (VecDeque<ConnScript>, VecDeque<ConnScript>) {
+fn session(rng: &mut Rng, n: u64) -> (VecDeque<ConnScript>, VecDeque<ConnScript>) {
     let sid = format!("{:016x}{:016x}", rng.next(), n);
     let msg = |from_client, bytes, pause_us| Msg {
         from_client,
         bytes,
         pause_us,
+        tally: Tally::default(),
     };
+    let with = |m: Msg, tally: Tally| Msg { tally, ..m };
     // POST lane: initialize, initialized, then calls on one keep-alive connection.
     let mut posts = VecDeque::new();
     let mut first = VecDeque::new();
@@ -296,15 +316,17 @@ fn session(
         let steps = rng.range(3, 40);
         let prefix = format!("{sid}-{id}");
         let ev = |k: u64, data: &str| format!("id: {prefix}_{k}\nevent: message\ndata: {data}\n\n");
+        let progress = |k: u64, text: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":{id},"progress":{k},"total":{steps},"message":"{text}"}}}}"#
+            )
+        };
         let mut events: Vec<String> = vec![format!("id: {prefix}_0\nretry: 1000\ndata: \n\n")];
         for k in 1..=steps {
             let text = filler(rng, 40, 2900);
-            events.push(ev(k, &format!(
-                r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":{id},"progress":{k},"total":{steps},"message":"{text}"}}}}"#
-            )));
+            events.push(ev(k, &progress(k, &text)));
         }
         events.push(ev(steps + 1, &result));
-        summary.events += events.len() as u64;
         let cut = rng.chance(0.08);
         let cut_at = if cut {
             rng.range(2, steps) as usize
@@ -313,9 +335,15 @@ fn session(
         };
         let mut head = SSE_HEAD.as_bytes().to_vec();
         head.extend(chunk(&events[0]));
-        conn.push_back(msg(false, head, rng.range(500, 5_000)));
+        conn.push_back(with(
+            msg(false, head, rng.range(500, 5_000)),
+            Tally::events(1),
+        ));
         for e in &events[1..cut_at] {
-            conn.push_back(msg(false, chunk(e), rng.range(2_000, 30_000)));
+            conn.push_back(with(
+                msg(false, chunk(e), rng.range(2_000, 30_000)),
+                Tally::events(1),
+            ));
         }
         if !cut {
             conn.push_back(msg(false, b"0\r\n\r\n".to_vec(), 100));
@@ -325,7 +353,6 @@ fn session(
         posts.push_back(ConnScript {
             msgs: std::mem::take(&mut conn),
         });
-        summary.resumptions += 1;
         let last = format!("{prefix}_{}", cut_at - 1);
         let mut resume = VecDeque::new();
         resume.push_back(msg(
@@ -334,23 +361,28 @@ fn session(
             rng.range(200_000, 1_200_000),
         ));
         let mut body = SSE_HEAD.as_bytes().to_vec();
+        let mut tally = Tally {
+            resumption: true,
+            ..Tally::default()
+        };
         if rng.chance(0.1) {
-            // A replica without the log: a fresh sequence.
-            summary.forks += 1;
-            for (k, e) in events[cut_at..].iter().enumerate() {
-                let data = e.split("\ndata: ").nth(1).unwrap_or("").trim_end();
-                body.extend(chunk(&format!(
-                    "id: {prefix}x_{}\nevent: message\ndata: {data}\n\n",
-                    k + 1
-                )));
+            // A replica without the stream's log (seed 1): it opens a fresh one under the same
+            // stream, numbered from 1, and runs the call again from its start.
+            tally.fork = true;
+            for k in 1..=steps {
+                let text = filler(rng, 40, 2900);
+                body.extend(chunk(&ev(k, &progress(k, &text))));
             }
+            body.extend(chunk(&ev(steps + 1, &result)));
+            tally.events = steps + 1;
         } else {
             for e in &events[cut_at..] {
                 body.extend(chunk(e));
             }
+            tally.events = (events.len() - cut_at) as u64;
         }
         body.extend_from_slice(b"0\r\n\r\n");
-        resume.push_back(msg(false, body, rng.range(500, 5_000)));
+        resume.push_back(with(msg(false, body, rng.range(500, 5_000)), tally));
         posts.push_back(ConnScript { msgs: resume });
     }
     // The session ends with DELETE.
@@ -378,8 +410,10 @@ fn session(
         let e = format!(
             "id: {sid}-get_{k}\nevent: message\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{{\"level\":\"info\",\"data\":\"{text}\"}}}}\n\n"
         );
-        g.push_back(msg(false, chunk(&e), rng.range(5_000, 80_000)));
-        summary.events += 1;
+        g.push_back(with(
+            msg(false, chunk(&e), rng.range(5_000, 80_000)),
+            Tally::events(1),
+        ));
         if rng.chance(0.1) {
             g.push_back(msg(false, chunk(": keepalive\n\n"), 15_000));
         }
@@ -406,7 +440,7 @@ pub fn write_capture<W: Write>(w: W, opts: &SynthOptions) -> io::Result<SynthSum
             let n = out.summary.sessions;
             out.summary.sessions += 1;
             let client = [10, 1 + (n >> 16) as u8, (n >> 8) as u8, n as u8];
-            let (get, posts) = session(&mut rng, n, &mut out.summary);
+            let (get, posts) = session(&mut rng, n);
             lanes.push(Lane {
                 conns: posts,
                 playing: None,
@@ -474,6 +508,9 @@ fn step<W: Write>(p: &mut Playing, out: &mut Writer<W>, rng: &mut Rng) -> io::Re
         match p.script.msgs.pop_front() {
             Some(m) => {
                 p.wait_until = out.now + m.pause_us;
+                out.summary.events += m.tally.events;
+                out.summary.resumptions += u64::from(m.tally.resumption);
+                out.summary.forks += u64::from(m.tally.fork);
                 for part in m.bytes.chunks(MSS) {
                     p.queue.push_back((m.from_client, PSH | ACK, part.to_vec()));
                 }
