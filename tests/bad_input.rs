@@ -160,6 +160,43 @@ fn snaplen_cut_frames_are_said_and_counted() {
 }
 
 #[test]
+fn a_directory_skips_what_is_not_a_capture_in_one_line() {
+    // A folder of captures with notes beside them: the notes are skipped in one line; a file
+    // named like a capture that is not one is an error of its own; the capture is analysed.
+    let dir = std::env::temp_dir().join(format!("mcpcap-bad-{}-dir", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("resume_409.pcap"), fixture("resume_409.pcap")).unwrap();
+    std::fs::write(dir.join("NOTES.md"), b"# notes\n").unwrap();
+    std::fs::write(dir.join("MANIFEST.json"), b"[]\n").unwrap();
+    std::fs::write(dir.join("broken.pcap"), b"not a capture at all\n").unwrap();
+    let o = mcpcap(&[
+        "analyze",
+        "--format",
+        "ndjson",
+        "--fail-on",
+        "never",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let lines = stderr_lines(&o);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("broken.pcap") && l.contains("not a pcap or pcapng")),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("skipped 2 file(s)") && l.contains("MANIFEST.json, NOTES.md")),
+        "{lines:?}"
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("lost_response"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn unsupported_link_type_named() {
     // pcap header, LINKTYPE 147 (user 0), one 4-byte record.
     let mut b = Vec::new();

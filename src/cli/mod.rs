@@ -771,7 +771,9 @@ fn pick_vantage(
 /// that cannot be opened or is not a capture gets its one-line message here and is left out;
 /// a file named twice is read once.
 fn capture_order(args: &[PathBuf]) -> Vec<(PathBuf, Option<i64>)> {
-    let mut files: Vec<PathBuf> = Vec::new();
+    // Each file with the directory it was found in (`None`: named itself).
+    let mut files: Vec<(PathBuf, Option<usize>)> = Vec::new();
+    let dirs: Vec<&PathBuf> = args.iter().filter(|p| p.is_dir()).collect();
     for p in args {
         if p.is_dir() {
             match std::fs::read_dir(p) {
@@ -784,27 +786,53 @@ fn capture_order(args: &[PathBuf]) -> Vec<(PathBuf, Option<i64>)> {
                     if inside.is_empty() {
                         eprintln!("mcpcap: {}: directory holds no files", p.display());
                     }
-                    files.extend(inside);
+                    let d = dirs.iter().position(|x| *x == p);
+                    files.extend(inside.into_iter().map(|f| (f, d)));
                 }
                 Err(e) => eprintln!("mcpcap: {}: {}", p.display(), e),
             }
         } else {
-            files.push(p.clone());
+            files.push((p.clone(), None));
         }
     }
     let mut seen = std::collections::HashSet::new();
-    files.retain(|f| seen.insert(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone())));
+    files.retain(|(f, _)| seen.insert(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone())));
     let mut keyed: Vec<(i64, usize, PathBuf)> = Vec::new();
-    for (i, f) in files.into_iter().enumerate() {
+    // Files of a directory that are not captures and do not claim to be (notes, manifests): one
+    // line per directory instead of an error each.
+    let mut skipped: Vec<Vec<String>> = vec![Vec::new(); dirs.len()];
+    for (i, (f, dir)) in files.into_iter().enumerate() {
         let first = std::fs::File::open(&f)
             .map_err(|e| e.to_string())
             .and_then(|file| {
-                mcpcap::capture::first_timestamp(std::io::BufReader::new(file))
-                    .map_err(|e| e.to_string())
+                mcpcap::capture::first_timestamp(std::io::BufReader::new(file)).map_err(|e| match (
+                    &e, dir,
+                ) {
+                    (mcpcap::capture::CaptureError::NotACapture, Some(d)) if !capture_name(&f) => {
+                        skipped[d].push(
+                            f.file_name()
+                                .map(|n| n.to_string_lossy().into_owned())
+                                .unwrap_or_default(),
+                        );
+                        String::new()
+                    }
+                    _ => e.to_string(),
+                })
             });
         match first {
             Ok(ts) => keyed.push((ts.unwrap_or(i64::MIN), i, f)),
+            Err(e) if e.is_empty() => {}
             Err(e) => eprintln!("mcpcap: {}: {}", f.display(), e),
+        }
+    }
+    for (d, names) in dirs.iter().zip(&skipped) {
+        if !names.is_empty() {
+            eprintln!(
+                "mcpcap: {}: skipped {} file(s) that are not pcap or pcapng: {}",
+                d.display(),
+                names.len(),
+                names.join(", ")
+            );
         }
     }
     keyed.sort_by_key(|(ts, i, _)| (*ts, *i));
@@ -812,6 +840,23 @@ fn capture_order(args: &[PathBuf]) -> Vec<(PathBuf, Option<i64>)> {
         .into_iter()
         .map(|(ts, _, f)| (f, (ts != i64::MIN).then_some(ts)))
         .collect()
+}
+
+/// Whether a file name says it is a capture (`.pcap`, `.pcapng`, `.cap`, `.dmp`, and rotated
+/// parts like `trace.pcap1` or `trace.pcap.2`): such a file that cannot be read is an error.
+fn capture_name(f: &std::path::Path) -> bool {
+    let name = f
+        .file_name()
+        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    [".pcap", ".pcapng", ".cap", ".dmp"].iter().any(|ext| {
+        name.match_indices(ext).any(|(i, _)| {
+            name[i + ext.len()..]
+                .trim_start_matches('.')
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+    })
 }
 
 fn select(t: &Table, names: &[&str]) -> Table {
@@ -838,6 +883,29 @@ fn set_table_style() {
         if std::env::var_os(k).is_none() {
             // SAFETY: single-threaded at this point; no other thread reads the environment.
             unsafe { std::env::set_var(k, v) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::capture_name;
+
+    #[test]
+    fn capture_names() {
+        for yes in [
+            "a.pcap",
+            "A.PCAPNG",
+            "x.cap",
+            "win.dmp",
+            "trace.pcap1",
+            "trace.pcap.12",
+            "dir/y.pcap",
+        ] {
+            assert!(capture_name(std::path::Path::new(yes)), "{yes}");
+        }
+        for no in ["MANIFEST.json", "NOTES.md", "a.pcap.txt", "capture", "x.pcapx"] {
+            assert!(!capture_name(std::path::Path::new(no)), "{no}");
         }
     }
 }
