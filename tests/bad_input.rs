@@ -197,6 +197,27 @@ fn a_directory_skips_what_is_not_a_capture_in_one_line() {
 }
 
 #[test]
+fn a_capture_that_breaks_before_its_first_frame_is_unreadable() {
+    // The pcap header, then a record that claims 4 GB: nothing can be read (exit 2, one line);
+    // a header with no record at all is an empty but valid capture (exit 0).
+    let whole = fixture("resume_409.pcap");
+    let mut b = whole[..24].to_vec();
+    b.extend_from_slice(&[
+        0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xf0, 0xff, 0xff, 0xff, 0xf0,
+    ]);
+    b.extend_from_slice(&whole[40..200]);
+    let p = tmp("huge-record.pcap", &b);
+    let o = mcpcap(&["analyze", "--format", "ndjson", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{:?}", stderr_lines(&o));
+    let lines = stderr_lines(&o);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains(p.to_str().unwrap()), "{lines:?}");
+    let p = tmp("header-only.pcap", &whole[..24]);
+    let o = mcpcap(&["analyze", "--format", "ndjson", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", stderr_lines(&o));
+}
+
+#[test]
 fn unsupported_link_type_named() {
     // pcap header, LINKTYPE 147 (user 0), one 4-byte record.
     let mut b = Vec::new();

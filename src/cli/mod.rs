@@ -343,7 +343,8 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         done_bytes += read_bytes.load(std::sync::atomic::Ordering::Relaxed);
         match res {
             Ok(summary) => {
-                read_any = true;
+                // A file that stops before its first frame could not be read at all.
+                read_any |= summary.frames > 0 || summary.truncated.is_none();
                 let unsupported =
                     analyzer.anomalies.count("capture.unsupported_linktype") - unsupported_before;
                 readable_frames += summary.frames - unsupported;
@@ -904,7 +905,13 @@ mod tests {
         ] {
             assert!(capture_name(std::path::Path::new(yes)), "{yes}");
         }
-        for no in ["MANIFEST.json", "NOTES.md", "a.pcap.txt", "capture", "x.pcapx"] {
+        for no in [
+            "MANIFEST.json",
+            "NOTES.md",
+            "a.pcap.txt",
+            "capture",
+            "x.pcapx",
+        ] {
             assert!(!capture_name(std::path::Path::new(no)), "{no}");
         }
     }
