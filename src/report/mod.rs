@@ -143,10 +143,10 @@ impl Table {
                 Values::U64(x) => Series::new(name, x),
                 Values::F64(x) => Series::new(name, x),
                 Values::Bool(x) => Series::new(name, x),
-                Values::Ts(x) => Series::new(name, x).cast(&DataType::Datetime(
-                    TimeUnit::Microseconds,
-                    Some(TimeZone::UTC),
-                ))?,
+                // Marked UTC (a cast to a zoned type leaves the zone out).
+                Values::Ts(x) => Int64Chunked::from_iter_options(name, x.iter().copied())
+                    .into_datetime(TimeUnit::Microseconds, Some(TimeZone::UTC))
+                    .into_series(),
             };
             cols.push(s.into());
         }
@@ -221,8 +221,10 @@ pub fn write_chunks(
     };
     let df = frame(first)?;
     if format == Format::Csv {
+        // ISO 8601 with the zone, as in NDJSON: `2026-11-29T22:24:30.063117Z`.
         let mut w = CsvWriter::new(file)
             .include_header(true)
+            .with_datetime_format(Some("%Y-%m-%dT%H:%M:%S%.6fZ".into()))
             .batched(df.schema())
             .map_err(err)?;
         w.write_batch(&df).map_err(err)?;
