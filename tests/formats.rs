@@ -90,6 +90,36 @@ fn csv_parquet_ndjson_agree() {
     let _ = std::fs::remove_dir_all(&base);
 }
 
+/// Times are UTC in every format: Parquet timestamps carry the zone, CSV and NDJSON write the
+/// same `…Z` text; and the terminal table (which polars formats without zones) prints.
+#[test]
+fn times_are_utc_everywhere_and_the_terminal_table_prints() {
+    let base = std::env::temp_dir().join(format!("mcpcap-times-{}", std::process::id()));
+    let (csv_dir, pq_dir) = (base.join("csv"), base.join("parquet"));
+    run(&["--format", "csv"], Some(&csv_dir));
+    run(&["--format", "parquet"], Some(&pq_dir));
+    let pq = ParquetReader::new(std::fs::File::open(pq_dir.join("findings.parquet")).unwrap())
+        .finish()
+        .unwrap();
+    assert_eq!(
+        pq.column("ts").unwrap().dtype(),
+        &DataType::Datetime(TimeUnit::Microseconds, Some(TimeZone::UTC))
+    );
+    let csv = std::fs::read_to_string(csv_dir.join("findings.csv")).unwrap();
+    let first_ts = csv.lines().nth(1).unwrap().split(',').next().unwrap();
+    assert_eq!(first_ts, "2026-11-29T22:24:30.063117Z");
+    let (_, ndjson) = run(&["--format", "ndjson", "--fail-on", "never"], None);
+    let row: serde_json::Value = serde_json::from_str(ndjson.lines().next().unwrap()).unwrap();
+    assert_eq!(row["ts"], first_ts);
+    let (code, table) = run(&["--format", "table"], None);
+    assert_eq!(code, 1);
+    assert!(
+        table.contains("findings (4 rows)") && table.contains("2026-11-29 22:24:30.063117"),
+        "{table}"
+    );
+    let _ = std::fs::remove_dir_all(&base);
+}
+
 /// The events and exchanges tables written in pieces (as the CLI does, to bound memory) equal
 /// the tables written whole, in CSV and Parquet: one header, every row once, in order.
 #[test]

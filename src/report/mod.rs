@@ -132,8 +132,14 @@ impl Table {
             .unwrap_or(0)
     }
 
-    /// Build the polars DataFrame.
+    /// Build the polars DataFrame; times are `Datetime(µs, UTC)`.
     pub fn to_dataframe(&self) -> PolarsResult<DataFrame> {
+        self.frame(true)
+    }
+
+    /// The DataFrame, times zoned UTC or (for the terminal: polars formats zoned times only with
+    /// its `timezones` feature) without a zone.
+    fn frame(&self, zoned: bool) -> PolarsResult<DataFrame> {
         let mut cols: Vec<Column> = Vec::with_capacity(self.columns.len());
         for (name, v) in &self.columns {
             let name: PlSmallStr = (*name).into();
@@ -145,7 +151,7 @@ impl Table {
                 Values::Bool(x) => Series::new(name, x),
                 // Marked UTC (a cast to a zoned type leaves the zone out).
                 Values::Ts(x) => Int64Chunked::from_iter_options(name, x.iter().copied())
-                    .into_datetime(TimeUnit::Microseconds, Some(TimeZone::UTC))
+                    .into_datetime(TimeUnit::Microseconds, zoned.then_some(TimeZone::UTC))
                     .into_series(),
             };
             cols.push(s.into());
@@ -245,7 +251,7 @@ pub fn write_chunks(
 /// Render a table for the terminal.
 pub fn render(t: &Table) -> Result<String, String> {
     let df = t
-        .to_dataframe()
+        .frame(false)
         .map_err(|e| format!("table {}: {e}", t.name))?;
     Ok(format!("{} ({} rows)\n{}\n", t.name, t.height(), df))
 }
