@@ -25,6 +25,20 @@ fn fixture(name: &str) -> Vec<u8> {
     .unwrap()
 }
 
+/// `analyze --format ndjson --fail-on never PATH`: the output and its stderr lines.
+fn ndjson_never(path: &std::path::Path) -> (Output, Vec<String>) {
+    let o = mcpcap(&[
+        "analyze",
+        "--format",
+        "ndjson",
+        "--fail-on",
+        "never",
+        path.to_str().unwrap(),
+    ]);
+    let lines = stderr_lines(&o);
+    (o, lines)
+}
+
 fn stderr_lines(o: &Output) -> Vec<String> {
     String::from_utf8_lossy(&o.stderr)
         .lines()
@@ -74,16 +88,8 @@ fn bad_usage_exit_2() {
 fn truncated_capture_is_analysed_up_to_the_cut() {
     let bytes = fixture("resume_409.pcap");
     let p = tmp("cut.pcap", &bytes[..9_000]);
-    let o = mcpcap(&[
-        "analyze",
-        "--format",
-        "ndjson",
-        "--fail-on",
-        "never",
-        p.to_str().unwrap(),
-    ]);
+    let (o, lines) = ndjson_never(&p);
     assert_eq!(o.status.code(), Some(0));
-    let lines = stderr_lines(&o);
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(
         lines[0].contains("file ends inside a block") && lines[0].contains("analysed the"),
@@ -169,16 +175,8 @@ fn a_directory_skips_what_is_not_a_capture_in_one_line() {
     std::fs::write(dir.join("NOTES.md"), b"# notes\n").unwrap();
     std::fs::write(dir.join("MANIFEST.json"), b"[]\n").unwrap();
     std::fs::write(dir.join("broken.pcap"), b"not a capture at all\n").unwrap();
-    let o = mcpcap(&[
-        "analyze",
-        "--format",
-        "ndjson",
-        "--fail-on",
-        "never",
-        dir.to_str().unwrap(),
-    ]);
+    let (o, lines) = ndjson_never(&dir);
     assert_eq!(o.status.code(), Some(0));
-    let lines = stderr_lines(&o);
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert!(
         lines
