@@ -216,6 +216,36 @@ fn a_capture_that_breaks_before_its_first_frame_is_unreadable() {
 }
 
 #[test]
+fn a_port_that_matches_nothing_is_said() {
+    let p = tmp("ports.pcap", &fixture("resume_409.pcap"));
+    let o = mcpcap(&[
+        "analyze",
+        "--port",
+        "9999",
+        "--format",
+        "ndjson",
+        p.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let lines = stderr_lines(&o);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains("no TCP segment has port 9999") && lines[0].contains("left out"),
+        "{lines:?}"
+    );
+    // A port that matches: no such line.
+    let o = mcpcap(&[
+        "analyze",
+        "--port",
+        "3401",
+        "--format",
+        "ndjson",
+        p.to_str().unwrap(),
+    ]);
+    assert!(stderr_lines(&o).is_empty(), "{:?}", stderr_lines(&o));
+}
+
+#[test]
 fn unsupported_link_type_named() {
     // pcap header, LINKTYPE 147 (user 0), one 4-byte record.
     let mut b = Vec::new();

@@ -402,6 +402,15 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     if !read_any || (readable_frames == 0 && frames > 0) {
         return Ok(EXIT_USAGE);
     }
+    let count = |f: fn(&mcpcap::Counters) -> u64| counter_sum(&vantages, f);
+    if !options.ports.is_empty() && count(|c| c.filtered) > 0 && count(|c| c.tcp_segments) == 0 {
+        let ports: Vec<String> = options.ports.iter().map(u16::to_string).collect();
+        eprintln!(
+            "mcpcap: no TCP segment has port {} on either side; {} were left out",
+            ports.join(" or "),
+            count(|c| c.filtered)
+        );
+    }
     let mut per_vantage: Vec<Vec<mcpcap::http::Exchange>> = vantages
         .iter_mut()
         .map(|v| match dump.as_mut() {
@@ -563,9 +572,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         }
         Format::Table => {
             set_table_style();
-            let count = |f: fn(&mcpcap::Counters) -> u64| -> u64 {
-                vantages.iter().map(|v| f(&v.analyzer.counters)).sum()
-            };
+            let count = |f: fn(&mcpcap::Counters) -> u64| counter_sum(&vantages, f);
             let flows: usize = vantages.iter().map(|v| v.analyzer.flows.flows.len()).sum();
             let points = if vantages.len() > 1 {
                 format!(" from {} vantage points", vantages.len())
@@ -687,6 +694,11 @@ fn first_segments(path: &std::path::Path, n: usize) -> Vec<(mcpcap::ConnKey, boo
         },
     );
     out
+}
+
+/// A frame-level counter summed over the vantage points.
+fn counter_sum(vantages: &[Vantage], f: fn(&mcpcap::Counters) -> u64) -> u64 {
+    vantages.iter().map(|v| f(&v.analyzer.counters)).sum()
 }
 
 /// One vantage point being read: its files feed one analyzer, in time order.
