@@ -246,6 +246,36 @@ fn a_port_that_matches_nothing_is_said() {
 }
 
 #[test]
+fn standard_input_is_one_capture() {
+    // `tcpdump -w - | mcpcap analyze -`: the same findings as from the file; `-` only alone.
+    let bytes = fixture("fork_restart.pcap");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+        .args(["analyze", "--format", "ndjson", "--fail-on", "never", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(&bytes).unwrap();
+    }
+    let piped = child.wait_with_output().unwrap();
+    assert_eq!(piped.status.code(), Some(0));
+    let p = tmp("fork.pcap", &bytes);
+    let (file, _) = ndjson_never(&p);
+    assert!(!piped.stdout.is_empty());
+    assert_eq!(piped.stdout, file.stdout);
+    let o = mcpcap(&["analyze", "-", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr_lines(&o)[0].contains("standard input"),
+        "{:?}",
+        stderr_lines(&o)
+    );
+}
+
+#[test]
 fn unsupported_link_type_named() {
     // pcap header, LINKTYPE 147 (user 0), one 4-byte record.
     let mut b = Vec::new();

@@ -119,9 +119,9 @@ enum FailOn {
 
 #[derive(clap::Args, Debug)]
 struct AnalyzeArgs {
-    /// Capture files (pcap or pcapng) or directories of them. Files whose times follow each
-    /// other are one vantage point (rotation); files whose times overlap are separate vantage
-    /// points.
+    /// Capture files (pcap or pcapng) or directories of them, or `-` for one capture on standard
+    /// input. Files whose times follow each other are one vantage point (rotation); files whose
+    /// times overlap are separate vantage points.
     #[arg(required_unless_present = "vantage")]
     captures: Vec<PathBuf>,
     /// Threads for reassembly and HTTP, the reading thread included (flows sharded after
@@ -276,7 +276,17 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     let mut read_any = false;
     let mut readable_frames = 0u64;
     let mut capture_anomalies = mcpcap::anomaly::Anomalies::default();
-    let order = capture_order(&inputs);
+    // `-`: one capture from standard input (`tcpdump -w - | mcpcap analyze -`), read once, so it
+    // cannot be ordered among other files.
+    let stdin = inputs.iter().any(|p| p.as_os_str() == "-");
+    if stdin && inputs.len() > 1 {
+        return Err("standard input (-) is read only as the one capture".into());
+    }
+    let order = if stdin {
+        vec![(PathBuf::from("-"), None)]
+    } else {
+        capture_order(&inputs)
+    };
     let total: u64 = order
         .iter()
         .filter_map(|(p, _)| std::fs::metadata(p).ok())
@@ -286,13 +296,18 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         progress::Progress::new(!args.quiet && std::io::stderr().is_terminal(), total);
     let mut done_bytes = 0u64;
     for (path, first_ts) in &order {
-        let file = match std::fs::File::open(path) {
-            Ok(f) => progress::Counting::new(f),
-            Err(e) => {
-                eprintln!("mcpcap: {}: {}", path.display(), e);
-                continue;
+        let input: Box<dyn std::io::Read + Send> = if stdin {
+            Box::new(std::io::stdin())
+        } else {
+            match std::fs::File::open(path) {
+                Ok(f) => Box::new(f),
+                Err(e) => {
+                    eprintln!("mcpcap: {}: {}", path.display(), e);
+                    continue;
+                }
             }
         };
+        let file = progress::Counting::new(input);
         let read_bytes = file.counter();
         let vi = pick_vantage(
             &mut vantages,
@@ -316,7 +331,10 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         // into it directly; another buffer in front would copy every byte once more.
         let reader = file;
         let mut n = 0u64;
+        // The first frame's time (standard input is not read ahead for it).
+        let mut first_frame_ts = None;
         let res = mcpcap::capture::read_capture(reader, first, &mut capture_anomalies, |f| {
+            first_frame_ts.get_or_insert(f.ts);
             match dump.as_mut() {
                 Some(d) => analyzer.frame_tap(&f, d),
                 None => analyzer.frame(&f),
@@ -387,6 +405,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             Err(e) => eprintln!("mcpcap: {}: {}", path.display(), e),
         }
         v.last_ts = v.analyzer.counters.ts_last.or(v.last_ts);
+        v.ts_first = v.ts_first.or(first_frame_ts);
     }
     let sessions: u64 = vantages
         .iter()
