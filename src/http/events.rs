@@ -207,13 +207,18 @@ impl EventLog {
         }
     }
     fn at(&self, i: usize) -> EventRec<'_> {
-        let f = &self.fixed[i];
+        view(&self.fixed[i], self.var(i), &self.bytes)
+    }
+    /// The variable part of event `i` (it ends where the next event's starts).
+    fn var(&self, i: usize) -> &[u8] {
         let end = self
             .fixed
             .get(i + 1)
             .map_or(self.bytes.len(), |n| n.start as usize);
-        let var = self.bytes.get(f.start as usize..end).unwrap_or(&[]);
-        view(f, var, &self.bytes)
+        self.fixed
+            .get(i)
+            .and_then(|f| self.bytes.get(f.start as usize..end))
+            .unwrap_or(&[])
     }
     /// Append an event: its SSE fields, the length and hash of its data, and what its data
     /// parsed to.
@@ -292,15 +297,8 @@ impl EventLog {
             if f.flags & HAS_OWN_ID == 0 {
                 return None;
             }
-            let end = self
-                .fixed
-                .get(i + 1)
-                .map_or(self.bytes.len(), |n| n.start as usize);
-            let var = self.bytes.get(f.start as usize..end)?;
-            Some((
-                f.flags & TRUNCATED != 0,
-                read_id(&mut Reader(var), &self.bytes)?,
-            ))
+            let id = read_id(&mut Reader(self.var(i)), &self.bytes)?;
+            Some((f.flags & TRUNCATED != 0, id))
         })
     }
     /// Number of messages of all events.
