@@ -18,13 +18,18 @@ macro_rules! col {
     };
 }
 
-fn join<I: IntoIterator<Item = String>>(it: I) -> Option<String> {
-    let v: Vec<String> = it.into_iter().collect();
-    if v.is_empty() {
-        None
-    } else {
-        Some(v.join(","))
+fn join<S: AsRef<str>, I: IntoIterator<Item = S>>(it: I) -> Option<String> {
+    let mut out: Option<String> = None;
+    for v in it {
+        match out.as_mut() {
+            None => out = Some(v.as_ref().to_string()),
+            Some(o) => {
+                o.push(',');
+                o.push_str(v.as_ref());
+            }
+        }
     }
+    out
 }
 
 /// `findings`: one row per finding (notice.log).
@@ -279,7 +284,7 @@ pub fn resumptions(a: &Analysis, ex: &[Exchange]) -> Table {
 pub fn events(a: &Analysis, ex: &[Exchange]) -> Table {
     pieces_of_events(&a.model, ex, usize::MAX, usize::MAX)
         .next()
-        .unwrap_or_else(|| events_table(&a.model, ex, &[], &[]))
+        .unwrap_or_else(|| events_table(&a.model, ex, &[]))
 }
 
 /// Text of the events' own strings (ids, types, parse errors) in one piece of the `events`
@@ -307,7 +312,6 @@ fn pieces_of_events<'a>(
     rows: usize,
     text_cap: usize,
 ) -> impl Iterator<Item = Table> + 'a {
-    let labels: Vec<String> = m.sessions.iter().map(|s| s.label()).collect();
     let rows = rows.max(1);
     // The (exchange, event) pairs of each piece are gathered as the pieces are made, from where
     // the previous piece stopped.
@@ -335,15 +339,14 @@ fn pieces_of_events<'a>(
         if evs.is_empty() && !was_first {
             return None;
         }
-        Some(events_table(m, ex, &labels, &evs))
+        Some(events_table(m, ex, &evs))
     })
 }
 
-/// The `events` rows of `evs` ((exchange index, event) pairs); `labels` are the sessions' labels.
+/// The `events` rows of `evs` ((exchange index, event) pairs).
 fn events_table(
     m: &crate::mcp::Model,
     ex: &[Exchange],
-    labels: &[String],
     evs: &[(usize, crate::http::EventRec)],
 ) -> Table {
     use std::fmt::Write as _;
@@ -398,7 +401,14 @@ fn events_table(
             col!("ts", Ts, evs, |(_, ev)| Some(ev.sse.ts)),
             (
                 "session_id",
-                text(&|(xi, _), b| put(b, labels.get(m.exchange_session[*xi]).map(String::as_str))),
+                text(&|(xi, _), b| {
+                    put(
+                        b,
+                        m.sessions
+                            .get(m.exchange_session[*xi])
+                            .map(|s| s.label_str()),
+                    )
+                }),
             ),
             (
                 "stream_id",
@@ -483,10 +493,10 @@ fn exchanges_rows(a: &Analysis, ex: &[Exchange], range: std::ops::Range<usize>) 
             let (mut methods, mut ids) = (Vec::new(), Vec::new());
             for m in msgs(e) {
                 if let Some(method) = m.method.filter(|x| seen.insert(*x)) {
-                    methods.push(method.to_string());
+                    methods.push(method);
                 }
                 if m.kind != Kind::Notification {
-                    ids.extend(m.id.map(str::to_string));
+                    ids.extend(m.id);
                 }
             }
             (join(methods), join(ids))
