@@ -689,3 +689,70 @@ fn id_delivered_on_two_streams_links_the_cut_one() {
     assert_kinds(&fs, &[("resume_ok", "info")]);
     assert_keys(one(&fs, "resume_ok"), Some("2"), Some("3"), None);
 }
+
+#[test]
+fn a_stream_resumed_past_the_history_budget_says_so() {
+    // A standalone stream polled again and again, 1024 events a poll: once its resumptions have
+    // read 2^21 events of history, the later ones are checked against its last 256 events,
+    // which the anomalies table says once for the stream (and each resumption's reason).
+    let mut cap = Capture::new();
+    handshake(&mut cap);
+    let mut next = 1u64;
+    let mut last = None::<String>;
+    for _ in 0..70 {
+        let mut c = cap.connect();
+        c.client(&mut cap, &get(Some(SID), last.as_deref()));
+        let evs: Vec<Ev> = (next..next + 1024)
+            .map(|k| Ev::id(k, log_message()))
+            .collect();
+        next += 1024;
+        last = Some((next - 1).to_string());
+        c.server(&mut cap, &sse_response(None, &evs, true));
+        c.close(&mut cap);
+    }
+    let pcap = temp_path("budget", "pcap");
+    std::fs::write(&pcap, cap.pcap()).unwrap();
+    let out = temp_path("budget", "out");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+        .args([
+            "analyze",
+            "--quiet",
+            "--fail-on",
+            "never",
+            "--format",
+            "csv",
+            "--out",
+        ])
+        .arg(&out)
+        .arg(&pcap)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let anomalies = std::fs::read_to_string(out.join("anomalies.csv")).unwrap();
+    let cut: Vec<&str> = anomalies
+        .lines()
+        .filter(|l| l.starts_with("detect.history_window,"))
+        .collect();
+    assert_eq!(cut.len(), 1, "{anomalies}");
+    let resumptions = std::fs::read_to_string(out.join("resumptions.csv")).unwrap();
+    let rows: Vec<&str> = resumptions.lines().skip(1).collect();
+    assert_eq!(rows.len(), 69);
+    let windowed = rows
+        .iter()
+        .filter(|l| l.contains("checked against the stream's last 256 events"))
+        .count();
+    // Poll k reads the k·1024 events before it: past 2^21 from the 65th resumption on.
+    assert_eq!(windowed, 69 - 64, "{resumptions}");
+    assert!(
+        cut[0].contains(&format!("{windowed} resumption(s)")),
+        "{}",
+        cut[0]
+    );
+    // Every resumption, windowed or not, still continues the stream.
+    assert!(
+        rows.iter().all(|l| l.contains(",resumed,")),
+        "{resumptions}"
+    );
+    let _ = std::fs::remove_file(&pcap);
+    let _ = std::fs::remove_dir_all(&out);
+}

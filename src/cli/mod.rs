@@ -533,7 +533,8 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             offset: *o,
         })
         .collect();
-    let mut anomaly_sets: Vec<&mcpcap::anomaly::Anomalies> = vec![&capture_anomalies];
+    let mut anomaly_sets: Vec<&mcpcap::anomaly::Anomalies> =
+        vec![&capture_anomalies, &analysis.anomalies];
     for v in &vantages {
         anomaly_sets.extend([
             &v.analyzer.anomalies,

@@ -169,6 +169,8 @@ pub struct Analysis {
     pub resumptions: Vec<ResumptionResult>,
     /// Findings, ordered by time, session and kind.
     pub findings: Vec<Finding>,
+    /// Limits the detectors reached (`detect.history_window`).
+    pub anomalies: crate::anomaly::Anomalies,
 }
 
 /// Run every detector.
@@ -181,7 +183,7 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
         Default::default();
     let replays = replay::ReplayIndex::build(&model, exchanges);
     let int_ids = resume::IntIds::default();
-    let mut history_read = crate::hash::FastMap::default();
+    let mut history: crate::hash::FastMap<usize, resume::History> = Default::default();
     for (i, r) in model.resumptions.iter().enumerate() {
         let reqs = requests
             .entry(r.session)
@@ -196,7 +198,7 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
             app_seq,
             &replays,
             &int_ids,
-            &mut history_read,
+            &mut history,
             &mut findings,
         );
         proxy::backend_switch(&model, exchanges, r, &result, first, &mut findings);
@@ -221,10 +223,33 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
     findings.sort_by(|a, b| {
         (a.ts, &a.session_id, a.kind, a.frame).cmp(&(b.ts, &b.session_id, b.kind, b.frame))
     });
+    // The history limit, said once per stream it cut.
+    let mut anomalies = crate::anomaly::Anomalies::default();
+    let mut cut: Vec<(usize, &resume::History)> = history
+        .iter()
+        .filter(|(_, h)| h.windowed > 0)
+        .map(|(&st, h)| (st, h))
+        .collect();
+    cut.sort_unstable_by_key(|&(st, _)| st);
+    for (st, h) in cut {
+        let e = h.first_windowed.map(|x| &exchanges[x]);
+        anomalies.add(crate::anomaly::Anomaly::new(
+            "detect.history_window",
+            e.map(|e| e.frame()),
+            e.map(flow_id),
+            format!(
+                "stream S{st}: its resumptions had read {} events of its history; {} resumption(s) from here on were checked against the stream's last {} events only",
+                resume::HISTORY_BUDGET,
+                h.windowed,
+                resume::HISTORY_WINDOW
+            ),
+        ));
+    }
     Analysis {
         model,
         resumptions: results,
         findings,
+        anomalies,
     }
 }
 

@@ -68,7 +68,7 @@ pub(super) fn check(
     app_seq: &[String],
     replays: &ReplayIndex,
     int_ids: &IntIds,
-    history_read: &mut HashMap<usize, u64>,
+    history: &mut HashMap<usize, History>,
     out: &mut Vec<Finding>,
 ) -> ResumptionResult {
     let e = &exchanges[r.exchange];
@@ -143,14 +143,18 @@ pub(super) fn check(
             .position(|&x| x == r.exchange)
             .map_or(&conns[..], |p| &conns[..p])
     };
-    let read = history_read.entry(st).or_default();
-    let window = (*read >= HISTORY_BUDGET).then_some(HISTORY_WINDOW);
-    let before: Vec<Ev> = history(earlier, |xi| exchanges[xi].events.len(), window)
+    let h = history.entry(st).or_default();
+    let window = (h.read >= HISTORY_BUDGET).then_some(HISTORY_WINDOW);
+    let before: Vec<Ev> = history_positions(earlier, |xi| exchanges[xi].events.len(), window)
         .into_iter()
         .filter_map(|(xi, ei)| Some((xi, ei, exchanges[xi].events.get(ei)?)))
         .filter(|(_, _, ev)| !ev.sse.truncated)
         .collect();
-    *read += before.len() as u64;
+    h.read += before.len() as u64;
+    if window.is_some() {
+        h.windowed += 1;
+        h.first_windowed.get_or_insert(r.exchange);
+    }
     let result = |verdict, first: Option<String>, reason: &str| match window {
         Some(w) => result(
             verdict,
@@ -732,6 +736,17 @@ fn answered_before(exchanges: &[Exchange], origin: usize, upto: &[Ev]) -> bool {
     reqs.iter().all(|r| answered.contains(r))
 }
 
+/// How much of a stream's history its resumptions have read ([`HISTORY_BUDGET`]).
+#[derive(Debug, Default)]
+pub(super) struct History {
+    /// Events read, summed over the stream's resumptions.
+    pub read: u64,
+    /// Resumptions checked against only the last [`HISTORY_WINDOW`] events.
+    pub windowed: u64,
+    /// The exchange of the first of those.
+    pub first_windowed: Option<usize>,
+}
+
 /// Events of a stream's history its resumptions read in full (per stream, summed over them)
 /// before each reads only the last [`HISTORY_WINDOW`].
 pub(super) const HISTORY_BUDGET: u64 = 1 << 21;
@@ -741,7 +756,7 @@ pub(super) const HISTORY_WINDOW: usize = 256;
 /// The (connection, event index) positions of a stream's history before a resumption: every
 /// event of the `earlier` connections (`len(c)` events in connection `c`), in order; with a
 /// `window`, only the last `window` of them, walking back over at most `window` connections.
-fn history(
+fn history_positions(
     earlier: &[usize],
     len: impl Fn(usize) -> usize,
     window: Option<usize>,
@@ -855,7 +870,7 @@ pub(super) fn requests_of_session(
 
 #[cfg(test)]
 mod tests {
-    use super::history;
+    use super::history_positions as history;
 
     #[test]
     fn history_whole_or_last_window() {
