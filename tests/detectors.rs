@@ -713,21 +713,7 @@ fn a_stream_resumed_past_the_history_budget_says_so() {
     let pcap = temp_path("budget", "pcap");
     std::fs::write(&pcap, cap.pcap()).unwrap();
     let out = temp_path("budget", "out");
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_mcpcap"))
-        .args([
-            "analyze",
-            "--quiet",
-            "--fail-on",
-            "never",
-            "--format",
-            "csv",
-            "--out",
-        ])
-        .arg(&out)
-        .arg(&pcap)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    write_csv_tables(&pcap, &out);
     let anomalies = std::fs::read_to_string(out.join("anomalies.csv")).unwrap();
     let cut: Vec<&str> = anomalies
         .lines()

@@ -1,7 +1,7 @@
 //! The benchmark generator says what it wrote, and the analysis finds it: every resumption, and
 //! the forks (a replica without the log that starts a fresh one numbered from 1, seed 1).
 
-use std::process::Command;
+mod common;
 
 #[test]
 fn the_analysis_finds_the_resumptions_and_forks_synth_wrote() {
@@ -22,21 +22,7 @@ fn the_analysis_finds_the_resumptions_and_forks_synth_wrote() {
         "{summary:?}"
     );
     let out = dir.join("out");
-    let o = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
-        .args([
-            "analyze",
-            "--quiet",
-            "--fail-on",
-            "never",
-            "--format",
-            "csv",
-            "--out",
-        ])
-        .arg(&out)
-        .arg(&pcap)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    common::write_csv_tables(&pcap, &out);
     let table = std::fs::read_to_string(out.join("resumptions.csv")).unwrap();
     let mut lines = table.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();

@@ -870,7 +870,7 @@ pub(super) fn requests_of_session(
 
 #[cfg(test)]
 mod tests {
-    use super::history_positions as history;
+    use super::history_positions;
 
     #[test]
     fn history_whole_or_last_window() {
@@ -880,16 +880,16 @@ mod tests {
             12 => 2,
             _ => 0,
         };
-        let all = history(&[10, 11, 12], len, None);
+        let all = history_positions(&[10, 11, 12], len, None);
         assert_eq!(all, [(10, 0), (10, 1), (10, 2), (12, 0), (12, 1)]);
         assert_eq!(
-            history(&[10, 11, 12], len, Some(3)),
+            history_positions(&[10, 11, 12], len, Some(3)),
             [(10, 2), (12, 0), (12, 1)]
         );
-        assert_eq!(history(&[10, 11, 12], len, Some(1)), [(12, 1)]);
-        assert_eq!(history(&[10, 11, 12], len, Some(99)), all);
+        assert_eq!(history_positions(&[10, 11, 12], len, Some(1)), [(12, 1)]);
+        assert_eq!(history_positions(&[10, 11, 12], len, Some(99)), all);
         // At most `window` connections are walked, however empty.
-        assert_eq!(history(&[10, 11, 11, 11], len, Some(2)), []);
-        assert!(history(&[], len, None).is_empty());
+        assert_eq!(history_positions(&[10, 11, 11, 11], len, Some(2)), []);
+        assert!(history_positions(&[], len, None).is_empty());
     }
 }

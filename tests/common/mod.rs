@@ -585,6 +585,26 @@ pub fn analyze(cap: &Capture, extra: &[&str]) -> Vec<Value> {
     ndjson(cap, &args)
 }
 
+/// Run `mcpcap analyze --quiet --fail-on never --format csv --out OUT PCAP`; the run must
+/// succeed.
+pub fn write_csv_tables(pcap: &std::path::Path, out: &std::path::Path) {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+        .args([
+            "analyze",
+            "--quiet",
+            "--fail-on",
+            "never",
+            "--format",
+            "csv",
+            "--out",
+        ])
+        .arg(out)
+        .arg(pcap)
+        .output()
+        .expect("run mcpcap");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
 /// The `exchanges` table of a capture, as NDJSON rows.
 pub fn exchanges_table(cap: &Capture) -> Vec<Value> {
     ndjson(cap, &["exchanges", "--format", "ndjson"])
