@@ -80,9 +80,6 @@ pub struct Counters {
     pub not_tcp: u64,
     /// TCP segments left out by `--port`.
     pub filtered: u64,
-    /// TCP segments whose payload the capture's snapshot length cut (the bytes missing are gaps
-    /// of their stream).
-    pub snaplen_cut: u64,
     /// Time of the latest frame, µs since the Unix epoch: where the capture ends.
     pub ts_last: Option<i64>,
 }
@@ -256,7 +253,6 @@ impl Analyzer {
                 self.counters.tcp_segments += 1;
                 let missing = (seg.wire_len as usize).saturating_sub(seg.payload.len());
                 if missing > 0 {
-                    self.counters.snaplen_cut += 1;
                     self.anomalies.add(Anomaly::new(
                         "capture.snaplen_cut",
                         Some(f.number),

@@ -324,7 +324,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         let first = analyzer.counters.frames + 1;
         let unsupported_before = analyzer.anomalies.count("capture.unsupported_linktype");
         let (cut_before, segments_before) = (
-            analyzer.counters.snaplen_cut,
+            analyzer.anomalies.count("capture.snaplen_cut"),
             analyzer.counters.tcp_segments,
         );
         // No BufReader: the capture reader has its own buffer (`capture::BLOCK_BUFFER`) and reads
@@ -383,7 +383,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                         summary.frames
                     );
                 }
-                let cut = analyzer.counters.snaplen_cut - cut_before;
+                let cut = analyzer.anomalies.count("capture.snaplen_cut") - cut_before;
                 if cut > 0 {
                     eprintln!(
                         "mcpcap: {}: the snapshot length cut {} of {} TCP segments; their missing payload bytes are gaps (anomaly capture.snaplen_cut)",
