@@ -57,6 +57,21 @@ impl Anomalies {
             self.rows.push(a);
         }
     }
+    /// Record one anomaly whose detail is written only when its row is kept (for anomalies that
+    /// can come with every frame).
+    pub fn add_with(
+        &mut self,
+        code: &'static str,
+        frame: Option<u64>,
+        flow_id: Option<String>,
+        detail: impl FnOnce() -> String,
+    ) {
+        if self.rows.len() < MAX_KEPT {
+            self.add(Anomaly::new(code, frame, flow_id, detail()));
+        } else {
+            *self.counts.entry(code).or_insert(0) += 1;
+        }
+    }
     /// Count of every anomaly, kept or not.
     pub fn total(&self) -> u64 {
         self.counts.values().sum()
@@ -65,5 +80,25 @@ impl Anomalies {
     /// Count of one code.
     pub fn count(&self, code: &str) -> u64 {
         self.counts.get(code).copied().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Past the rows kept, a lazy detail is not written, and every occurrence is still counted.
+    #[test]
+    fn add_with_counts_past_the_rows_kept() {
+        let mut a = Anomalies::default();
+        let mut written = 0;
+        for i in 0..MAX_KEPT + 5 {
+            a.add_with("x.y", Some(i as u64), None, || {
+                written += 1;
+                String::new()
+            });
+        }
+        assert_eq!((a.rows.len(), written), (MAX_KEPT, MAX_KEPT));
+        assert_eq!(a.count("x.y"), (MAX_KEPT + 5) as u64);
     }
 }

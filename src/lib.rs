@@ -253,16 +253,14 @@ impl Analyzer {
                 self.counters.tcp_segments += 1;
                 let missing = (seg.wire_len as usize).saturating_sub(seg.payload.len());
                 if missing > 0 {
-                    self.anomalies.add(Anomaly::new(
-                        "capture.snaplen_cut",
-                        Some(f.number),
-                        None,
-                        format!(
-                            "frame captured to {} of {} bytes: the last {missing} bytes of its TCP payload are a gap",
-                            f.data.len(),
-                            f.orig_len
-                        ),
-                    ));
+                    self.anomalies
+                        .add_with("capture.snaplen_cut", Some(f.number), None, || {
+                            format!(
+                                "frame captured to {} of {} bytes: the last {missing} bytes of its TCP payload are a gap",
+                                f.data.len(),
+                                f.orig_len
+                            )
+                        });
                 }
                 match self.shards.as_mut() {
                     Some(s) => {
