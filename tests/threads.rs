@@ -111,11 +111,10 @@ fn seen_connections_do_not_depend_on_threads() {
         for p in probes.chunks(7) {
             assert_eq!(inline.continuity(p), workers.continuity(p), "{f}");
         }
-        assert_eq!(
-            inline.continuity(&probes),
-            workers.continuity(&probes),
-            "{f}"
-        );
+        let all = inline.continuity(&probes);
+        assert_eq!(all, workers.continuity(&probes), "{f}");
+        // Not vacuous: the connections were seen, some closed or still open.
+        assert!(all.closed > 0 || all.open > 0, "{f}: {all:?}");
         workers.finish();
     }
 }
