@@ -216,7 +216,11 @@ pub fn write_chunks(
     };
     let path = dir.join(format!("{name}.{ext}"));
     let err = |e: PolarsError| format!("{}: {e}", path.display());
-    let file = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // Buffered: the Parquet writer's metadata (Thrift) comes in writes of a few bytes each.
+    let mut file = std::io::BufWriter::with_capacity(
+        1 << 20,
+        std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?,
+    );
     let frame = |t: Table| {
         t.to_dataframe()
             .map_err(|e| format!("table {}: {e}", t.name))
@@ -228,7 +232,7 @@ pub fn write_chunks(
     let df = frame(first)?;
     if format == Format::Csv {
         // ISO 8601 with the zone, as in NDJSON: `2026-11-29T22:24:30.063117Z`.
-        let mut w = CsvWriter::new(file)
+        let mut w = CsvWriter::new(&mut file)
             .include_header(true)
             .with_datetime_format(Some("%Y-%m-%dT%H:%M:%S%.6fZ".into()))
             .batched(df.schema())
@@ -237,15 +241,18 @@ pub fn write_chunks(
         for t in chunks {
             w.write_batch(&frame(t)?).map_err(err)?;
         }
-        w.finish().map_err(err)
+        w.finish().map_err(err)?;
     } else {
-        let mut w = ParquetWriter::new(file).batched(df.schema()).map_err(err)?;
+        let mut w = ParquetWriter::new(&mut file)
+            .batched(df.schema())
+            .map_err(err)?;
         w.write_batch(&df).map_err(err)?;
         for t in chunks {
             w.write_batch(&frame(t)?).map_err(err)?;
         }
-        w.finish().map(|_| ()).map_err(err)
+        w.finish().map_err(err)?;
     }
+    std::io::Write::flush(&mut file).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Render a table for the terminal.
