@@ -276,6 +276,36 @@ fn standard_input_is_one_capture() {
 }
 
 #[test]
+fn a_closed_pipe_ends_quietly() {
+    // `mcpcap events x.pcap | head` and `… 2>&1 | head`: the reader goes away. Output stops with
+    // no error message and, above all, no panic (exit 101), also when standard error is the
+    // closed pipe too.
+    let p = tmp("closed-pipe.pcap", &fixture("fork_restart.pcap"));
+    for (cmd, fail_on) in [("events", "never"), ("analyze", "never"), ("analyze", "error")] {
+        for format in ["ndjson", "table"] {
+            for close_stderr in [false, true] {
+                let mut child = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+                    .args([cmd, "--format", format, "--fail-on", fail_on])
+                    .arg(&p)
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                drop(child.stdout.take());
+                if close_stderr {
+                    drop(child.stderr.take());
+                }
+                let o = child.wait_with_output().unwrap();
+                let want = if fail_on == "error" { 1 } else { 0 };
+                let err = String::from_utf8_lossy(&o.stderr);
+                assert_eq!(o.status.code(), Some(want), "{cmd} {format}: {err}");
+                assert!(err.is_empty(), "{cmd} {format}: {err}");
+            }
+        }
+    }
+}
+
+#[test]
 fn unsupported_link_type_named() {
     // pcap header, LINKTYPE 147 (user 0), one 4-byte record.
     let mut b = Vec::new();

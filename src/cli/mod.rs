@@ -12,6 +12,15 @@ use mcpcap::detect::Severity;
 use mcpcap::report::{self, tables, Format, Table};
 use mcpcap::{Analyzer, Options};
 
+/// `eprintln!` that cannot panic: standard error may be a closed pipe too
+/// (`mcpcap … 2>&1 | head`), and a message that cannot be written is dropped.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 /// Exit status: no finding reached `--fail-on`.
 pub const EXIT_OK: i32 = 0;
 /// Exit status: a finding reached `--fail-on`.
@@ -88,7 +97,7 @@ fn synth(args: &SynthArgs) -> Result<i32, String> {
         },
     )
     .map_err(|e| format!("{}: {e}", args.out.display()))?;
-    eprintln!(
+    say!(
         "mcpcap: {}: {} bytes, {} frames, {} sessions, {} events, {} resumptions ({} forks)",
         args.out.display(),
         s.bytes,
@@ -180,7 +189,7 @@ pub fn main() -> i32 {
             return match synth(&a) {
                 Ok(code) => code,
                 Err(msg) => {
-                    eprintln!("mcpcap: {msg}");
+                    say!("mcpcap: {msg}");
                     EXIT_USAGE
                 }
             }
@@ -189,7 +198,7 @@ pub fn main() -> i32 {
     match run(which, &args) {
         Ok(code) => code,
         Err(msg) => {
-            eprintln!("mcpcap: {msg}");
+            say!("mcpcap: {msg}");
             EXIT_USAGE
         }
     }
@@ -302,7 +311,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             match std::fs::File::open(path) {
                 Ok(f) => Box::new(f),
                 Err(e) => {
-                    eprintln!("mcpcap: {}: {}", path.display(), e);
+                    say!("mcpcap: {}: {}", path.display(), e);
                     continue;
                 }
             }
@@ -375,7 +384,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                         .find(|a| a.code == "capture.unsupported_linktype")
                         .map(|a| a.detail.clone())
                         .unwrap_or_default();
-                    eprintln!(
+                    say!(
                         "mcpcap: {}: unsupported {} ({} of {} frames skipped)",
                         path.display(),
                         which,
@@ -385,7 +394,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                 }
                 let cut = analyzer.anomalies.count("capture.snaplen_cut") - cut_before;
                 if cut > 0 {
-                    eprintln!(
+                    say!(
                         "mcpcap: {}: the snapshot length cut {} of {} TCP segments; their missing payload bytes are gaps (anomaly capture.snaplen_cut)",
                         path.display(),
                         cut,
@@ -393,7 +402,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                     );
                 }
                 if let Some(why) = summary.truncated {
-                    eprintln!(
+                    say!(
                         "mcpcap: {}: {} at byte {}; analysed the {} frames before it",
                         path.display(),
                         why,
@@ -402,7 +411,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                     );
                 }
             }
-            Err(e) => eprintln!("mcpcap: {}: {}", path.display(), e),
+            Err(e) => say!("mcpcap: {}: {}", path.display(), e),
         }
         v.last_ts = v.analyzer.counters.ts_last.or(v.last_ts);
         v.ts_first = v.ts_first.or(first_frame_ts);
@@ -424,7 +433,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     let count = |f: fn(&mcpcap::Counters) -> u64| counter_sum(&vantages, f);
     if !options.ports.is_empty() && count(|c| c.filtered) > 0 && count(|c| c.tcp_segments) == 0 {
         let ports: Vec<String> = options.ports.iter().map(u16::to_string).collect();
-        eprintln!(
+        say!(
             "mcpcap: no TCP segment has port {} on either side; {} were left out",
             ports.join(" or "),
             count(|c| c.filtered)
@@ -558,8 +567,8 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         }
     };
     let selected = || -> Vec<Table> { names.iter().map(|n| build(n)).collect() };
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    // Buffered: standard output alone flushes at every line, a write per NDJSON row.
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     match format {
         Format::Csv | Format::Parquet => {
             let dir = args.out.as_ref().expect("checked above");
@@ -586,8 +595,12 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             };
             let tables = pieces(name, &analysis, &exchanges, &build);
             for t in tables {
-                t.write_ndjson(&mut out)
-                    .map_err(|e| format!("stdout: {e}"))?;
+                match t.write_ndjson(&mut out) {
+                    Ok(()) => {}
+                    // The reader went away (`| head`): nothing more to write, not an error.
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break,
+                    Err(e) => return Err(format!("stdout: {e}")),
+                }
             }
         }
         Format::Table => {
@@ -669,6 +682,13 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                 }
             }
         }
+    }
+    match out.flush() {
+        Err(e) if format == Format::Ndjson && e.kind() != std::io::ErrorKind::BrokenPipe => {
+            return Err(format!("stdout: {e}"))
+        }
+        // The terminal table's writes ignore errors as well.
+        _ => {}
     }
     let threshold = match args.fail_on {
         FailOn::Error => Some(Severity::Error),
@@ -817,12 +837,12 @@ fn capture_order(args: &[PathBuf]) -> Vec<(PathBuf, Option<i64>)> {
                         .collect();
                     inside.sort();
                     if inside.is_empty() {
-                        eprintln!("mcpcap: {}: directory holds no files", p.display());
+                        say!("mcpcap: {}: directory holds no files", p.display());
                     }
                     let d = dirs.iter().position(|x| *x == p);
                     files.extend(inside.into_iter().map(|f| (f, d)));
                 }
-                Err(e) => eprintln!("mcpcap: {}: {}", p.display(), e),
+                Err(e) => say!("mcpcap: {}: {}", p.display(), e),
             }
         } else {
             files.push((p.clone(), None));
@@ -855,12 +875,12 @@ fn capture_order(args: &[PathBuf]) -> Vec<(PathBuf, Option<i64>)> {
         match first {
             Ok(ts) => keyed.push((ts.unwrap_or(i64::MIN), i, f)),
             Err(e) if e.is_empty() => {}
-            Err(e) => eprintln!("mcpcap: {}: {}", f.display(), e),
+            Err(e) => say!("mcpcap: {}: {}", f.display(), e),
         }
     }
     for (d, names) in dirs.iter().zip(&skipped) {
         if !names.is_empty() {
-            eprintln!(
+            say!(
                 "mcpcap: {}: skipped {} file(s) that are not pcap or pcapng: {}",
                 d.display(),
                 names.len(),
