@@ -1,6 +1,7 @@
 //! Rotated captures (`tcpdump -C/-G`): a capture split into files, given in any order or as a
 //! directory, is one vantage point and gives the same tables as the whole file — flows continue
-//! from one file into the next. (Only the `vantages` table, which lists the files, differs.)
+//! from one file into the next. (Only the `vantages` and `files` tables, which list the files,
+//! differ.)
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -45,7 +46,8 @@ fn split(pcap: &[u8], n: usize, dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Every table but `vantages` (which lists the files read) as CSV text; `port` filters.
+/// Every table but `vantages` and `files` (which list the files read) as CSV text; `port`
+/// filters.
 fn tables(args: &[&Path], out: &Path, port: Option<&str>) -> Vec<String> {
     let o = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
         .args(["analyze", "--format", "csv", "--fail-on", "never", "--out"])
@@ -57,7 +59,7 @@ fn tables(args: &[&Path], out: &Path, port: Option<&str>) -> Vec<String> {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     TABLES
         .iter()
-        .filter(|t| **t != "vantages")
+        .filter(|t| !matches!(**t, "vantages" | "files"))
         .map(|t| std::fs::read_to_string(out.join(format!("{t}.csv"))).unwrap())
         .collect()
 }
@@ -81,6 +83,80 @@ fn split_capture_gives_the_same_tables() {
             expected
         );
     }
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+/// The times of a classic little-endian microsecond pcap's records, as the tables write them.
+fn record_times(pcap: &[u8]) -> Vec<String> {
+    assert_eq!(pcap[..4], [0xd4, 0xc3, 0xb2, 0xa1]);
+    let u32_at = |i: usize| u32::from_le_bytes([pcap[i], pcap[i + 1], pcap[i + 2], pcap[i + 3]]);
+    let (mut i, mut out) = (24, Vec::new());
+    while i + 16 <= pcap.len() {
+        let us = i64::from(u32_at(i)) * 1_000_000 + i64::from(u32_at(i + 4));
+        out.push(mcpcap::report::format_ts(us));
+        i += 16 + u32_at(i + 8) as usize;
+    }
+    out
+}
+
+/// `files` says where each file's frames are in the `frame` columns: the ranges run on in the
+/// order read, and frame `n` is record `n - frame_first + 1` of the file whose range holds it.
+#[test]
+fn files_table_maps_frames_to_files() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let whole = std::fs::read(root.join("fixtures/mcp/fork_restart.pcap")).unwrap();
+    let base = std::env::temp_dir().join(format!("mcpcap-files-{}", std::process::id()));
+    let parts = split(&whole, 40, &base.join("parts"));
+    let out = base.join("out");
+    // Reversed on the command line: they are read in time order.
+    let reversed: Vec<&Path> = parts.iter().rev().map(PathBuf::as_path).collect();
+    tables(&reversed, &out, None);
+    let csv = |t: &str| -> Vec<Vec<String>> {
+        let text = std::fs::read_to_string(out.join(format!("{t}.csv"))).unwrap();
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        assert!(!text.contains('"'), "{t}: quoted cells");
+        lines
+            .map(|l| {
+                let row: Vec<&str> = l.split(',').collect();
+                assert_eq!(row.len(), header.len());
+                row.iter().map(|c| c.to_string()).collect()
+            })
+            .collect()
+    };
+    let files = csv("files");
+    assert_eq!(files.len(), parts.len());
+    let mut next = 1u64;
+    let mut ranges = Vec::new();
+    for (row, part) in files.iter().zip(&parts) {
+        // file, vantage, frame_first, frame_last, frames, bytes, ts_first, ts_last, stopped
+        assert_eq!(row[0], part.display().to_string());
+        assert_eq!(row[1], "v1");
+        let bytes = std::fs::read(part).unwrap();
+        let times = record_times(&bytes);
+        let (first, last, frames): (u64, u64, u64) =
+            (row[2].parse().unwrap(), row[3].parse().unwrap(), row[4].parse().unwrap());
+        assert_eq!((first, last, frames), (next, next + frames - 1, times.len() as u64));
+        assert_eq!(row[5], bytes.len().to_string());
+        assert_eq!(row[8], "");
+        next = last + 1;
+        ranges.push((first, last, times));
+    }
+    // Every event's last frame, looked up in its file, has the event's time.
+    let events = csv("events");
+    assert!(events.len() > 20);
+    let mut across = 0;
+    for ev in &events {
+        // ts, session_id, stream_id, flow_id, trans_depth, frame_first, frame_last, ...
+        let frame: u64 = ev[6].parse().unwrap();
+        let (first, _, times) = ranges
+            .iter()
+            .find(|(f, l, _)| (*f..=*l).contains(&frame))
+            .expect("a file holds every frame");
+        assert_eq!(times[(frame - first) as usize], ev[0], "frame {frame}");
+        across += usize::from(*first > 1);
+    }
+    assert!(across > 0, "events in later files");
     let _ = std::fs::remove_dir_all(&base);
 }
 

@@ -304,6 +304,8 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     let mut progress =
         progress::Progress::new(!args.quiet && std::io::stderr().is_terminal(), total);
     let mut done_bytes = 0u64;
+    // Per file read: its row of the `files` table and the index of its vantage point.
+    let mut file_rows: Vec<(usize, tables::FileRow)> = Vec::new();
     for (path, first_ts) in &order {
         let input: Box<dyn std::io::Read + Send> = if stdin {
             Box::new(std::io::stdin())
@@ -342,8 +344,11 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         let mut n = 0u64;
         // The first frame's time (standard input is not read ahead for it).
         let mut first_frame_ts = None;
+        // Its earliest and latest frame times (frames need not be in time order).
+        let mut span = (i64::MAX, i64::MIN);
         let res = mcpcap::capture::read_capture(reader, first, &mut capture_anomalies, |f| {
             first_frame_ts.get_or_insert(f.ts);
+            span = (span.0.min(f.ts), span.1.max(f.ts));
             match dump.as_mut() {
                 Some(d) => analyzer.frame_tap(&f, d),
                 None => analyzer.frame(&f),
@@ -367,7 +372,26 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                 );
             }
         });
-        done_bytes += read_bytes.load(std::sync::atomic::Ordering::Relaxed);
+        let bytes = read_bytes.load(std::sync::atomic::Ordering::Relaxed);
+        done_bytes += bytes;
+        let frames = analyzer.counters.frames + 1 - first;
+        file_rows.push((
+            vi,
+            tables::FileRow {
+                file: path.display().to_string(),
+                vantage: String::new(),
+                frame_first: (frames > 0).then_some(first),
+                frame_last: (frames > 0).then_some(first + frames - 1),
+                frames,
+                bytes,
+                ts_first: (frames > 0).then_some(span.0),
+                ts_last: (frames > 0).then_some(span.1),
+                stopped: match &res {
+                    Ok(summary) => summary.truncated.clone(),
+                    Err(e) => Some(e.to_string()),
+                },
+            },
+        ));
         match res {
             Ok(summary) => {
                 // A file that stops before its first frame could not be read at all.
@@ -542,6 +566,13 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             offset: *o,
         })
         .collect();
+    let file_rows: Vec<tables::FileRow> = file_rows
+        .into_iter()
+        .map(|(vi, row)| tables::FileRow {
+            vantage: vantages[vi].name.clone(),
+            ..row
+        })
+        .collect();
     let mut anomaly_sets: Vec<&mcpcap::anomaly::Anomalies> =
         vec![&capture_anomalies, &analysis.anomalies];
     for v in &vantages {
@@ -563,6 +594,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             "flows" => tables::flows(&flow_parts),
             "anomalies" => tables::anomalies(&anomaly_sets),
             "vantages" => tables::vantages(&vantage_rows),
+            "files" => tables::files(&file_rows),
             _ => findings_t.clone(),
         }
     };
@@ -616,7 +648,15 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                 count(|c| c.frames), count(|c| c.not_tcp), count(|c| c.filtered), count(|c| c.tcp_segments), flows, exchanges.len(), analysis.model.sessions.len(), analysis.resumptions.len(), analysis.findings.len(),
                 anomaly_sets.iter().map(|a| a.total()).sum::<u64>());
             let shown: Vec<Table> = if which == "analyze" {
-                vec![
+                // Several files: where each one's frames are in the `frame` columns below.
+                let files = (file_rows.len() > 1).then(|| {
+                    select(
+                        &tables::files(&file_rows),
+                        &["file", "vantage", "frame_first", "frame_last", "frames"],
+                    )
+                });
+                files.into_iter().chain([
+
                     select(
                         &tables::sessions(&analysis, &exchanges),
                         &[
@@ -660,7 +700,8 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                             "request_id",
                         ],
                     ),
-                ]
+                ])
+                .collect()
             } else {
                 selected()
             };

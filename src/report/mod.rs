@@ -9,7 +9,7 @@
 pub mod tables;
 
 /// The tables `analyze` writes with `--format csv|parquet`, in order (file stems).
-pub const TABLE_NAMES: [&str; 9] = [
+pub const TABLE_NAMES: [&str; 10] = [
     "sessions",
     "streams",
     "resumptions",
@@ -19,6 +19,7 @@ pub const TABLE_NAMES: [&str; 9] = [
     "flows",
     "anomalies",
     "vantages",
+    "files",
 ];
 
 use std::io::Write;

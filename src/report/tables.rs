@@ -652,6 +652,51 @@ pub fn flows(parts: &[FlowsPart<'_>]) -> Table {
     }
 }
 
+/// One capture file's row for [`files`].
+#[derive(Debug, Clone)]
+pub struct FileRow {
+    /// The path as given (`-` for standard input).
+    pub file: String,
+    /// The vantage point it was read into.
+    pub vantage: String,
+    /// Frame numbers of its first and last frame in the numbering of its vantage point (the
+    /// numbering every `frame` column uses: frames of a vantage point's files run on in the
+    /// order they were read); `None` without frames.
+    pub frame_first: Option<u64>,
+    /// See `frame_first`.
+    pub frame_last: Option<u64>,
+    /// Frames read.
+    pub frames: u64,
+    /// Bytes read from the file.
+    pub bytes: u64,
+    /// Time of its first and last frame, µs since the Unix epoch (its own clock).
+    pub ts_first: Option<i64>,
+    /// See `ts_first`.
+    pub ts_last: Option<i64>,
+    /// Why reading stopped before the end of the file (a cut or damaged record), if it did.
+    pub stopped: Option<String>,
+}
+
+/// `files`: one row per capture file read, in the order read (as capinfos): where its frames
+/// are in the vantage point's numbering. Frame `n` of a table is frame `n - frame_first + 1`
+/// of the file whose range holds it, which is the number Wireshark shows for that file.
+pub fn files(rows: &[FileRow]) -> Table {
+    Table {
+        name: "files",
+        columns: vec![
+            col!("file", Str, rows, |r| Some(r.file.clone())),
+            col!("vantage", Str, rows, |r| Some(r.vantage.clone())),
+            col!("frame_first", U64, rows, |r| r.frame_first),
+            col!("frame_last", U64, rows, |r| r.frame_last),
+            col!("frames", U64, rows, |r| Some(r.frames)),
+            col!("bytes", U64, rows, |r| Some(r.bytes)),
+            col!("ts_first", Ts, rows, |r| r.ts_first),
+            col!("ts_last", Ts, rows, |r| r.ts_last),
+            col!("stopped", Str, rows, |r| r.stopped.clone()),
+        ],
+    }
+}
+
 /// One vantage point's row for [`vantages`].
 #[derive(Debug, Clone)]
 pub struct VantageRow {
