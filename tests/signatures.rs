@@ -557,21 +557,54 @@ fn prompt_delivery_or_accel_buffering_no() {
 // ---------------------------------------------------------------------------
 // planned_poll (MCP 2025-11-25, SEP-1699)
 
+/// How the polled POST response ends.
+#[derive(Clone, Copy)]
+enum PollEnd {
+    /// Chunked, with its last chunk, then the server's FIN.
+    LastChunk,
+    /// Chunked, without its last chunk: cut by the server's FIN.
+    Cut,
+    /// Without chunking or length (delimited by the close, RFC 9112 §6.3): the server's FIN.
+    CloseFin,
+    /// Delimited by the close, but the server resets the connection: an abort.
+    CloseRst,
+}
+
 fn poll(clean_close: bool, version: &str) -> Vec<Value> {
+    poll_ended(
+        if clean_close {
+            PollEnd::LastChunk
+        } else {
+            PollEnd::Cut
+        },
+        version,
+    )
+}
+
+fn poll_ended(end: PollEnd, version: &str) -> Vec<Value> {
     let mut cap = Capture::new();
     handshake_version(&mut cap, SID, version);
     let mut c = cap.connect();
     c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
-    let mut body = sse_head(None);
-    body.extend(chunk(b"id: 0\nretry: 500\ndata: \n\n"));
+    let chunked = matches!(end, PollEnd::LastChunk | PollEnd::Cut);
+    let mut body = if chunked {
+        sse_head(None)
+    } else {
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n".to_vec()
+    };
+    let frame = |text: &[u8]| if chunked { chunk(text) } else { text.to_vec() };
+    body.extend(frame(b"id: 0\nretry: 500\ndata: \n\n"));
     for ev in progs(2, &["1", "2", "3"], 1, 5) {
-        body.extend(chunk(ev.text().as_bytes()));
+        body.extend(frame(ev.text().as_bytes()));
     }
-    if clean_close {
+    if matches!(end, PollEnd::LastChunk) {
         body.extend_from_slice(LAST_CHUNK);
     }
     c.server(&mut cap, &body);
-    c.server_close(&mut cap);
+    match end {
+        PollEnd::CloseRst => c.server_reset(&mut cap),
+        _ => c.server_close(&mut cap),
+    }
     cap.wait(500_000);
     let mut g = cap.connect();
     g.client(&mut cap, &get(Some(SID), Some("3")));
@@ -592,6 +625,15 @@ fn planned_poll_after_retry_and_clean_close() {
 #[test]
 fn a_cut_is_not_a_planned_poll() {
     assert_kinds(&poll(false, "2025-11-25"), &[("resume_ok", "info")]);
+}
+
+#[test]
+fn a_close_delimited_stream_polls_only_when_closed_in_order() {
+    // The body has no length: the server's FIN ends it whole, a reset aborts it.
+    let fs = poll_ended(PollEnd::CloseFin, "2025-11-25");
+    assert_kinds(&fs, &[("planned_poll", "info"), ("resume_ok", "info")]);
+    let fs = poll_ended(PollEnd::CloseRst, "2025-11-25");
+    assert_kinds(&fs, &[("resume_ok", "info")]);
 }
 
 #[test]

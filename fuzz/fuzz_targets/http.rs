@@ -21,6 +21,6 @@ fuzz_target!(|data: &[u8]| {
     p.push(&input[..cut], &mut out);
     p.gap(3, &mut out);
     p.push(&input[cut..], &mut out);
-    p.end(&mut out);
+    p.end(data[1] & 0x80 != 0, &mut out);
     assert!(body <= input.len());
 });

@@ -295,10 +295,11 @@ impl DirParser {
         }
     }
 
-    /// The direction ended (FIN, RST or end of capture).
-    pub fn end(&mut self, out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule) {
+    /// The direction ended: `orderly` by its FIN, else by a reset. A body delimited by the close
+    /// (RFC 9112 §6.3 rule 8) is whole only after an orderly close.
+    pub fn end(&mut self, orderly: bool, out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule) {
         match self.state {
-            State::UntilClose => self.end_message(true, out),
+            State::UntilClose => self.end_message(orderly, out),
             _ if self.in_message => self.end_message(false, out),
             State::Head if !self.buf.is_empty() => {
                 out(HttpEvent::Anomaly(
@@ -707,7 +708,7 @@ mod tests {
             p.push(&input[last..s], &mut out);
             last = s;
         }
-        p.end(&mut out);
+        p.end(true, &mut out);
         evs
     }
 

@@ -335,9 +335,12 @@ impl StreamSink for HttpLayer {
                     }
                 }
             }
-            StreamEvent::End(d) => {
-                if self.conns.get(&fi).is_some_and(|c| c.parsers[d].is_some()) {
-                    self.with_parser(fi, d, ts, frame, |p, out| p.end(out));
+            StreamEvent::End { dir: d, fin } => {
+                if let Some(conn) = self.conns.get(&fi).filter(|c| c.parsers[d].is_some()) {
+                    // A body delimited by the close is cut by a reset; at the end of the capture
+                    // it is taken as it stands (what followed is unknown either way).
+                    let orderly = fin || conn.open_at_end;
+                    self.with_parser(fi, d, ts, frame, |p, out| p.end(orderly, out));
                 }
             }
             StreamEvent::CaptureEnd => {

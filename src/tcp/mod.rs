@@ -120,8 +120,15 @@ pub enum StreamEvent<'a> {
     Open,
     /// Reassembled bytes or a gap in direction `dir`.
     Chunk(Dir, Chunk<'a>),
-    /// Direction `dir` ended (FIN delivered or RST).
-    End(Dir),
+    /// Direction `dir` ended: `fin` when its FIN was delivered with every byte before it (RFC
+    /// 9293 §3.6: an orderly close); false when the connection ended otherwise (RST, a new SYN on
+    /// the 5-tuple, end of capture).
+    End {
+        /// The direction.
+        dir: Dir,
+        /// Ended by its FIN.
+        fin: bool,
+    },
     /// The capture ended while the connection was still open (no RST, not both FINs): what
     /// it carried next is unknown. Followed by the End and Close events.
     CaptureEnd,
@@ -389,7 +396,7 @@ impl FlowTable {
         let flow = &mut self.flows[i];
         if flow.dirs[d].finished() && !flow.ended[d] {
             flow.ended[d] = true;
-            sink.event(flow.meta(), StreamEvent::End(d), ts, frame);
+            sink.event(flow.meta(), StreamEvent::End { dir: d, fin: true }, ts, frame);
             if flow.dirs[1 - d].finished() {
                 self.close(i, ts, frame, sink);
             }
@@ -412,7 +419,7 @@ impl FlowTable {
         for d in 0..2 {
             if !flow.ended[d] {
                 flow.ended[d] = true;
-                sink.event(meta, StreamEvent::End(d), ts, frame);
+                sink.event(meta, StreamEvent::End { dir: d, fin: false }, ts, frame);
             }
         }
         sink.event(meta, StreamEvent::Close, ts, frame);
