@@ -374,6 +374,26 @@ fn app_seq_desync_and_suspect_terminal() {
 }
 
 #[test]
+fn progress_batched_with_the_result_counts() {
+    // One event carries the last progress notifications and the result (a JSON-RPC batch, as
+    // 2025-03-26 allows): the progress under way reached its total before the result.
+    let batch = json!([progress(&token(), 4, 5), progress(&token(), 5, 5), result(2)]);
+    let cap = cut_and_resume(5, End::CutFin, &[Ev::id(4, batch)]);
+    let fs = findings(&cap);
+    assert_kinds(&fs, &[("resume_ok", "info")]);
+
+    // Negative: the batch stops at progress 4 of 5 before the result.
+    let batch = json!([progress(&token(), 4, 5), result(2)]);
+    let cap = cut_and_resume(5, End::CutFin, &[Ev::id(4, batch)]);
+    let fs = findings(&cap);
+    assert_kinds(&fs, &[("suspect_terminal", "error")]);
+    assert!(one(&fs, "suspect_terminal")["detail"]
+        .as_str()
+        .unwrap()
+        .contains("with 1 progress notification(s) in between"));
+}
+
+#[test]
 fn missing_event_id() {
     // Id 4, then a progress event without an id line, then the result on id 5.
     let resumed = vec![prog(4, 4, 5), Ev::no_id(progress(&token(), 5, 5)), res(5)];

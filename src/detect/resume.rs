@@ -603,10 +603,11 @@ pub(super) fn check(
         if msg_pos > 2 {
             break;
         }
-        for m in ev
+        for (j, m) in ev
             .messages
             .iter()
-            .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
+            .enumerate()
+            .filter(|(_, m)| matches!(m.kind, Kind::Response | Kind::Error))
         {
             let Some(rid) = &m.id else { continue };
             let Some(token) = session_requests.get(rid.as_str()) else {
@@ -624,10 +625,13 @@ pub(super) fn check(
             if total.is_some_and(|t| last >= t) {
                 continue;
             }
+            // The progress between L and the response, also ahead of it in its own batch
+            // (2025-03-26: one event may carry the last notifications and the result).
             let progress_after: Vec<f64> = after
                 .iter()
                 .take_while(|x| !x.is(&ev))
                 .flat_map(|x| x.messages.iter())
+                .chain(ev.messages.iter().take(j))
                 .filter(|x| x.progress_token.as_deref() == Some(token))
                 .filter_map(|x| x.progress)
                 .collect();
