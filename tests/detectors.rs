@@ -90,6 +90,16 @@ fn events(cap: &Capture) -> Vec<Value> {
     run(cap, &["events", "--format", "ndjson"]).1
 }
 
+/// The `resumptions` table as CSV text.
+fn resumptions_csv(cap: &Capture) -> String {
+    let file = TempPcap::new(cap);
+    let out = file.0.with_extension("tables");
+    write_csv_tables(&file.0, &out);
+    let text = std::fs::read_to_string(out.join("resumptions.csv")).expect("resumptions.csv");
+    let _ = std::fs::remove_dir_all(&out);
+    text
+}
+
 /// Assert exactly this multiset of (kind, severity) findings.
 fn assert_kinds(fs: &[Value], expected: &[(&str, &str)]) {
     let mut want: Vec<(String, String)> = expected
@@ -318,10 +328,10 @@ fn resume_ok() {
 
 #[test]
 fn id_gap() {
-    // Ids jump 3 → 6 while progress continues 3 → 4, so only the transport ids are at fault.
-    let mut resumed = progs(6..=7, 4, 5);
+    // Ids jump 3 → 6 and progress with them (3 → 6 of 7): events 4 and 5 were lost.
+    let mut resumed = progs(6..=7, 6, 7);
     resumed.push(res(8));
-    let cap = cut_and_resume(5, End::CutRst, &resumed);
+    let cap = cut_and_resume(7, End::CutRst, &resumed);
     let fs = findings(&cap);
     assert_kinds(&fs, &[("id_gap", "error")]);
     let f = one(&fs, "id_gap");
@@ -329,6 +339,27 @@ fn id_gap() {
     assert_eq!(f["expected"], "4");
     assert_eq!(f["observed"], "6");
     assert_eq!(exit_status(&cap, "error"), 1);
+}
+
+#[test]
+fn integer_ids_skipped_while_progress_goes_on_by_one() {
+    // Ids jump 3 → 6 while progress continues 3 → 4: nothing the application numbered is
+    // missing. A counter shared with sessions the capture did not see (the Python SDK's v2
+    // store counts across all of them) skips ids this way (reference §8.2: "do not flag those
+    // gaps").
+    let mut resumed = progs(6..=7, 4, 5);
+    resumed.push(res(8));
+    let cap = cut_and_resume(5, End::CutRst, &resumed);
+    let fs = findings(&cap);
+    assert_kinds(&fs, &[("resume_ok", "info")]);
+    let rs = resumptions_csv(&cap);
+    assert_eq!(rs.lines().count(), 2, "{rs}");
+    assert!(rs.contains(",resumed,") && rs.contains("application counter went on by one step"));
+    // Negative: the same skip with progress 3 → 5, a step of one missed, is a gap (`id_gap`).
+    let mut resumed = progs(6..=7, 5, 6);
+    resumed.push(res(8));
+    let cap = cut_and_resume(6, End::CutRst, &resumed);
+    assert_kinds(&findings(&cap), &[("id_gap", "error")]);
 }
 
 #[test]
@@ -539,7 +570,8 @@ fn shared_integer_counter_across_sessions_and_priming() {
     assert_kinds(&fs, &[("resume_ok", "info")]);
 
     // Negative: id 4 went to another stream before the cut, not while the stream was away (a
-    // counter per stream): still a gap.
+    // counter per stream), and progress skips 4: still a gap.
+    let resumed = sse_response(None, &[prog(5, 5, 6), prog(6, 6, 6), res(7)], true);
     let mut cap = Capture::new();
     handshake(&mut cap);
     let mut g = cap.connect();
