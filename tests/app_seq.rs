@@ -22,8 +22,14 @@ fn note(seq: u64, field: &str) -> Value {
     json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", field: seq}})
 }
 
-/// A tools/call stream with ids 1..3 (seq 1..3), cut, resumed from 3 with id 4 carrying seq `jump_to`.
+/// A tools/call stream with ids 1..3 (seq 1..3), cut, resumed from 3 with id 4 carrying seq
+/// `jump_to` and the result on id 5.
 fn capture(field: &str, jump_to: u64) -> Capture {
+    capture_resumed(field, Some(jump_to))
+}
+
+/// As [`capture`]; with `None` the result comes at once, on id 4.
+fn capture_resumed(field: &str, jump_to: Option<u64>) -> Capture {
     let mut cap = Capture::new();
     let mut c = cap.connect();
     c.client(&mut cap, &post(None, &initialize(0)));
@@ -44,10 +50,14 @@ fn capture(field: &str, jump_to: u64) -> Capture {
     call.server_reset(&mut cap);
     let mut r = cap.connect();
     r.client(&mut cap, &get(Some("s1"), Some("3")));
-    let evs = vec![
-        Ev::id(4, note(jump_to, field)),
-        Ev::id(5, json!({"jsonrpc": "2.0", "id": 2, "result": {}})),
-    ];
+    let mut evs: Vec<Ev> = jump_to
+        .map(|seq| Ev::id(4, note(seq, field)))
+        .into_iter()
+        .collect();
+    evs.push(Ev::id(
+        4 + evs.len(),
+        json!({"jsonrpc": "2.0", "id": 2, "result": {}}),
+    ));
     r.server(&mut cap, &sse_response(Some("s1"), &evs, true));
     r.close(&mut cap);
     cap
@@ -57,16 +67,35 @@ fn capture(field: &str, jump_to: u64) -> Capture {
 fn custom_pointer_only_when_given() {
     let cap = capture("seq", 9);
     assert_eq!(kinds(&cap, &[]), ["resume_ok"]);
+    // Seed 2's drain: the counter jumps and the final result follows at once.
     assert_eq!(
         kinds(&cap, &["--app-seq", "/params/seq"]),
-        ["app_seq_desync"]
+        ["app_seq_desync", "suspect_terminal"]
     );
 }
 
 #[test]
 fn default_app_seq_field() {
-    assert_eq!(kinds(&capture("app_seq", 9), &[]), ["app_seq_desync"]);
+    assert_eq!(
+        kinds(&capture("app_seq", 9), &[]),
+        ["app_seq_desync", "suspect_terminal"]
+    );
     assert_eq!(kinds(&capture("app_seq", 4), &[]), ["resume_ok"]);
+}
+
+#[test]
+fn result_right_after_the_cursor_while_app_seq_was_under_way() {
+    // Seed 2: "a terminal event whose id equals Last-Event-ID + 1 with no intervening progress
+    // is suspect" — here the application's counter is `app_seq`, not progress.
+    let fs = findings(&capture_resumed("app_seq", None));
+    assert_eq!(kinds_of(&fs), ["suspect_terminal"]);
+    let f = &fs[0];
+    assert_eq!(f["severity"], "error");
+    assert_eq!(f["last_event_id"], "3");
+    assert_eq!(f["event_id"], "4");
+    assert_eq!(f["request_id"], "2");
+    // Without an application counter on the stream nothing is under way: a plain resume.
+    assert_eq!(kinds(&capture_resumed("other", None), &[]), ["resume_ok"]);
 }
 
 #[test]

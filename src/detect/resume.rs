@@ -516,6 +516,7 @@ pub(super) fn check(
     // at the boundary (the first value after L), or inside the resumed connection (a value
     // skipped where a replay hands over to live events, as the Python SDK's race does).
     let mut desynced_tokens: HashSet<Short> = HashSet::default();
+    let mut desynced_app: Vec<SeqKey> = Vec::new();
     let mut boundary_desync = false;
     if continuity_claimed && !forked {
         let mut series: Vec<(SeqKey, Vec<(f64, EventRec)>)> = Vec::new();
@@ -590,8 +591,11 @@ pub(super) fn check(
                     gap = true;
                     boundary_desync |= i == 0;
                     reasons.push("application sequence jumped");
-                    if let SeqKey::Progress(t) = key {
-                        desynced_tokens.insert(t.clone());
+                    match key {
+                        SeqKey::Progress(t) => {
+                            desynced_tokens.insert(t.clone());
+                        }
+                        SeqKey::App(..) => desynced_app.push(key.clone()),
                     }
                     break;
                 }
@@ -632,6 +636,48 @@ pub(super) fn check(
                 .filter_map(|x| Some((x.progress?, x.progress_total)))
                 .collect();
             let Some(&(last, total)) = progress_before.last() else {
+                // No progress for the request: an application sequence under way on the stream
+                // (`/params/app_seq`, `--app-seq`) speaks the same way — seed 2's own case, a
+                // message counter, with the result at Last-Event-ID + 1.
+                let app_of = |x: &crate::jsonrpc::Message| -> Vec<(SeqKey, f64)> {
+                    let method = x.method.clone().unwrap_or_default();
+                    x.app_seq()
+                        .iter()
+                        .map(|&(i, v)| (SeqKey::App(i, method.clone()), v))
+                        .collect()
+                };
+                let mut under_way: Vec<(SeqKey, f64)> = Vec::new();
+                for (key, v) in upto.iter().flat_map(|(_, _, ev)| seq_values(ev)) {
+                    if let SeqKey::App(..) = key {
+                        match under_way.iter_mut().find(|(k, _)| *k == key) {
+                            Some(slot) => slot.1 = v,
+                            None => under_way.push((key, v)),
+                        }
+                    }
+                }
+                let between: Vec<(SeqKey, f64)> = after
+                    .iter()
+                    .take_while(|x| !x.is(&ev))
+                    .flat_map(|x| seq_values(x))
+                    .chain(ev.messages.iter().take(j).flat_map(|x| app_of(&x)))
+                    .collect();
+                let Some((key, last)) = under_way.iter().find(|(k, _)| {
+                    desynced_app.contains(k) || !between.iter().any(|(b, _)| b == k)
+                }) else {
+                    continue;
+                };
+                let label = key.label(app_seq);
+                let n = between.iter().filter(|(b, _)| b == key).count();
+                let mut f = ctx.finding("suspect_terminal", Severity::Error, Some(ev), format!(
+                    "The final response to request {} arrived on the resumed stream right after Last-Event-ID {} (event {}, frame {}) while {} stood at {} with {} value(s) of it in between: a terminal event not attributable to the original stream.",
+                    rid, r.last_event_id, ev.sse.id.unwrap_or("-"), ev.sse.frame_first, label, fmt_num(*last), n));
+                f.request_id = Some(rid.to_string());
+                f.expected = Some(format!("{} continuing from {}", label, fmt_num(*last)));
+                f.observed = Some(format!("response after {n} value(s) of {label}"));
+                out.push(f);
+                gap = true;
+                terminal_suspect = true;
+                reasons.push("terminal result without the application sequence under way");
                 continue;
             };
             if total.is_some_and(|t| last >= t) {
