@@ -505,6 +505,36 @@ fn string_ids_resumed_correctly() {
     assert_keys(one(&fs, "resume_ok"), Some(ids[2]), Some(ids[3]), None);
 }
 
+#[test]
+fn opaque_ids_with_progress_starting_over_are_a_fork() {
+    // uuid ids (Python example store): the resumed connection re-runs the call under new ids,
+    // progress 1, 2, … again. The ids cannot show the restart; the application counter does
+    // (seed 1: "the id sequence restarts" → fork).
+    let uuid = |n: u64| format!("6f1c2a4e-0b7d-4c1e-9a3f-{n:012}");
+    let mut cap = Capture::new();
+    handshake(&mut cap);
+    let first: Vec<Ev> = (1..=3).map(|i| prog(uuid(i), i, 5)).collect();
+    tools_call_stream(&mut cap, &first, End::CutFin);
+    let mut resumed: Vec<Ev> = (1..=5).map(|i| prog(uuid(100 + i), i, 5)).collect();
+    resumed.push(res(uuid(106)));
+    resume(&mut cap, &uuid(3), &sse_response(None, &resumed, true));
+    assert_kinds(&findings(&cap), &[("duplicate_delivery", "error")]);
+    let rs = resumptions_csv(&cap);
+    assert!(rs.contains(",forked,") && rs.contains("progress started over"), "{rs}");
+
+    // Negative: the replay re-sends the cursor's progress once (as an inclusive replay does),
+    // then goes on: a duplicate, not a fresh log.
+    let mut cap = Capture::new();
+    handshake(&mut cap);
+    tools_call_stream(&mut cap, &first, End::CutFin);
+    let mut resumed: Vec<Ev> = (3..=5).map(|i| prog(uuid(100 + i), i, 5)).collect();
+    resumed.push(res(uuid(106)));
+    resume(&mut cap, &uuid(3), &sse_response(None, &resumed, true));
+    assert_kinds(&findings(&cap), &[("duplicate_delivery", "error")]);
+    let rs = resumptions_csv(&cap);
+    assert!(rs.contains(",resumed,") && !rs.contains("started over"), "{rs}");
+}
+
 /// `notifications/message` on the standalone stream.
 fn log_message() -> Value {
     json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}})

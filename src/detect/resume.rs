@@ -489,6 +489,37 @@ pub(super) fn check(
         .collect();
     let dup_payload: Vec<EventRec> = after.iter().copied().filter(|ev| ev.messages.iter().any(|m| matches!((&m.progress_token, m.progress), (Some(t), Some(p)) if progress_before.contains(&(t.clone(), p.to_bits()))))).collect();
     let duplicated = !dup_ids.is_empty() || !dup_payload.is_empty();
+    // Progress that starts over: the first value after L of a token is one the client already had,
+    // below the token's last value up to L. The log began again (seed 1: "the id sequence
+    // restarts"), whatever the ids look like — opaque ids cannot show it themselves.
+    if !dup_payload.is_empty() && !forked {
+        let mut last_before: Vec<(Short, f64)> = Vec::new();
+        for m in upto.iter().flat_map(|(_, _, ev)| ev.messages.iter()) {
+            if let (Some(t), Some(p)) = (m.progress_token, m.progress) {
+                match last_before.iter_mut().find(|(k, _)| *k == t) {
+                    Some(slot) => slot.1 = p,
+                    None => last_before.push((t, p)),
+                }
+            }
+        }
+        let mut firsts: Vec<(Short, f64)> = Vec::new();
+        for m in after.iter().flat_map(|ev| ev.messages.iter()) {
+            if let (Some(t), Some(p)) = (m.progress_token, m.progress) {
+                if !firsts.iter().any(|(k, _)| *k == t) {
+                    firsts.push((t, p));
+                }
+            }
+        }
+        let restarted = firsts.iter().any(|(t, p)| {
+            progress_before.contains(&(t.clone(), p.to_bits()))
+                && last_before.iter().any(|(k, last)| k == t && p < last)
+        });
+        if restarted {
+            forked = true;
+            continuity_claimed = false;
+            reasons.push("progress started over: a fresh log");
+        }
+    }
     if duplicated {
         let at = dup_ids.first().or(dup_payload.first()).copied();
         let mut what = Vec::new();
