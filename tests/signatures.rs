@@ -402,6 +402,73 @@ fn consecutive_standalone_streams() {
     assert_kinds(&two_standalone_gets(false), &[]);
 }
 
+/// What becomes of a stalled POST stream after the client resumed it on a new connection.
+#[derive(Clone, Copy)]
+enum OldStream {
+    /// The client closes it 1.5 s after the resumption ended.
+    ClosedLater,
+    /// The server resets it 30 s later.
+    ResetLater,
+    /// It stays open to the end of the capture (§7 #22: "never closed").
+    NeverClosed,
+    /// It delivers another event after the resumption was answered, then closes.
+    EventAfter,
+}
+
+fn stalled_then_resumed(old: OldStream) -> Vec<Value> {
+    let mut cap = Capture::new();
+    handshake_as(&mut cap, SID);
+    let mut a = cap.connect();
+    a.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
+    a.server(
+        &mut cap,
+        &sse_response(None, &progs(2, &["1", "2", "3"], 1, 5), false),
+    );
+    cap.wait(10_000_000);
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some(SID), Some("3")));
+    let mut rest = progs(2, &["4", "5"], 4, 5);
+    rest.push(Ev::id("6", result(2)));
+    g.server(&mut cap, &sse_response(None, &rest, true));
+    g.close(&mut cap);
+    match old {
+        OldStream::ClosedLater => {
+            cap.wait(1_500_000);
+            a.close(&mut cap);
+        }
+        OldStream::ResetLater => {
+            cap.wait(30_000_000);
+            a.server_reset(&mut cap);
+        }
+        OldStream::NeverClosed => {}
+        OldStream::EventAfter => {
+            let note = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}});
+            a.server(&mut cap, &chunk(Ev::id("7", note).text().as_bytes()));
+            a.close(&mut cap);
+        }
+    }
+    analyze(&cap, &[])
+}
+
+#[test]
+fn a_stalled_stream_closed_after_its_resumption_is_not_concurrent() {
+    // The client gave up on a stalled connection and resumed; the old one's end is seen late
+    // (a client that closes it afterwards, a server-side capture of a half-dead socket).
+    for old in [OldStream::ClosedLater, OldStream::ResetLater] {
+        assert_kinds(&stalled_then_resumed(old), &[("resume_ok", "info")]);
+    }
+    // Never closed, or still delivering: two live connections for one stream.
+    for old in [OldStream::NeverClosed, OldStream::EventAfter] {
+        assert_kinds(
+            &stalled_then_resumed(old),
+            &[
+                ("concurrent_stream_connections", "warning"),
+                ("resume_ok", "info"),
+            ],
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------
 // stale_session_reuse and session_reinitialized (§7 #9–#11)
 

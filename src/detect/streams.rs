@@ -162,6 +162,17 @@ fn conn_end(e: &Exchange) -> i64 {
     }
 }
 
+/// Whether `b` is a resumption (`Last-Event-ID`) that replaced `a`: `a` carried no event after
+/// `b` was answered and was closed before the capture ended — a stalled connection the client
+/// gave up on and whose end came late (a timeout, a half-dead socket), not two live ones. (§7
+/// #22's first connection "stops receiving bytes but is never closed".)
+fn replaced(a: &Exchange, b: &Exchange) -> bool {
+    let start = b.ts_response.unwrap_or(i64::MAX);
+    b.req_header("last-event-id").is_some()
+        && !a.open_at_capture_end
+        && a.events.iter().all(|ev| ev.sse.ts <= start)
+}
+
 /// `concurrent_stream_connections` (warning): two connections of one logical stream — or two
 /// standalone GET streams of one session, which the SDKs keep to one (409) — both answered `200`
 /// and live at the same time (wire reference §7 #22: a replayed stream silently replaces a live
@@ -204,7 +215,7 @@ pub(super) fn concurrent_connections(
             let start = b.ts_response.unwrap_or(i64::MAX);
             if let Some(ax) = live {
                 let a = &exchanges[ax];
-                if conn_end(a) > start {
+                if conn_end(a) > start && !replaced(a, b) {
                     overlaps += 1;
                     first.get_or_insert((ax, bx));
                 }
