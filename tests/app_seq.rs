@@ -179,3 +179,19 @@ fn irregular_progress_is_only_checked_for_going_back() {
     assert_eq!(kinds(&[1, 2], &[9, 10]), ["app_seq_desync"]);
     assert_eq!(kinds(&[5, 10, 15], &[20, 25]), ["resume_ok"]);
 }
+
+/// §7 #2: a replay that delivers the events out of order (progress 6, 5, 4 after 3) is told
+/// apart from a synthesized jump (6, 7): the values skipped come later on the same connection.
+#[test]
+fn replay_out_of_order_is_said_so() {
+    let detail = |after: &[u64]| -> String {
+        let fs = findings(&progress_capture(&[1, 2, 3], after));
+        assert_eq!(kinds_of(&fs), ["app_seq_desync"], "{fs:#?}");
+        fs[0]["detail"].as_str().unwrap().to_string()
+    };
+    let reordered = detail(&[6, 5, 4]);
+    assert!(reordered.contains("delivered out of order"), "{reordered}");
+    let jumped = detail(&[6, 7]);
+    assert!(jumped.contains("synthesized"), "{jumped}");
+    assert!(!jumped.contains("out of order"), "{jumped}");
+}

@@ -604,7 +604,18 @@ pub(super) fn check(
                     } else {
                         "skipping ahead of"
                     };
-                    let detail = if i == 0 {
+                    // The value skipped arrives later on the same connection: the events came
+                    // out of order (§7 #2: the TypeScript example store's replay sorts ids of one
+                    // millisecond by their random suffix), not synthesized or lost.
+                    let reordered = jumped
+                        && later[i + 1..]
+                            .iter()
+                            .any(|(v, _)| (v - (prev.0 + step)).abs() < 1e-9 * step.max(1.0));
+                    let detail = if reordered {
+                        format!(
+                            "Across the resume from Last-Event-ID {} {} went from {} (frame {}) to {} (frame {}), and the value(s) it skipped came later on the same connection: the events were delivered out of order, so a client that handles them as they come sees its counter go back.",
+                            r.last_event_id, label, fmt_num(prev.0), prev.1.sse.frame_first, fmt_num(next), ev.sse.frame_first)
+                    } else if i == 0 {
                         format!(
                             "Across the resume from Last-Event-ID {} the transport ids continue (next id {}) but {} went from {} (frame {}) to {} (frame {}), {} the stream's usual step of {}: the continuation was synthesized, not replayed.",
                             r.last_event_id, first_id.as_deref().unwrap_or("-"), label, fmt_num(prev.0), prev.1.sse.frame_first, fmt_num(next), ev.sse.frame_first, how, fmt_num(step))
@@ -621,7 +632,11 @@ pub(super) fn check(
                     out.push(f);
                     gap = true;
                     boundary_desync |= i == 0;
-                    reasons.push("application sequence jumped");
+                    reasons.push(if reordered {
+                        "application sequence out of order"
+                    } else {
+                        "application sequence jumped"
+                    });
                     match key {
                         SeqKey::Progress(t) => {
                             desynced_tokens.insert(t.clone());
