@@ -87,7 +87,48 @@ fn csv_parquet_ndjson_agree() {
     assert_eq!(keys, cols);
     assert_eq!(rows[1]["event_id"], "1");
     assert_eq!(rows[1]["last_event_id"], "9");
+    // CSV without --out: the findings table on standard output, as the file has it.
+    let (code, csv) = run(&["--format", "csv", "--fail-on", "never"], None);
+    assert_eq!(code, 0);
+    assert_eq!(
+        csv,
+        std::fs::read_to_string(csv_dir.join("findings.csv")).unwrap()
+    );
     let _ = std::fs::remove_dir_all(&base);
+}
+
+/// `flows`, `exchanges` and `events --format csv` without `--out` print their table.
+#[test]
+fn single_tables_as_csv_on_standard_output() {
+    let capture =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp/fork_restart_client.pcap");
+    let dir = std::env::temp_dir().join(format!("mcpcap-csv-stdout-{}", std::process::id()));
+    for table in ["flows", "exchanges", "events"] {
+        let stdout = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+            .args([table, "--format", "csv"])
+            .arg(&capture)
+            .output()
+            .unwrap();
+        assert_eq!(stdout.status.code(), Some(0));
+        let file = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+            .args([table, "--format", "csv", "--out"])
+            .arg(&dir)
+            .arg(&capture)
+            .output()
+            .unwrap();
+        assert_eq!(file.status.code(), Some(0));
+        let written = std::fs::read_to_string(dir.join(format!("{table}.csv"))).unwrap();
+        assert!(written.lines().count() > 1, "{table}");
+        assert_eq!(String::from_utf8(stdout.stdout).unwrap(), written, "{table}");
+    }
+    // Parquet still needs a directory.
+    let o = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+        .args(["flows", "--format", "parquet"])
+        .arg(&capture)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Times are UTC in every format: Parquet timestamps carry the zone, CSV and NDJSON write the

@@ -148,7 +148,8 @@ struct AnalyzeArgs {
     /// Output format (default: table on a terminal, ndjson otherwise).
     #[arg(long, value_enum)]
     format: Option<FormatArg>,
-    /// Directory for csv/parquet files (one file per table).
+    /// Directory for csv/parquet files (one file per table); without it, csv writes the one
+    /// table of the command (findings for `analyze`) to standard output.
     #[arg(long)]
     out: Option<PathBuf>,
     /// Exit 1 when a finding of this severity or worse exists.
@@ -247,8 +248,8 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         None if std::io::stdout().is_terminal() => Format::Table,
         None => Format::Ndjson,
     };
-    if matches!(format, Format::Csv | Format::Parquet) && args.out.is_none() {
-        return Err("--format csv/parquet needs --out DIR".into());
+    if format == Format::Parquet && args.out.is_none() {
+        return Err("--format parquet needs --out DIR".into());
     }
     let options = Options {
         ports: args.ports.clone(),
@@ -539,7 +540,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         analysis.model.sessions.len(),
         analysis.findings.len()
     ));
-    if !matches!(format, Format::Csv | Format::Parquet) {
+    if args.out.is_none() {
         // The tables go to the terminal or stdout: the bar leaves first.
         progress.finish();
     }
@@ -602,6 +603,23 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     // Buffered: standard output alone flushes at every line, a write per NDJSON row.
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     match format {
+        // Without --out, CSV goes to standard output: the command's one table (findings for
+        // `analyze`), as NDJSON does.
+        Format::Csv if args.out.is_none() => {
+            let name = if which == "analyze" {
+                "findings"
+            } else {
+                which
+            };
+            match report::write_chunks_to(
+                &mut out,
+                pieces(name, &analysis, &exchanges, &build),
+                format,
+            ) {
+                Err(e) if !report::is_broken_pipe(&e) => return Err(format!("stdout: {e}")),
+                _ => {}
+            }
+        }
         Format::Csv | Format::Parquet => {
             let dir = args.out.as_ref().expect("checked above");
             let write = |n: &str| {
@@ -725,7 +743,10 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         }
     }
     match out.flush() {
-        Err(e) if format == Format::Ndjson && e.kind() != std::io::ErrorKind::BrokenPipe => {
+        Err(e)
+            if matches!(format, Format::Ndjson | Format::Csv)
+                && e.kind() != std::io::ErrorKind::BrokenPipe =>
+        {
             return Err(format!("stdout: {e}"))
         }
         // The terminal table's writes ignore errors as well.

@@ -216,44 +216,59 @@ pub fn write_chunks(
         "parquet"
     };
     let path = dir.join(format!("{name}.{ext}"));
-    let err = |e: PolarsError| format!("{}: {e}", path.display());
     // Buffered: the Parquet writer's metadata (Thrift) comes in writes of a few bytes each.
     let mut file = std::io::BufWriter::with_capacity(
         1 << 20,
         std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?,
     );
-    let frame = |t: Table| {
-        t.to_dataframe()
-            .map_err(|e| format!("table {}: {e}", t.name))
-    };
+    write_chunks_to(&mut file, chunks, format).map_err(|e| format!("{}: {e}", path.display()))?;
+    file.flush()
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Write one table given as consecutive pieces to `w`, as [`write_chunks`] does to a file
+/// (`format` CSV or Parquet). Nothing is written without a piece.
+///
+/// Errors: a piece cannot be made a DataFrame, or writing fails (the I/O error is kept, so a
+/// caller can tell a closed pipe).
+pub fn write_chunks_to(
+    w: &mut impl Write,
+    chunks: impl IntoIterator<Item = Table>,
+    format: Format,
+) -> PolarsResult<()> {
     let mut chunks = chunks.into_iter();
     let Some(first) = chunks.next() else {
         return Ok(());
     };
-    let df = frame(first)?;
+    let df = first.to_dataframe()?;
     if format == Format::Csv {
         // ISO 8601 with the zone, as in NDJSON: `2026-11-29T22:24:30.063117Z`.
-        let mut w = CsvWriter::new(&mut file)
+        let mut w = CsvWriter::new(w)
             .include_header(true)
             .with_datetime_format(Some("%Y-%m-%dT%H:%M:%S%.6fZ".into()))
-            .batched(df.schema())
-            .map_err(err)?;
-        w.write_batch(&df).map_err(err)?;
+            .batched(df.schema())?;
+        w.write_batch(&df)?;
         for t in chunks {
-            w.write_batch(&frame(t)?).map_err(err)?;
+            w.write_batch(&t.to_dataframe()?)?;
         }
-        w.finish().map_err(err)?;
+        w.finish()
     } else {
-        let mut w = ParquetWriter::new(&mut file)
-            .batched(df.schema())
-            .map_err(err)?;
-        w.write_batch(&df).map_err(err)?;
+        let mut w = ParquetWriter::new(w).batched(df.schema())?;
+        w.write_batch(&df)?;
         for t in chunks {
-            w.write_batch(&frame(t)?).map_err(err)?;
+            w.write_batch(&t.to_dataframe()?)?;
         }
-        w.finish().map_err(err)?;
+        w.finish().map(|_| ())
     }
-    std::io::Write::flush(&mut file).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Whether a write failed because the reader of a pipe went away.
+pub fn is_broken_pipe(e: &PolarsError) -> bool {
+    match e {
+        PolarsError::IO { error, .. } => error.kind() == std::io::ErrorKind::BrokenPipe,
+        PolarsError::Context { error, .. } => is_broken_pipe(error),
+        _ => false,
+    }
 }
 
 /// Render a table for the terminal.
