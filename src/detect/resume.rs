@@ -90,8 +90,8 @@ pub(super) fn check(
     }
     if status >= 300 {
         let mut f = ctx.finding("resume_rejected", Severity::Info, None, format!(
-            "The server answered the resumption GET (frame {}, flow {}) with Last-Event-ID {} by HTTP {}: the loss is loud, the client must re-establish.",
-            e.frame(), flow_id(e), r.last_event_id, status));
+            "The server answered the resumption GET (frame {}, flow {}) with Last-Event-ID {} by HTTP {} in frame {}: the loss is loud, the client must re-establish.",
+            e.frame(), flow_id(e), r.last_event_id, status, e.frame_response.unwrap_or(0)));
         f.ts = e.ts_response.unwrap_or(f.ts);
         f.frame = e.frame_response.unwrap_or(f.frame);
         f.observed = Some(format!("HTTP {status}"));
