@@ -334,3 +334,42 @@ fn response_lost_whole_in_a_gap_does_not_shift_the_pairing() {
         ]
     );
 }
+
+/// HTTP that carries no JSON-RPC message and no SSE event is no MCP session: its group is
+/// `not_mcp`, not `intact`. A stateless MCP exchange beside it stays `intact`.
+#[test]
+fn plain_http_is_not_an_mcp_session() {
+    let verdicts = |cap: &Capture| -> Vec<String> {
+        let dir = temp_path("not-mcp-out", "d");
+        let path = dir.with_extension("pcap");
+        std::fs::write(&path, cap.pcap()).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+            .args(["analyze", "--format", "csv", "--fail-on", "never", "--out"])
+            .arg(&dir)
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let csv = std::fs::read_to_string(dir.join("sessions.csv")).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_file(&path);
+        csv.lines()
+            .skip(1)
+            .map(|l| l.rsplit(',').next().unwrap().to_string())
+            .collect()
+    };
+    let mut cap = Capture::new();
+    let mut c = cap.connect();
+    c.client(&mut cap, b"GET /index.html HTTP/1.1\r\nHost: example.org\r\n\r\n");
+    c.server(
+        &mut cap,
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 5\r\n\r\nhello",
+    );
+    c.close(&mut cap);
+    assert_eq!(verdicts(&cap), ["not_mcp"]);
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(None, &initialize(1)));
+    c.server(&mut cap, &json_response(None, &initialize_result(1)));
+    c.close(&mut cap);
+    assert_eq!(verdicts(&cap), ["intact"]);
+}

@@ -92,9 +92,16 @@ pub fn sessions(a: &Analysis, ex: &[Exchange]) -> Table {
             let streams = streams_of[si];
             let resumptions = resumptions_of[si];
             let worst = fs.iter().map(|f| f.severity).max();
+            // HTTP without a JSON-RPC message or an SSE event anywhere is no MCP session:
+            // nothing to call intact.
+            let mcp = s.exchanges.iter().any(|&x| {
+                let e = &ex[x];
+                !e.req_messages.is_empty() || !e.resp_messages.is_empty() || !e.events.is_empty()
+            });
             let verdict = match worst {
                 Some(Severity::Error) => "broken",
                 Some(Severity::Warning) => "suspect",
+                _ if !mcp => "not_mcp",
                 _ => "intact",
             };
             let ts_first = s.exchanges.iter().map(|&x| ex[x].ts()).min();
