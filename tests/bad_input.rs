@@ -281,7 +281,11 @@ fn a_closed_pipe_ends_quietly() {
     // no error message and, above all, no panic (exit 101), also when standard error is the
     // closed pipe too.
     let p = tmp("closed-pipe.pcap", &fixture("fork_restart.pcap"));
-    for (cmd, fail_on) in [("events", "never"), ("analyze", "never"), ("analyze", "error")] {
+    for (cmd, fail_on) in [
+        ("events", "never"),
+        ("analyze", "never"),
+        ("analyze", "error"),
+    ] {
         for format in ["ndjson", "table", "csv"] {
             for close_stderr in [false, true] {
                 let mut child = Command::new(env!("CARGO_BIN_EXE_mcpcap"))

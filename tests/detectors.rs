@@ -408,7 +408,11 @@ fn app_seq_desync_and_suspect_terminal() {
 fn progress_batched_with_the_result_counts() {
     // One event carries the last progress notifications and the result (a JSON-RPC batch, as
     // 2025-03-26 allows): the progress under way reached its total before the result.
-    let batch = json!([progress(&token(), 4, 5), progress(&token(), 5, 5), result(2)]);
+    let batch = json!([
+        progress(&token(), 4, 5),
+        progress(&token(), 5, 5),
+        result(2)
+    ]);
     let cap = cut_and_resume(5, End::CutFin, &[Ev::id(4, batch)]);
     let fs = findings(&cap);
     assert_kinds(&fs, &[("resume_ok", "info")]);
@@ -520,7 +524,10 @@ fn opaque_ids_with_progress_starting_over_are_a_fork() {
     resume(&mut cap, &uuid(3), &sse_response(None, &resumed, true));
     assert_kinds(&findings(&cap), &[("duplicate_delivery", "error")]);
     let rs = resumptions_csv(&cap);
-    assert!(rs.contains(",forked,") && rs.contains("progress started over"), "{rs}");
+    assert!(
+        rs.contains(",forked,") && rs.contains("progress started over"),
+        "{rs}"
+    );
 
     // Negative: the replay re-sends the cursor's progress once (as an inclusive replay does),
     // then goes on: a duplicate, not a fresh log.
@@ -532,7 +539,10 @@ fn opaque_ids_with_progress_starting_over_are_a_fork() {
     resume(&mut cap, &uuid(3), &sse_response(None, &resumed, true));
     assert_kinds(&findings(&cap), &[("duplicate_delivery", "error")]);
     let rs = resumptions_csv(&cap);
-    assert!(rs.contains(",resumed,") && !rs.contains("started over"), "{rs}");
+    assert!(
+        rs.contains(",resumed,") && !rs.contains("started over"),
+        "{rs}"
+    );
 }
 
 /// `notifications/message` on the standalone stream.

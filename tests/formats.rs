@@ -119,7 +119,11 @@ fn single_tables_as_csv_on_standard_output() {
         assert_eq!(file.status.code(), Some(0));
         let written = std::fs::read_to_string(dir.join(format!("{table}.csv"))).unwrap();
         assert!(written.lines().count() > 1, "{table}");
-        assert_eq!(String::from_utf8(stdout.stdout).unwrap(), written, "{table}");
+        assert_eq!(
+            String::from_utf8(stdout.stdout).unwrap(),
+            written,
+            "{table}"
+        );
     }
     // Parquet still needs a directory.
     let o = Command::new(env!("CARGO_BIN_EXE_mcpcap"))

@@ -134,9 +134,15 @@ fn files_table_maps_frames_to_files() {
         assert_eq!(row[1], "v1");
         let bytes = std::fs::read(part).unwrap();
         let times = record_times(&bytes);
-        let (first, last, frames): (u64, u64, u64) =
-            (row[2].parse().unwrap(), row[3].parse().unwrap(), row[4].parse().unwrap());
-        assert_eq!((first, last, frames), (next, next + frames - 1, times.len() as u64));
+        let (first, last, frames): (u64, u64, u64) = (
+            row[2].parse().unwrap(),
+            row[3].parse().unwrap(),
+            row[4].parse().unwrap(),
+        );
+        assert_eq!(
+            (first, last, frames),
+            (next, next + frames - 1, times.len() as u64)
+        );
         assert_eq!(row[5], bytes.len().to_string());
         assert_eq!(row[8], "");
         next = last + 1;

@@ -360,7 +360,10 @@ fn plain_http_is_not_an_mcp_session() {
     };
     let mut cap = Capture::new();
     let mut c = cap.connect();
-    c.client(&mut cap, b"GET /index.html HTTP/1.1\r\nHost: example.org\r\n\r\n");
+    c.client(
+        &mut cap,
+        b"GET /index.html HTTP/1.1\r\nHost: example.org\r\n\r\n",
+    );
     c.server(
         &mut cap,
         b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 5\r\n\r\nhello",

@@ -673,53 +673,54 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                         &["file", "vantage", "frame_first", "frame_last", "frames"],
                     )
                 });
-                files.into_iter().chain([
-
-                    select(
-                        &tables::sessions(&analysis, &exchanges),
-                        &[
-                            "session_id",
-                            "protocol_version",
-                            "ts_first",
-                            "exchanges",
-                            "streams",
-                            "resumptions",
-                            "errors",
-                            "warnings",
-                            "verdict",
-                        ],
-                    ),
-                    select(
-                        &tables::resumptions(&analysis, &exchanges),
-                        &[
-                            "ts",
-                            "session_id",
-                            "flow_id",
-                            "frame",
-                            "last_event_id",
-                            "stream_id",
-                            "status",
-                            "first_event_id",
-                            "events",
-                            "verdict",
-                        ],
-                    ),
-                    select(
-                        &findings_t,
-                        &[
-                            "ts",
-                            "session_id",
-                            "kind",
-                            "severity",
-                            "flow_id",
-                            "frame",
-                            "last_event_id",
-                            "event_id",
-                            "request_id",
-                        ],
-                    ),
-                ])
-                .collect()
+                files
+                    .into_iter()
+                    .chain([
+                        select(
+                            &tables::sessions(&analysis, &exchanges),
+                            &[
+                                "session_id",
+                                "protocol_version",
+                                "ts_first",
+                                "exchanges",
+                                "streams",
+                                "resumptions",
+                                "errors",
+                                "warnings",
+                                "verdict",
+                            ],
+                        ),
+                        select(
+                            &tables::resumptions(&analysis, &exchanges),
+                            &[
+                                "ts",
+                                "session_id",
+                                "flow_id",
+                                "frame",
+                                "last_event_id",
+                                "stream_id",
+                                "status",
+                                "first_event_id",
+                                "events",
+                                "verdict",
+                            ],
+                        ),
+                        select(
+                            &findings_t,
+                            &[
+                                "ts",
+                                "session_id",
+                                "kind",
+                                "severity",
+                                "flow_id",
+                                "frame",
+                                "last_event_id",
+                                "event_id",
+                                "request_id",
+                            ],
+                        ),
+                    ])
+                    .collect()
             } else {
                 selected()
             };

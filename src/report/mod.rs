@@ -222,8 +222,7 @@ pub fn write_chunks(
         std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?,
     );
     write_chunks_to(&mut file, chunks, format).map_err(|e| format!("{}: {e}", path.display()))?;
-    file.flush()
-        .map_err(|e| format!("{}: {e}", path.display()))
+    file.flush().map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Write one table given as consecutive pieces to `w`, as [`write_chunks`] does to a file

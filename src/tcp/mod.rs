@@ -396,7 +396,12 @@ impl FlowTable {
         let flow = &mut self.flows[i];
         if flow.dirs[d].finished() && !flow.ended[d] {
             flow.ended[d] = true;
-            sink.event(flow.meta(), StreamEvent::End { dir: d, fin: true }, ts, frame);
+            sink.event(
+                flow.meta(),
+                StreamEvent::End { dir: d, fin: true },
+                ts,
+                frame,
+            );
             if flow.dirs[1 - d].finished() {
                 self.close(i, ts, frame, sink);
             }
