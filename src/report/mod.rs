@@ -240,6 +240,8 @@ pub fn write_chunks_to(
         return Ok(());
     };
     let df = first.to_dataframe()?;
+    // One piece in memory at a time: its rows are in `df` now.
+    drop(first);
     if format == Format::Csv {
         // ISO 8601 with the zone, as in NDJSON: `2026-11-29T22:24:30.063117Z`.
         let mut w = CsvWriter::new(w)
