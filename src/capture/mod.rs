@@ -148,7 +148,7 @@ pub fn read_capture_while<R: Read + Send>(
                     }
                     PcapBlockOwned::NG(Block::SectionHeader(_)) => ifaces.clear(),
                     PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
-                        let resolution = idb.ts_resolution().unwrap_or_else(|| {
+                        let resolution = ts_resolution(idb.if_tsresol).unwrap_or_else(|| {
                             anomalies.add(Anomaly::new(
                                 "pcapng.bad_tsresol",
                                 None,
@@ -273,6 +273,19 @@ fn short_err(e: &PcapError<&[u8]>) -> String {
     }
 }
 
+/// Units per second of an `if_tsresol` value (pcapng, draft-ietf-opsawg-pcapng §4.2): with the
+/// high bit clear, 10^value; with it set, 2^(value & 0x7f). `None` when the unit does not fit
+/// in a `u64`. (pcap-parser 0.17 checks the range before clearing the high bit, so it refuses
+/// every power of two.)
+pub fn ts_resolution(if_tsresol: u8) -> Option<u64> {
+    let exp = u32::from(if_tsresol & 0x7f);
+    if if_tsresol & 0x80 == 0 {
+        10u64.checked_pow(exp)
+    } else {
+        1u64.checked_shl(exp).filter(|_| exp < 64)
+    }
+}
+
 /// Convert a pcapng timestamp in `resolution` units per second, plus `if_tsoffset` seconds,
 /// to microseconds since the Unix epoch, saturating instead of overflowing.
 pub fn ts_to_micros(raw: u64, resolution: u64, offset_secs: i64) -> i64 {
@@ -289,6 +302,20 @@ pub fn ts_to_micros(raw: u64, resolution: u64, offset_secs: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ts_resolution_powers_of_ten_and_two() {
+        assert_eq!(ts_resolution(6), Some(1_000_000));
+        assert_eq!(ts_resolution(9), Some(1_000_000_000));
+        assert_eq!(ts_resolution(19), Some(10u64.pow(19)));
+        assert_eq!(ts_resolution(20), None);
+        assert_eq!(ts_resolution(0x80 | 20), Some(1 << 20));
+        assert_eq!(ts_resolution(0x80 | 10), Some(1024));
+        assert_eq!(ts_resolution(0x80 | 63), Some(1 << 63));
+        assert_eq!(ts_resolution(0x80 | 64), None);
+        // 2^-20 s units: 1.5 s.
+        assert_eq!(ts_to_micros(3 << 19, 1 << 20, 0), 1_500_000);
+    }
 
     #[test]
     fn ts_conversion_units() {

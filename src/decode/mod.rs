@@ -2,7 +2,7 @@
 //!
 //! Link types: Ethernet (DLT 1, with 802.1Q/QinQ via etherparse, and PPPoE
 //! sessions), BSD loopback NULL (0) and LOOP (108) in either byte order, raw
-//! IP (12, 101), IPV4 (228), IPV6 (229), Linux cooked SLL (113) and SLL2
+//! IP (12, 14, 101), IPV4 (228), IPV6 (229), Linux cooked SLL (113) and SLL2
 //! (276), Linux NFLOG (239). IPv4 and
 //! IPv6 through [`etherparse`]'s lax slicer, which keeps what it could decode
 //! of a snaplen-cut packet; the common frame (Ethernet II, whole unfragmented
@@ -138,7 +138,7 @@ fn decode_lax(linktype: i32, data: &[u8], orig_len: u32) -> Decoded<'_> {
                 _ => return Decoded::NotTcp,
             }
         }
-        12 | 101 | 228 | 229 => {
+        12 | 14 | 101 | 228 | 229 => {
             LaxSlicedPacket::from_ip(data).map_err(|e| ("decode.ip", e.to_string()))
         }
         113 => {
@@ -436,7 +436,10 @@ mod tests {
             decode(276, &sll2, sll2.len() as u32),
             Decoded::Tcp(_)
         ));
-        assert!(matches!(decode(101, ip, ip.len() as u32), Decoded::Tcp(_)));
+        // Raw IP: LINKTYPE_RAW, and the DLT_RAW values older files carry (12; 14 on OpenBSD).
+        for raw in [101, 12, 14] {
+            assert!(matches!(decode(raw, ip, ip.len() as u32), Decoded::Tcp(_)));
+        }
         assert!(matches!(
             decode(147, ip, ip.len() as u32),
             Decoded::UnsupportedLink(147)
