@@ -497,7 +497,15 @@ impl DirParser {
             }
         } else {
             let mut resp = httparse::Response::new(&mut storage);
-            match resp.parse(rest) {
+            // A recipient of a response keeps what an older sender wrote: obs-fold (RFC 9112
+            // §5.2, its value unfolded below), spaces before a header's colon, runs of spaces in
+            // the status line.
+            let lenient = httparse::ParserConfig::default()
+                .allow_obsolete_multiline_headers_in_responses(true)
+                .allow_spaces_after_header_name_in_responses(true)
+                .allow_multiple_spaces_in_response_status_delimiters(true)
+                .clone();
+            match lenient.parse_response(&mut resp, rest) {
                 Ok(httparse::Status::Complete(n)) => {
                     head.status = resp.code.unwrap_or(0);
                     head.reason = resp.reason.unwrap_or("").to_string();
@@ -627,8 +635,29 @@ fn set_headers(head: &mut Head, h: &[httparse::Header<'_>]) {
         .reserve_exact(h.iter().map(|f| f.name.len() + f.value.len()).sum());
     head.fields.reserve_exact(h.len());
     for f in h {
-        head.push_header(f.name, &crate::lossy(f.value));
+        let value = crate::lossy(f.value);
+        if value.contains(['\r', '\n']) {
+            head.push_header(f.name, &unfold(&value));
+        } else {
+            head.push_header(f.name, &value);
+        }
     }
+}
+
+/// A header value with each obs-fold (CRLF or LF followed by spaces or tabs) replaced by one
+/// space (RFC 9112 §5.2).
+fn unfold(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    let mut chars = value.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\r' || c == '\n' {
+            while chars.next_if(|n| matches!(n, '\r' | '\n' | ' ' | '\t')).is_some() {}
+            out.push(' ');
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn trim_cr(l: &[u8]) -> &[u8] {
@@ -710,6 +739,26 @@ mod tests {
         }
         p.end(true, &mut out);
         evs
+    }
+
+    #[test]
+    fn obs_fold_in_a_response_is_unfolded() {
+        let input = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nX-Folded: first\r\n  second line\r\nContent-Length: 2\r\n\r\nok";
+        let mut p = DirParser::new(false, HttpLimits::default());
+        let mut heads = Vec::new();
+        let mut body = Vec::new();
+        p.push(input, &mut |e| {
+            match e {
+                HttpEvent::Head(h) => heads.push(h),
+                HttpEvent::Body(b) => body.extend_from_slice(b),
+                _ => {}
+            }
+            BodyRule::ByHeaders
+        });
+        assert_eq!(heads.len(), 1);
+        assert_eq!(heads[0].header("x-folded"), Some("first second line"));
+        assert_eq!(heads[0].header("content-type"), Some("text/event-stream"));
+        assert_eq!(body, b"ok");
     }
 
     #[test]
