@@ -166,6 +166,53 @@ fn snaplen_cut_frames_are_said_and_counted() {
 }
 
 #[test]
+fn frames_out_of_time_order_are_said_and_counted() {
+    // The last two records swapped in the file: one frame is earlier than the one before it.
+    // Frames are analysed in file order (as Wireshark and Zeek do); the run says so.
+    let pcap = fixture("fork_restart_client.pcap");
+    let mut records = Vec::new();
+    let mut at = 24;
+    while at + 16 <= pcap.len() {
+        let incl = u32::from_le_bytes(pcap[at + 8..at + 12].try_into().unwrap()) as usize;
+        records.push(&pcap[at..at + 16 + incl]);
+        at += 16 + incl;
+    }
+    let n = records.len();
+    records.swap(n - 2, n - 1);
+    let mut swapped = pcap[..24].to_vec();
+    for r in &records {
+        swapped.extend_from_slice(r);
+    }
+    let p = tmp("swapped.pcap", &swapped);
+    let dir = std::env::temp_dir().join(format!("mcpcap-bad-{}-swapout", std::process::id()));
+    let o = mcpcap(&[
+        "analyze",
+        "--fail-on",
+        "never",
+        "--format",
+        "csv",
+        "--out",
+        dir.to_str().unwrap(),
+        p.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let lines = stderr_lines(&o);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains("1 frames are earlier than the frame before them"),
+        "{lines:?}"
+    );
+    let anomalies = std::fs::read_to_string(dir.join("anomalies.csv")).unwrap();
+    let rows: Vec<&str> = anomalies
+        .lines()
+        .filter(|l| l.starts_with("capture.time_backwards,"))
+        .collect();
+    assert_eq!(rows.len(), 1, "{anomalies}");
+    assert!(rows[0].starts_with(&format!("capture.time_backwards,{n},")), "{rows:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn a_directory_skips_what_is_not_a_capture_in_one_line() {
     // A folder of captures with notes beside them: the notes are skipped in one line; a file
     // named like a capture that is not one is an error of its own; the capture is analysed.

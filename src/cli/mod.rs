@@ -335,9 +335,10 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         let analyzer = &mut v.analyzer;
         let first = analyzer.counters.frames + 1;
         let unsupported_before = analyzer.anomalies.count("capture.unsupported_linktype");
-        let (cut_before, segments_before) = (
+        let (cut_before, segments_before, fragments_before) = (
             analyzer.anomalies.count("capture.snaplen_cut"),
             analyzer.counters.tcp_segments,
+            analyzer.anomalies.count("ip.fragment"),
         );
         // No BufReader: the capture reader has its own buffer (`capture::BLOCK_BUFFER`) and reads
         // into it directly; another buffer in front would copy every byte once more.
@@ -345,11 +346,21 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         let mut n = 0u64;
         // The first frame's time (standard input is not read ahead for it).
         let mut first_frame_ts = None;
-        // Its earliest and latest frame times (frames need not be in time order).
+        // Its earliest and latest frame times (frames need not be in time order), and the frames
+        // earlier than the one before them: (frame, µs back), the first ones, and how many.
         let mut span = (i64::MAX, i64::MIN);
+        let mut prev_ts: Option<i64> = None;
+        let mut backwards: (Vec<(u64, i64)>, u64) = (Vec::new(), 0);
         let res = mcpcap::capture::read_capture(reader, first, &mut capture_anomalies, |f| {
             first_frame_ts.get_or_insert(f.ts);
             span = (span.0.min(f.ts), span.1.max(f.ts));
+            if let Some(p) = prev_ts.filter(|&p| f.ts < p) {
+                if backwards.0.len() < mcpcap::anomaly::MAX_KEPT {
+                    backwards.0.push((f.number, p - f.ts));
+                }
+                backwards.1 += 1;
+            }
+            prev_ts = Some(f.ts);
             match dump.as_mut() {
                 Some(d) => analyzer.frame_tap(&f, d),
                 None => analyzer.frame(&f),
@@ -373,6 +384,27 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                 );
             }
         });
+        if backwards.1 > 0 {
+            // Frames are analysed in file order, as Wireshark and Zeek do; sorting is the
+            // user's call (`reordercap`).
+            for &(frame, back) in &backwards.0 {
+                capture_anomalies.add(mcpcap::anomaly::Anomaly::new(
+                    "capture.time_backwards",
+                    Some(frame),
+                    None,
+                    format!("{back} µs earlier than the frame before it"),
+                ));
+            }
+            *capture_anomalies
+                .counts
+                .entry("capture.time_backwards")
+                .or_insert(0) += backwards.1 - backwards.0.len() as u64;
+            say!(
+                "mcpcap: {}: {} frames are earlier than the frame before them; frames are analysed in file order (anomaly capture.time_backwards; `reordercap` sorts a capture)",
+                path.display(),
+                backwards.1
+            );
+        }
         let bytes = read_bytes.load(std::sync::atomic::Ordering::Relaxed);
         done_bytes += bytes;
         let frames = analyzer.counters.frames + 1 - first;
@@ -424,6 +456,14 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                         path.display(),
                         cut,
                         analyzer.counters.tcp_segments - segments_before
+                    );
+                }
+                let fragments = analyzer.anomalies.count("ip.fragment") - fragments_before;
+                if fragments > 0 {
+                    say!(
+                        "mcpcap: {}: {} IP fragments were not reassembled; the TCP data they carry is missing from the streams (anomaly ip.fragment)",
+                        path.display(),
+                        fragments
                     );
                 }
                 if let Some(why) = summary.truncated {
