@@ -208,7 +208,10 @@ fn frames_out_of_time_order_are_said_and_counted() {
         .filter(|l| l.starts_with("capture.time_backwards,"))
         .collect();
     assert_eq!(rows.len(), 1, "{anomalies}");
-    assert!(rows[0].starts_with(&format!("capture.time_backwards,{n},")), "{rows:?}");
+    assert!(
+        rows[0].starts_with(&format!("capture.time_backwards,{n},")),
+        "{rows:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -306,3 +306,40 @@ fn same_request_to_two_servers_is_two_exchanges() {
     sessions.sort_unstable();
     assert_eq!(sessions, ["sA", "sB"]);
 }
+
+/// The capture began after the client sent `initialize` to the proxy: that leg shows only the
+/// response, so it cannot be paired with the backend leg, which has both. The unpaired response
+/// is not a second delivery of the initialize result, and the stream it opened, whose request is
+/// unknown, is not blamed for a later GET without a cursor.
+#[test]
+fn a_capture_that_begins_after_a_request() {
+    let mut cap = Capture::new();
+    let body = events(&[Ev::id("i0", initialize_result(1))]);
+    let mut c = cap.connect();
+    // (The client's request is not in the capture.)
+    let mut u = cap.connect_to(B1);
+    u.client(&mut cap, &post(None, &initialize(1)));
+    u.server(&mut cap, &head(Some(SID), None));
+    u.server(&mut cap, &body);
+    u.server(&mut cap, LAST_CHUNK);
+    c.server(&mut cap, &head(Some(SID), None));
+    c.server(&mut cap, &body);
+    c.server(&mut cap, LAST_CHUNK);
+    c.close(&mut cap);
+    u.close(&mut cap);
+    // The standalone GET, without a cursor (nothing was delivered on a GET before).
+    through_proxy(
+        &mut cap,
+        View::BothLegs,
+        B1,
+        &get(Some(SID), None),
+        None,
+        &events(&[Ev::id(
+            1,
+            json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+        )]),
+        true,
+    );
+    let fs = analyze(&cap, &[]);
+    assert!(fs.is_empty(), "{fs:#?}");
+}

@@ -212,7 +212,13 @@ pub(super) fn resumes_without_cursor(
     }
     for (sti, st) in model.streams.iter().enumerate() {
         let s = &model.sessions[st.session];
-        if s.id.is_none() || !s.era.stateful() {
+        // A stream whose request the capture missed (it began mid-connection) may have owed
+        // nothing: its kind, and what it still owed, are unknown.
+        let orphan = st
+            .connections
+            .first()
+            .is_some_and(|&x| exchanges[x].request.is_none());
+        if s.id.is_none() || !s.era.stateful() || orphan {
             continue;
         }
         let Some(&last) = st.connections.last() else {

@@ -213,6 +213,11 @@ pub(super) fn duplicate_responses(
             if s.id.is_none() {
                 seen.clear();
             }
+            // A response whose request the capture missed (it began mid-connection) may be the
+            // copy of another hop that could not be paired without it: not a second delivery.
+            if exchanges[xi].request.is_none() {
+                continue;
+            }
             for (id, ts, frame) in &responses[xi] {
                 let (id, ts, frame) = (*id, *ts, *frame);
                 if !requests.contains(id) {

@@ -651,7 +651,10 @@ fn unfold(value: &str) -> String {
     let mut chars = value.chars().peekable();
     while let Some(c) = chars.next() {
         if c == '\r' || c == '\n' {
-            while chars.next_if(|n| matches!(n, '\r' | '\n' | ' ' | '\t')).is_some() {}
+            while chars
+                .next_if(|n| matches!(n, '\r' | '\n' | ' ' | '\t'))
+                .is_some()
+            {}
             out.push(' ');
         } else {
             out.push(c);
