@@ -50,26 +50,30 @@ impl BodyDecoder {
         }
     }
 
-    /// Feed encoded bytes; returns the bytes decoded so far (taken from the decoder).
+    /// Feed encoded bytes; returns every byte they decode to (taken from the decoder).
+    ///
+    /// The write is flushed: flate2's writers keep the output of one write until the next, so
+    /// a server that flushes its compressor after each event (as an SSE server must) would
+    /// otherwise have each event surface one chunk late, at the next chunk's time.
     pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<u8>, String> {
         let r = match self {
-            BodyDecoder::Gzip(d) => d.write_all(bytes),
-            BodyDecoder::Deflate(d) => d.write_all(bytes),
-            BodyDecoder::Brotli(d) => d.write_all(bytes),
+            BodyDecoder::Gzip(d) => d.write_all(bytes).and_then(|()| d.flush()),
+            BodyDecoder::Deflate(d) => d.write_all(bytes).and_then(|()| d.flush()),
+            BodyDecoder::Brotli(d) => d.write_all(bytes).and_then(|()| d.flush()),
         };
         r.map_err(|e| e.to_string())?;
         Ok(std::mem::take(self.out()))
     }
 
-    /// End of the body: the last decoded bytes.
-    pub fn finish(&mut self) -> Result<Vec<u8>, String> {
+    /// End of the body: the last decoded bytes, and whether the coded stream ended properly
+    /// (a body cut before its trailer still gives what was decoded).
+    pub fn finish(&mut self) -> (Vec<u8>, Result<(), String>) {
         let r = match self {
             BodyDecoder::Gzip(d) => d.try_finish(),
             BodyDecoder::Deflate(d) => d.try_finish(),
             BodyDecoder::Brotli(d) => d.flush(),
         };
-        r.map_err(|e| e.to_string())?;
-        Ok(std::mem::take(self.out()))
+        (std::mem::take(self.out()), r.map_err(|e| e.to_string()))
     }
 }
 
@@ -87,11 +91,34 @@ mod tests {
             let mut d = BodyDecoder::for_encoding("gzip").unwrap();
             let mut out = d.push(&gz[..cut]).unwrap();
             out.extend(d.push(&gz[cut..]).unwrap());
-            out.extend(d.finish().unwrap());
+            let (rest, ended) = d.finish();
+            ended.unwrap();
+            out.extend(rest);
             assert_eq!(out, plain, "cut {cut}");
         }
         let mut d = BodyDecoder::for_encoding("gzip").unwrap();
         assert!(d.push(b"not gzip at all").is_err());
+    }
+
+    #[test]
+    fn sync_flushed_gzip_decodes_each_flush_at_once() {
+        // A server compressing SSE flushes after each event: each flushed piece decodes fully
+        // when it arrives, and a stream cut before the gzip trailer keeps what it decoded.
+        let events = [b"id: 1\ndata: a\n\n".as_slice(), b"id: 2\ndata: b\n\n"];
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        let mut pieces = Vec::new();
+        for ev in events {
+            enc.write_all(ev).unwrap();
+            enc.flush().unwrap();
+            pieces.push(std::mem::take(enc.get_mut()));
+        }
+        let mut d = BodyDecoder::for_encoding("gzip").unwrap();
+        for (ev, piece) in events.iter().zip(&pieces) {
+            assert_eq!(d.push(piece).unwrap(), *ev);
+        }
+        let (rest, ended) = d.finish();
+        assert!(rest.is_empty());
+        assert!(ended.is_err(), "no trailer");
     }
 
     #[test]
@@ -102,7 +129,7 @@ mod tests {
         let z = enc.finish().unwrap();
         let mut d = BodyDecoder::for_encoding("deflate").unwrap();
         let mut out = d.push(&z).unwrap();
-        out.extend(d.finish().unwrap());
+        out.extend(d.finish().0);
         assert_eq!(out, plain);
         // The same text compressed by Python's brotli module (brotli.compress).
         let full: &[u8] = &[
@@ -114,7 +141,7 @@ mod tests {
             let mut d = BodyDecoder::for_encoding("br").unwrap();
             let mut out = d.push(&full[..cut]).unwrap();
             out.extend(d.push(&full[cut..]).unwrap());
-            out.extend(d.finish().unwrap());
+            out.extend(d.finish().0);
             assert_eq!(out, plain, "cut {cut}");
         }
         assert!(BodyDecoder::for_encoding("compress").is_none());

@@ -663,11 +663,10 @@ fn on_event(
                         e.req_gap = true;
                     }
                     if let Some(mut d) = conn.req_decoder.take() {
-                        match d.finish() {
-                            Ok(rest) => {
-                                append_bounded(&mut e.req_body, &rest, anomalies, frame, flow_id)
-                            }
-                            Err(_) => e.req_gap = true,
+                        let (rest, ended) = d.finish();
+                        append_bounded(&mut e.req_body, &rest, anomalies, frame, flow_id);
+                        if ended.is_err() {
+                            e.req_gap = true;
                         }
                     }
                     e.req_body_hash = crate::hash::hash64(&e.req_body);
@@ -693,29 +692,19 @@ fn on_event(
             } else if let Some(i) = conn.resp_idx.take() {
                 // The decoder's last bytes go through the body path first.
                 if let Some(mut d) = conn.decoder.take() {
-                    match d.finish() {
-                        Ok(rest) if !rest.is_empty() => {
-                            if let Some(e) = conn.exchanges.get_mut(i) {
-                                feed_body(
-                                    &mut conn.sse,
-                                    e,
-                                    &rest,
-                                    ts,
-                                    frame,
-                                    opts,
-                                    anomalies,
-                                    flow_id,
-                                );
-                            }
+                    let (rest, ended) = d.finish();
+                    if !rest.is_empty() {
+                        if let Some(e) = conn.exchanges.get_mut(i) {
+                            feed_body(&mut conn.sse, e, &rest, ts, frame, opts, anomalies, flow_id);
                         }
-                        Ok(_) => {}
-                        Err(err) if complete => anomalies.add(Anomaly::new(
+                    }
+                    if let (Err(err), true) = (ended, complete) {
+                        anomalies.add(Anomaly::new(
                             "http.bad_content_coding",
                             Some(frame),
                             Some(flow_id.to_string()),
                             format!("{d:?} body ends badly: {err}"),
-                        )),
-                        Err(_) => {}
+                        ));
                     }
                 }
                 let e = &mut conn.exchanges[i];
