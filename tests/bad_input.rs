@@ -100,6 +100,11 @@ fn truncated_capture_is_analysed_up_to_the_cut() {
 /// A classic little-endian pcap with every frame cut to `snap` bytes (its wire length kept), as
 /// `editcap -s` does.
 fn with_snaplen(pcap: &[u8], snap: usize) -> Vec<u8> {
+    with_snaplen_on(pcap, snap, |_| true)
+}
+
+/// [`with_snaplen`] on the frames (numbered from 1) that `cut` picks.
+fn with_snaplen_on(pcap: &[u8], snap: usize, cut: impl Fn(usize) -> bool) -> Vec<u8> {
     assert_eq!(
         pcap[..4],
         [0xd4, 0xc3, 0xb2, 0xa1],
@@ -107,10 +112,11 @@ fn with_snaplen(pcap: &[u8], snap: usize) -> Vec<u8> {
     );
     let mut out = pcap[..24].to_vec();
     out[16..20].copy_from_slice(&(snap as u32).to_le_bytes());
-    let mut at = 24;
+    let (mut at, mut number) = (24, 0);
     while at + 16 <= pcap.len() {
+        number += 1;
         let incl = u32::from_le_bytes(pcap[at + 8..at + 12].try_into().unwrap()) as usize;
-        let keep = incl.min(snap);
+        let keep = if cut(number) { incl.min(snap) } else { incl };
         out.extend_from_slice(&pcap[at..at + 8]);
         out.extend_from_slice(&(keep as u32).to_le_bytes());
         out.extend_from_slice(&pcap[at + 12..at + 16]);
@@ -213,6 +219,27 @@ fn frames_out_of_time_order_are_said_and_counted() {
         "{rows:?}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_response_head_cut_by_the_snapshot_length_is_unverifiable() {
+    // Frame 28 carries the head of the tools/call's SSE response; cut to 300 bytes, the rest of
+    // the head is a gap and no head follows on the connection. The response may well have
+    // come: the request is unverifiable (info), not a lost response (error).
+    let cut = with_snaplen_on(&fixture("resume_ok_ts.pcap"), 300, |n| n == 28);
+    let (o, _) = ndjson_never(&tmp("head-cut.pcap", &cut));
+    let kinds: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["kind"].to_string())
+        .collect();
+    assert!(
+        kinds.contains(&"\"response_unverifiable\"".to_string()),
+        "{kinds:?}"
+    );
+    assert!(
+        !kinds.contains(&"\"lost_response\"".to_string()),
+        "{kinds:?}"
+    );
 }
 
 #[test]

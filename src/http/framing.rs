@@ -250,9 +250,10 @@ impl DirParser {
         }
     }
 
-    /// Whether the parser stands between messages (a gap here may have swallowed whole messages).
-    pub fn between_messages(&self) -> bool {
-        matches!(self.state, State::Head | State::Resync) && !self.in_message && self.buf.is_empty()
+    /// Whether no message body is under way: between messages, or inside a head (a gap here
+    /// loses a head, and with it the message it began).
+    pub fn outside_body(&self) -> bool {
+        matches!(self.state, State::Head | State::Resync) && !self.in_message
     }
 
     /// `len` bytes are missing from the capture.

@@ -325,9 +325,7 @@ impl StreamSink for HttpLayer {
                             return;
                         }
                         if conn.client_dir.is_some_and(|c| c != d)
-                            && conn.parsers[d]
-                                .as_ref()
-                                .is_some_and(|p| p.between_messages())
+                            && conn.parsers[d].as_ref().is_some_and(|p| p.outside_body())
                         {
                             conn.resp_lost_between = true;
                         }
@@ -350,9 +348,15 @@ impl StreamSink for HttpLayer {
             }
             StreamEvent::Close => {
                 if let Some(mut conn) = self.conns.remove(&fi) {
-                    // Requests never answered stay as exchanges without a response.
+                    // Requests never answered stay as exchanges without a response; when the
+                    // capture lost response bytes after the last response began (no later head
+                    // told whose they were), their responses may be in that gap.
+                    let lost = conn.resp_lost_between;
                     for mut e in conn.exchanges.drain(conn.emitted..) {
                         e.open_at_capture_end |= conn.open_at_end;
+                        if lost && e.response.is_none() && e.request.is_some() {
+                            e.resp_gap = true;
+                        }
                         self.exchanges.push(e);
                     }
                 }
