@@ -456,6 +456,22 @@ fn resume_rejected_and_lost_response() {
 }
 
 #[test]
+fn a_response_with_an_unreadable_head_is_unverifiable_not_lost() {
+    // The server answered, but its head does not parse (a field without a colon): the response
+    // exists, whatever it said, so the request is unverifiable (info), not lost (error).
+    let mut cap = Capture::new();
+    handshake(&mut cap);
+    let mut c = tools_call_conn(&mut cap);
+    let mut body =
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nno colon here\r\n\r\n".to_vec();
+    body.extend_from_slice(res(1).text().as_bytes());
+    c.server(&mut cap, &body);
+    c.server_close(&mut cap);
+    let fs = findings(&cap);
+    assert_kinds(&fs, &[("response_unverifiable", "info")]);
+}
+
+#[test]
 fn unknown_last_event_id() {
     let mut cap = Capture::new();
     healthy(&mut cap);

@@ -19,8 +19,8 @@ pub struct HttpLimits {
 impl Default for HttpLimits {
     fn default() -> Self {
         HttpLimits {
-            max_header_bytes: 64 * 1024,
-            max_headers: 128,
+            max_header_bytes: 256 * 1024,
+            max_headers: 256,
         }
     }
 }

@@ -417,6 +417,16 @@ fn on_event(
 ) -> BodyRule {
     match ev {
         HttpEvent::Anomaly(code, detail) => {
+            // A response head that cannot be read still began a response: whose it was is told
+            // by the next head, or at the close (as for response bytes lost to the capture).
+            if !is_request
+                && matches!(
+                    code,
+                    "http.bad_head" | "http.too_many_headers" | "http.header_too_long"
+                )
+            {
+                conn.resp_lost_between = true;
+            }
             anomalies.add(Anomaly::new(
                 code,
                 Some(frame),
