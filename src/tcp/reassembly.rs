@@ -11,7 +11,8 @@
 //! [`ReassemblyLimits::max_ooo_bytes`]), overlapping with new data (trim the
 //! old part, deliver the rest), old (retransmission, delivered once).
 //! Holes become explicit [`Chunk::Gap`]s when the peer acknowledges past
-//! them, when the out-of-order buffer is full, or at FIN/RST/end of capture.
+//! them twice (one ACK may be recorded ahead of the segment it covers), when
+//! the out-of-order buffer is full, or at FIN/RST/end of capture.
 
 use std::collections::BTreeMap;
 
@@ -79,6 +80,9 @@ pub struct Reassembler {
     pending_bytes: usize,
     /// Highest offset the peer acknowledged.
     acked: u64,
+    /// ACKs seen past the hole at offset `.1` (the `next` they found): the second makes it a
+    /// gap (see [`Reassembler::peer_ack`]).
+    hole_acks: (u8, u64),
     /// Stream offset of the FIN, when seen.
     fin: Option<u64>,
     /// Counters.
@@ -336,7 +340,10 @@ impl Reassembler {
     }
 
     /// The peer acknowledged up to sequence number `ack_no`: a hole below it that is followed
-    /// by buffered data will never be filled by the capture.
+    /// by buffered data will never be filled by the capture — once a second ACK past it is seen.
+    /// (A capture point that sees the two directions through different queues, a tap or a
+    /// mirror port, can record a segment just after the ACK that covers it; the peer's next
+    /// ACK comes after it.)
     pub fn peer_ack(&mut self, ack_no: u32, out: &mut impl FnMut(Chunk<'_>)) {
         if self.base.is_none() {
             return;
@@ -350,12 +357,23 @@ impl Reassembler {
         if a > self.acked {
             self.acked = a;
         }
-        while let Some((&off, _)) = self.pending.first_key_value() {
-            if off > self.next && off <= self.acked {
-                self.flush_first_hole(out);
-            } else {
-                break;
-            }
+        let acked_hole = |r: &Self| {
+            r.pending
+                .first_key_value()
+                .is_some_and(|(&off, _)| off > r.next && off <= r.acked)
+        };
+        if !acked_hole(self) {
+            return;
+        }
+        if self.hole_acks.1 != self.next {
+            self.hole_acks = (0, self.next);
+        }
+        self.hole_acks.0 = self.hole_acks.0.saturating_add(1);
+        if self.hole_acks.0 < 2 {
+            return;
+        }
+        while acked_hole(self) {
+            self.flush_first_hole(out);
         }
     }
 
@@ -414,6 +432,39 @@ mod tests {
         }
         r.flush(&mut out);
         outv
+    }
+
+    /// A hole with data behind it becomes a gap at the second ACK past it, not the first: a
+    /// segment recorded just after the ACK that covers it (a tap seeing the two directions
+    /// through different queues) still fills it.
+    #[test]
+    fn a_hole_is_a_gap_at_the_second_ack_past_it() {
+        let isn = 1000u32;
+        let s = isn.wrapping_add(1);
+        let limits = ReassemblyLimits::default();
+        let collect = |acks_before_late: usize| {
+            let mut r = Reassembler::default();
+            r.syn(isn);
+            let mut got: Vec<Option<u8>> = Vec::new();
+            let mut out = |c: Chunk<'_>| match c {
+                Chunk::Data { bytes, .. } => got.extend(bytes.iter().map(|b| Some(*b))),
+                Chunk::Gap { len, .. } => got.extend(std::iter::repeat_n(None, len as usize)),
+            };
+            r.segment(s, b"ab", 2, false, &limits, &mut out);
+            r.segment(s.wrapping_add(4), b"ef", 2, false, &limits, &mut out);
+            for _ in 0..acks_before_late {
+                r.peer_ack(s.wrapping_add(6), &mut out);
+            }
+            r.segment(s.wrapping_add(2), b"cd", 2, false, &limits, &mut out);
+            r.flush(&mut out);
+            got
+        };
+        let whole: Vec<Option<u8>> = b"abcdef".iter().map(|b| Some(*b)).collect();
+        assert_eq!(collect(0), whole);
+        assert_eq!(collect(1), whole);
+        let gap = vec![Some(b'a'), Some(b'b'), None, None, Some(b'e'), Some(b'f')];
+        assert_eq!(collect(2), gap);
+        assert_eq!(collect(3), gap);
     }
 
     #[test]
