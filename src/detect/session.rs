@@ -84,12 +84,30 @@ pub(super) fn lost_responses(
             .flat_map(|&xi| &responses[xi])
             .map(|(id, _, _)| *id)
             .collect();
-        // Bytes missing from the capture on any response of the session could hide the answer.
-        let gap = s
+        // Responses of the session with bytes missing from the capture, which could hide an
+        // answer (see `gap_for` below).
+        let gaps: Vec<usize> = s
             .exchanges
             .iter()
-            .map(|&xi| &exchanges[xi])
-            .find(|e| e.resp_gap);
+            .copied()
+            .filter(|&gx| exchanges[gx].resp_gap)
+            .collect();
+        // A loss that could hold the answer to request exchange `xi`: on its own response or
+        // stream, later on its connection (keep-alive), or on a GET stream still open after it
+        // was sent (a resumption or replay). A loss that ended before the request was sent, on
+        // another POST, could not.
+        let gap_for = |xi: usize| -> Option<&Exchange> {
+            let e = &exchanges[xi];
+            gaps.iter()
+                .map(|&gx| (gx, &exchanges[gx]))
+                .find_map(|(gx, g)| {
+                    let same_stream = model.exchange_stream[xi].is_some()
+                        && model.exchange_stream[gx] == model.exchange_stream[xi];
+                    let later_on_flow = g.flow_index == e.flow_index && g.ts() >= e.ts();
+                    let open_get = g.method() == "GET" && g.ts_end.unwrap_or(i64::MAX) >= e.ts();
+                    (gx == xi || same_stream || later_on_flow || open_get).then_some(g)
+                })
+        };
         // ... and so could a resumed stream still open when the capture stopped.
         let open_resume = s
             .exchanges
@@ -158,7 +176,7 @@ pub(super) fn lost_responses(
                 } else {
                     open_resume
                 };
-                let (kind, severity, detail) = match (gap, open) {
+                let (kind, severity, detail) = match (gap_for(xi), open) {
                     (None, Some(o)) => (
                         "response_unverifiable",
                         Severity::Info,

@@ -185,6 +185,9 @@ struct Conn {
     /// A capture gap fell between two responses: whole responses may be missing, so the next
     /// response head is paired by time ([`HttpLayer`] docs).
     resp_lost_between: bool,
+    /// Time of the latest such loss (µs): only requests sent by then can have lost their
+    /// responses to it.
+    resp_lost_at: i64,
     sse: Option<SseParser>,
     depth: u32,
     open_at_end: bool,
@@ -245,6 +248,7 @@ impl StreamSink for HttpLayer {
                         resp_idx: None,
                         resp_interim: false,
                         resp_lost_between: false,
+                        resp_lost_at: i64::MIN,
                         sse: None,
                         depth: 0,
                         open_at_end: false,
@@ -328,6 +332,7 @@ impl StreamSink for HttpLayer {
                             && conn.parsers[d].as_ref().is_some_and(|p| p.outside_body())
                         {
                             conn.resp_lost_between = true;
+                            conn.resp_lost_at = conn.resp_lost_at.max(ts);
                         }
                         self.with_parser(fi, d, ts, frame, |p, out| p.gap(len, out));
                     }
@@ -351,10 +356,12 @@ impl StreamSink for HttpLayer {
                     // Requests never answered stay as exchanges without a response; when the
                     // capture lost response bytes after the last response began (no later head
                     // told whose they were), their responses may be in that gap.
-                    let lost = conn.resp_lost_between;
+                    let lost = conn.resp_lost_between.then_some(conn.resp_lost_at);
                     for mut e in conn.exchanges.drain(conn.emitted..) {
                         e.open_at_capture_end |= conn.open_at_end;
-                        if lost && e.response.is_none() && e.request.is_some() {
+                        if e.response.is_none()
+                            && lost.is_some_and(|at| e.ts_request.is_some_and(|t| t <= at))
+                        {
                             e.resp_gap = true;
                         }
                         self.exchanges.push(e);
@@ -426,6 +433,7 @@ fn on_event(
                 )
             {
                 conn.resp_lost_between = true;
+                conn.resp_lost_at = conn.resp_lost_at.max(ts);
             }
             anomalies.add(Anomaly::new(
                 code,
@@ -482,6 +490,7 @@ fn on_event(
             }
             conn.resp_interim = false;
             if std::mem::take(&mut conn.resp_lost_between) {
+                conn.resp_lost_at = i64::MIN;
                 // Responses lost in the gap: this one answers the latest request sent before it
                 // (a client that does not pipeline sends the next request only after the previous
                 // answer); the requests skipped lost their responses to the capture.
