@@ -413,6 +413,9 @@ enum OldStream {
     NeverClosed,
     /// It delivers another event after the resumption was answered, then closes.
     EventAfter,
+    /// It was live until just before the resumption (an event 50 ms before it), and a proxy's
+    /// idle timeout resets it 120 s later.
+    LiveUntilResume,
 }
 
 fn stalled_then_resumed(old: OldStream) -> Vec<Value> {
@@ -425,6 +428,11 @@ fn stalled_then_resumed(old: OldStream) -> Vec<Value> {
         &sse_response(None, &progs(2, &["1", "2", "3"], 1, 5), false),
     );
     cap.wait(10_000_000);
+    if let OldStream::LiveUntilResume = old {
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}});
+        a.server(&mut cap, &chunk(Ev::no_id(note).text().as_bytes()));
+        cap.wait(50_000);
+    }
     let mut g = cap.connect();
     g.client(&mut cap, &get(Some(SID), Some("3")));
     let mut rest = progs(2, &["4", "5"], 4, 5);
@@ -441,6 +449,10 @@ fn stalled_then_resumed(old: OldStream) -> Vec<Value> {
             a.server_reset(&mut cap);
         }
         OldStream::NeverClosed => {}
+        OldStream::LiveUntilResume => {
+            cap.wait(120_000_000);
+            a.server_reset(&mut cap);
+        }
         OldStream::EventAfter => {
             let note = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}});
             a.server(&mut cap, &chunk(Ev::id("7", note).text().as_bytes()));
@@ -457,8 +469,13 @@ fn a_stalled_stream_closed_after_its_resumption_is_not_concurrent() {
     for old in [OldStream::ClosedLater, OldStream::ResetLater] {
         assert_kinds(&stalled_then_resumed(old), &[("resume_ok", "info")]);
     }
-    // Never closed, or still delivering: two live connections for one stream.
-    for old in [OldStream::NeverClosed, OldStream::EventAfter] {
+    // Never closed, still delivering, or live until the resumption: two live connections for
+    // one stream.
+    for old in [
+        OldStream::NeverClosed,
+        OldStream::EventAfter,
+        OldStream::LiveUntilResume,
+    ] {
         assert_kinds(
             &stalled_then_resumed(old),
             &[

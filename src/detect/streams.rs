@@ -162,15 +162,20 @@ fn conn_end(e: &Exchange) -> i64 {
     }
 }
 
-/// Whether `b` is a resumption (`Last-Event-ID`) that replaced `a`: `a` carried no event after
-/// `b` was answered and was closed before the capture ended — a stalled connection the client
-/// gave up on and whose end came late (a timeout, a half-dead socket), not two live ones. (§7
-/// #22's first connection "stops receiving bytes but is never closed".)
+/// How long a connection must have been silent before a resumption for the resumption to be
+/// taken as the client giving up on it, in microseconds.
+const STALLED_US: i64 = 1_000_000;
+
+/// Whether `b` is a resumption (`Last-Event-ID`) that replaced `a`: `a` had been silent for
+/// [`STALLED_US`] when `b` was sent, carried nothing after, and was closed before the capture
+/// ended — a stalled connection the client gave up on and whose end came late (a timeout, a
+/// half-dead socket), not two live ones. A connection live until the resumption stays
+/// concurrent, however it ended later (§7 #22: the first connection "stops receiving bytes").
 fn replaced(a: &Exchange, b: &Exchange) -> bool {
-    let start = b.ts_response.unwrap_or(i64::MAX);
+    let last_byte = a.ts_last_byte.or(a.ts_response).unwrap_or(a.ts());
     b.req_header("last-event-id").is_some()
         && !a.open_at_capture_end
-        && a.events.iter().all(|ev| ev.sse.ts <= start)
+        && last_byte.saturating_add(STALLED_US) <= b.ts()
 }
 
 /// `concurrent_stream_connections` (warning): two connections of one logical stream — or two
