@@ -360,6 +360,25 @@ fn integer_ids_skipped_while_progress_goes_on_by_one() {
     resumed.push(res(8));
     let cap = cut_and_resume(6, End::CutRst, &resumed);
     assert_kinds(&findings(&cap), &[("id_gap", "error")]);
+    // Negative: log messages between the progress notifications (ids 1..5: progress 1, log, 2,
+    // log, 3); id 6, skipped, would have been a log message, which the progress cannot vouch
+    // for.
+    let mut cap = Capture::new();
+    handshake(&mut cap);
+    let before = vec![
+        prog(1, 1, 5),
+        Ev::id(2, log_message()),
+        prog(3, 2, 5),
+        Ev::id(4, log_message()),
+        prog(5, 3, 5),
+    ];
+    tools_call_stream(&mut cap, &before, End::CutRst);
+    resume(
+        &mut cap,
+        "5",
+        &sse_response(None, &[prog(7, 4, 5), prog(8, 5, 5), res(9)], true),
+    );
+    assert_kinds(&findings(&cap), &[("id_gap", "error")]);
 }
 
 #[test]
@@ -469,6 +488,28 @@ fn a_response_with_an_unreadable_head_is_unverifiable_not_lost() {
     c.server_close(&mut cap);
     let fs = findings(&cap);
     assert_kinds(&fs, &[("response_unverifiable", "info")]);
+}
+
+#[test]
+fn a_loss_elsewhere_in_the_session_does_not_excuse_a_lost_response() {
+    // The 202 answering notifications/initialized has an unreadable head; later, on another
+    // connection, the tools/call stream ends cleanly without its result. The earlier loss could
+    // not hold that result: still a lost response.
+    let mut cap = Capture::new();
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(None, &initialize(1)));
+    c.server(&mut cap, &json_response(Some(SID), &initialize_result(1)));
+    c.client(&mut cap, &post(Some(SID), &initialized()));
+    c.server(
+        &mut cap,
+        b"HTTP/1.1 202 Accepted\r\nno colon here\r\nContent-Length: 0\r\n\r\n",
+    );
+    c.close(&mut cap);
+    cap.wait(1_000_000);
+    tools_call_stream(&mut cap, &progs(1..=3, 1, 5), End::Complete);
+    let fs = findings(&cap);
+    assert_kinds(&fs, &[("lost_response", "error")]);
+    assert_keys(one(&fs, "lost_response"), None, None, Some("2"));
 }
 
 #[test]

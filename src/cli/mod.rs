@@ -356,7 +356,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             span = (span.0.min(f.ts), span.1.max(f.ts));
             if let Some(p) = prev_ts.filter(|&p| f.ts < p) {
                 if backwards.0.len() < mcpcap::anomaly::MAX_KEPT {
-                    backwards.0.push((f.number, p - f.ts));
+                    backwards.0.push((f.number, p.saturating_sub(f.ts)));
                 }
                 backwards.1 += 1;
             }

@@ -607,10 +607,15 @@ pub(super) fn check(
                     // The value skipped arrives later on the same connection: the events came
                     // out of order (§7 #2: the TypeScript example store's replay sorts ids of one
                     // millisecond by their random suffix), not synthesized or lost.
+                    let skipped = ((next - prev.0) / step).round() as i64 - 1;
                     let reordered = jumped
-                        && later[i + 1..]
-                            .iter()
-                            .any(|(v, _)| (v - (prev.0 + step)).abs() < 1e-9 * step.max(1.0));
+                        && skipped >= 1
+                        && (1..=skipped.min(64)).all(|k| {
+                            let want = prev.0 + step * k as f64;
+                            later[i + 1..]
+                                .iter()
+                                .any(|(v, _)| (v - want).abs() < 1e-9 * step.max(1.0))
+                        });
                     let detail = if reordered {
                         format!(
                             "Across the resume from Last-Event-ID {} {} went from {} (frame {}) to {} (frame {}), and the value(s) it skipped came later on the same connection: the events were delivered out of order, so a client that handles them as they come sees its counter go back.",
@@ -890,7 +895,9 @@ fn history_positions(
 
 /// Whether some regular application counter of the stream (progress per token, or an
 /// `--app-seq` field: at least two equal steps, or one step of 1) has its first value after the
-/// cut exactly one step past its last value up to the cursor.
+/// cut exactly one step past its last value up to the cursor — a counter that every message
+/// event up to the cursor, and the first one after it, carried: then an event lost in the skip
+/// would have shown as a skip of the counter too.
 fn app_counter_continues(upto: &[Ev], after: &[EventRec]) -> bool {
     let mut series: Vec<(SeqKey, Vec<f64>)> = Vec::new();
     for (_, _, ev) in upto {
@@ -910,6 +917,15 @@ fn app_counter_continues(upto: &[Ev], after: &[EventRec]) -> bool {
         let (Some(&last), true) = (vals.last(), regular) else {
             return false;
         };
+        let carries = |ev: &EventRec| seq_values(ev).iter().any(|(k, _)| k == key);
+        let every_before = upto
+            .iter()
+            .filter(|(_, _, ev)| !ev.messages.is_empty())
+            .all(|(_, _, ev)| carries(ev));
+        let first_after = after.iter().find(|ev| !ev.messages.is_empty());
+        if !every_before || !first_after.is_some_and(carries) {
+            return false;
+        }
         let next = after
             .iter()
             .flat_map(|ev| seq_values(ev))
