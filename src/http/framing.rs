@@ -184,6 +184,10 @@ pub struct DirParser {
     in_message: bool,
     /// In Resync: whether the next byte starts a line.
     line_start: bool,
+    /// Bytes of the head in progress at the last attempt to parse it (0: none yet): it is parsed
+    /// again only once its end may have arrived, or 4 KiB more, so a head that comes a byte at a
+    /// time is not re-parsed from its start for every byte.
+    head_tried: usize,
 }
 
 const METHODS: [&[u8]; 9] = [
@@ -218,6 +222,7 @@ impl DirParser {
             limits,
             in_message: false,
             line_start: false,
+            head_tried: 0,
         }
     }
 
@@ -246,6 +251,7 @@ impl DirParser {
                 format!("{} bytes without a complete line or head", self.buf.len()),
             ));
             self.buf.clear();
+            self.head_tried = 0;
             self.enter_resync(out);
         }
     }
@@ -256,8 +262,28 @@ impl DirParser {
         matches!(self.state, State::Head | State::Resync) && !self.in_message
     }
 
+    /// A head left unfinished (at a gap or the end of the stream): parsed once more, so that a
+    /// head that is bad says so (`http.bad_head`), else counted as `http.partial_head`.
+    fn unfinished_head(&mut self, why: &str, out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule) {
+        let buf = std::mem::take(&mut self.buf);
+        let bad = matches!(
+            self.parse_head(&buf, &mut |e| match e {
+                HttpEvent::Anomaly(..) => out(e),
+                _ => BodyRule::ByHeaders,
+            }),
+            HeadResult::Bad
+        );
+        if !bad {
+            out(HttpEvent::Anomaly(
+                "http.partial_head",
+                format!("{} bytes of an unfinished head {why}", buf.len()),
+            ));
+        }
+    }
+
     /// `len` bytes are missing from the capture.
     pub fn gap(&mut self, len: u64, out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule) {
+        self.head_tried = 0;
         match self.state {
             State::Length(rem) if len < rem => {
                 out(HttpEvent::BodyGap(len));
@@ -290,6 +316,10 @@ impl DirParser {
                 if self.in_message {
                     out(HttpEvent::BodyGap(len));
                 }
+                if self.state == State::Head && !self.buf.is_empty() {
+                    // The head cut by the gap: its bytes are counted, not dropped unsaid.
+                    self.unfinished_head("before a gap", out);
+                }
                 self.buf.clear();
                 self.enter_resync(out);
             }
@@ -299,18 +329,11 @@ impl DirParser {
     /// The direction ended: `orderly` by its FIN, else by a reset. A body delimited by the close
     /// (RFC 9112 §6.3 rule 8) is whole only after an orderly close.
     pub fn end(&mut self, orderly: bool, out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule) {
+        self.head_tried = 0;
         match self.state {
             State::UntilClose => self.end_message(orderly, out),
             _ if self.in_message => self.end_message(false, out),
-            State::Head if !self.buf.is_empty() => {
-                out(HttpEvent::Anomaly(
-                    "http.partial_head",
-                    format!(
-                        "{} bytes of an unfinished head at end of stream",
-                        self.buf.len()
-                    ),
-                ));
-            }
+            State::Head if !self.buf.is_empty() => self.unfinished_head("at end of stream", out),
             _ => {}
         }
         self.buf.clear();
@@ -377,14 +400,32 @@ impl DirParser {
                         pos += 1;
                         continue;
                     }
+                    if self.head_tried > 0 && rest.len() >= self.head_tried {
+                        let from = self.head_tried.saturating_sub(3);
+                        let tail = &rest[from..];
+                        let ended = memchr::memmem::find(tail, b"\n\n").is_some()
+                            || memchr::memmem::find(tail, b"\n\r\n").is_some();
+                        let grown = rest.len() - self.head_tried;
+                        let new_line = grown >= 256 && memchr::memchr(b'\n', tail).is_some();
+                        if !ended && !new_line && grown < 4096 {
+                            return pos;
+                        }
+                    }
                     match self.parse_head(rest, out) {
-                        HeadResult::Partial => return pos,
+                        HeadResult::Partial => {
+                            self.head_tried = rest.len();
+                            return pos;
+                        }
                         HeadResult::Bad => {
+                            self.head_tried = 0;
                             self.state = State::Resync;
                             self.line_start = false;
                             pos += 1;
                         }
-                        HeadResult::Done(n) => pos += n,
+                        HeadResult::Done(n) => {
+                            self.head_tried = 0;
+                            pos += n;
+                        }
                     }
                 }
                 State::Length(rem) => {
