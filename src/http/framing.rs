@@ -786,6 +786,55 @@ mod tests {
         evs
     }
 
+    /// A head that comes a byte at a time gives the same head; one left unfinished at a gap or
+    /// at the end is counted, as bad when it is.
+    #[test]
+    fn heads_in_single_bytes_and_unfinished_heads() {
+        let head = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Long: ".to_vec();
+        let mut input = head.clone();
+        input.extend(std::iter::repeat_n(b'a', 10_000));
+        input.extend_from_slice(b"\r\n\r\nok");
+        let mut p = DirParser::new(false, HttpLimits::default());
+        let (mut heads, mut body) = (Vec::new(), Vec::new());
+        for b in &input {
+            p.push(std::slice::from_ref(b), &mut |e| {
+                match e {
+                    HttpEvent::Head(h) => heads.push(h.header("x-long").map(str::len)),
+                    HttpEvent::Body(b) => body.extend_from_slice(b),
+                    _ => {}
+                }
+                BodyRule::ByHeaders
+            });
+        }
+        assert_eq!(heads, [Some(10_000)]);
+        assert_eq!(body, b"ok");
+        let codes = |input: &[u8], then_gap: bool| {
+            let mut p = DirParser::new(false, HttpLimits::default());
+            let mut codes = Vec::new();
+            let mut out = |e: HttpEvent<'_>| {
+                if let HttpEvent::Anomaly(c, _) = e {
+                    codes.push(c);
+                }
+                BodyRule::ByHeaders
+            };
+            for b in input {
+                p.push(std::slice::from_ref(b), &mut out);
+            }
+            if then_gap {
+                p.gap(10, &mut out);
+            } else {
+                p.end(true, &mut out);
+            }
+            codes
+        };
+        assert_eq!(codes(&head, true), ["http.partial_head"]);
+        assert_eq!(codes(&head, false), ["http.partial_head"]);
+        assert_eq!(
+            codes(b"HTTP/1.1 200 OK\r\nBad Name: x\r\n", false),
+            ["http.bad_head"]
+        );
+    }
+
     #[test]
     fn obs_fold_in_a_response_is_unfolded() {
         let input = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nX-Folded: first\r\n  second line\r\nContent-Length: 2\r\n\r\nok";
