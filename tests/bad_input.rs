@@ -97,6 +97,25 @@ fn truncated_capture_is_analysed_up_to_the_cut() {
     );
 }
 
+/// `analyze --format csv` of `p` (it must exit 0): its stderr lines and `anomalies.csv`.
+fn stderr_and_anomalies(p: &std::path::Path, tag: &str) -> (Vec<String>, String) {
+    let dir = std::env::temp_dir().join(format!("mcpcap-bad-{}-{tag}", std::process::id()));
+    let o = mcpcap(&[
+        "analyze",
+        "--fail-on",
+        "never",
+        "--format",
+        "csv",
+        "--out",
+        dir.to_str().unwrap(),
+        p.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let anomalies = std::fs::read_to_string(dir.join("anomalies.csv")).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    (stderr_lines(&o), anomalies)
+}
+
 /// A classic little-endian pcap with every frame cut to `snap` bytes (its wire length kept), as
 /// `editcap -s` does.
 fn with_snaplen(pcap: &[u8], snap: usize) -> Vec<u8> {
@@ -134,23 +153,7 @@ fn snaplen_cut_frames_are_said_and_counted() {
         "snap96.pcap",
         &with_snaplen(&fixture("fork_restart_client.pcap"), 96),
     );
-    let dir = std::env::temp_dir().join(format!("mcpcap-bad-{}-snapout", std::process::id()));
-    // (stderr lines, anomalies.csv) of a run on `p`.
-    let run = |p: &PathBuf| {
-        let o = mcpcap(&[
-            "analyze",
-            "--fail-on",
-            "never",
-            "--format",
-            "csv",
-            "--out",
-            dir.to_str().unwrap(),
-            p.to_str().unwrap(),
-        ]);
-        assert_eq!(o.status.code(), Some(0));
-        let anomalies = std::fs::read_to_string(dir.join("anomalies.csv")).unwrap();
-        (stderr_lines(&o), anomalies)
-    };
+    let run = |p: &PathBuf| stderr_and_anomalies(p, "snapout");
     let (lines, anomalies) = run(&p);
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(
@@ -168,7 +171,6 @@ fn snaplen_cut_frames_are_said_and_counted() {
     let (lines, anomalies) = run(&tmp("whole.pcap", &fixture("fork_restart_client.pcap")));
     assert!(lines.is_empty(), "{lines:?}");
     assert!(!anomalies.contains("capture.snaplen_cut"), "{anomalies}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -190,25 +192,12 @@ fn frames_out_of_time_order_are_said_and_counted() {
         swapped.extend_from_slice(r);
     }
     let p = tmp("swapped.pcap", &swapped);
-    let dir = std::env::temp_dir().join(format!("mcpcap-bad-{}-swapout", std::process::id()));
-    let o = mcpcap(&[
-        "analyze",
-        "--fail-on",
-        "never",
-        "--format",
-        "csv",
-        "--out",
-        dir.to_str().unwrap(),
-        p.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(0));
-    let lines = stderr_lines(&o);
+    let (lines, anomalies) = stderr_and_anomalies(&p, "swapout");
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(
         lines[0].contains("1 frames are earlier than the frame before them"),
         "{lines:?}"
     );
-    let anomalies = std::fs::read_to_string(dir.join("anomalies.csv")).unwrap();
     let rows: Vec<&str> = anomalies
         .lines()
         .filter(|l| l.starts_with("capture.time_backwards,"))
@@ -218,7 +207,6 @@ fn frames_out_of_time_order_are_said_and_counted() {
         rows[0].starts_with(&format!("capture.time_backwards,{n},")),
         "{rows:?}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

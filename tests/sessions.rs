@@ -9,7 +9,8 @@ use std::process::Command;
 use common::*;
 use serde_json::{json, Value};
 
-fn sessions(cap: &Capture) -> Vec<String> {
+/// The `sessions` table of a capture as CSV text.
+fn sessions_csv(cap: &Capture) -> String {
     let dir = temp_path("sessions-out", "d");
     let path = dir.with_extension("pcap");
     std::fs::write(&path, cap.pcap()).unwrap();
@@ -23,7 +24,13 @@ fn sessions(cap: &Capture) -> Vec<String> {
     let csv = std::fs::read_to_string(dir.join("sessions.csv")).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(&path);
-    csv.lines()
+    csv
+}
+
+/// The session ids (the first column).
+fn sessions(cap: &Capture) -> Vec<String> {
+    sessions_csv(cap)
+        .lines()
         .skip(1)
         .map(|l| l.split(',').next().unwrap().to_string())
         .collect()
@@ -339,21 +346,10 @@ fn response_lost_whole_in_a_gap_does_not_shift_the_pairing() {
 /// `not_mcp`, not `intact`. A stateless MCP exchange beside it stays `intact`.
 #[test]
 fn plain_http_is_not_an_mcp_session() {
+    // The verdicts (the last column).
     let verdicts = |cap: &Capture| -> Vec<String> {
-        let dir = temp_path("not-mcp-out", "d");
-        let path = dir.with_extension("pcap");
-        std::fs::write(&path, cap.pcap()).unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
-            .args(["analyze", "--format", "csv", "--fail-on", "never", "--out"])
-            .arg(&dir)
-            .arg(&path)
-            .output()
-            .unwrap();
-        assert!(out.status.success());
-        let csv = std::fs::read_to_string(dir.join("sessions.csv")).unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
-        let _ = std::fs::remove_file(&path);
-        csv.lines()
+        sessions_csv(cap)
+            .lines()
             .skip(1)
             .map(|l| l.rsplit(',').next().unwrap().to_string())
             .collect()

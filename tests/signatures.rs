@@ -324,7 +324,19 @@ fn resume_with_cursor_or_after_a_complete_stream() {
 // ---------------------------------------------------------------------------
 // empty_resume_loop (§7 #7)
 
-fn empty_resumes(n: usize) -> Vec<Value> {
+/// The client resumes from id 3 on a new connection and gets progress 4, 5 and the result.
+fn resume_from_3(cap: &mut Capture) {
+    let mut g = cap.connect();
+    g.client(cap, &get(Some(SID), Some("3")));
+    let mut rest = progs(2, &["4", "5"], 4, 5);
+    rest.push(Ev::id("6", result(2)));
+    g.server(cap, &sse_response(None, &rest, true));
+    g.close(cap);
+}
+
+/// A session whose tools/call stream has delivered ids 1..3 (progress 1..3 of 5) and is still
+/// open: the capture and that connection.
+fn call_under_way() -> (Capture, Conn) {
     let mut cap = Capture::new();
     handshake_as(&mut cap, SID);
     let mut c = cap.connect();
@@ -333,6 +345,11 @@ fn empty_resumes(n: usize) -> Vec<Value> {
         &mut cap,
         &sse_response(None, &progs(2, &["1", "2", "3"], 1, 5), false),
     );
+    (cap, c)
+}
+
+fn empty_resumes(n: usize) -> Vec<Value> {
+    let (mut cap, c) = call_under_way();
     c.server_close(&mut cap);
     for _ in 0..n {
         cap.wait(1_000_000);
@@ -419,26 +436,14 @@ enum OldStream {
 }
 
 fn stalled_then_resumed(old: OldStream) -> Vec<Value> {
-    let mut cap = Capture::new();
-    handshake_as(&mut cap, SID);
-    let mut a = cap.connect();
-    a.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
-    a.server(
-        &mut cap,
-        &sse_response(None, &progs(2, &["1", "2", "3"], 1, 5), false),
-    );
+    let (mut cap, mut a) = call_under_way();
     cap.wait(10_000_000);
     if let OldStream::LiveUntilResume = old {
         let note = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}});
         a.server(&mut cap, &chunk(Ev::no_id(note).text().as_bytes()));
         cap.wait(50_000);
     }
-    let mut g = cap.connect();
-    g.client(&mut cap, &get(Some(SID), Some("3")));
-    let mut rest = progs(2, &["4", "5"], 4, 5);
-    rest.push(Ev::id("6", result(2)));
-    g.server(&mut cap, &sse_response(None, &rest, true));
-    g.close(&mut cap);
+    resume_from_3(&mut cap);
     match old {
         OldStream::ClosedLater => {
             cap.wait(1_500_000);
@@ -690,12 +695,7 @@ fn poll_ended(end: PollEnd, version: &str) -> Vec<Value> {
         _ => c.server_close(&mut cap),
     }
     cap.wait(500_000);
-    let mut g = cap.connect();
-    g.client(&mut cap, &get(Some(SID), Some("3")));
-    let mut rest = progs(2, &["4", "5"], 4, 5);
-    rest.push(Ev::id("6", result(2)));
-    g.server(&mut cap, &sse_response(None, &rest, true));
-    g.close(&mut cap);
+    resume_from_3(&mut cap);
     analyze(&cap, &[])
 }
 
