@@ -740,6 +740,11 @@ fn post_2026(id: i64) -> Vec<u8> {
 }
 
 fn modern(resend: bool) -> Vec<Value> {
+    modern_ended(resend, false)
+}
+
+/// [`modern`]; with `client_closes` the client, not the server, closes the first stream.
+fn modern_ended(resend: bool, client_closes: bool) -> Vec<Value> {
     let mut cap = Capture::new();
     let mut c = cap.connect();
     c.client(&mut cap, &post_2026(4));
@@ -747,7 +752,11 @@ fn modern(resend: bool) -> Vec<Value> {
         .map(|p| Ev::no_id(progress(&json!(4), p, 5)))
         .collect();
     c.server(&mut cap, &sse_response(None, &evs, false));
-    c.server_close(&mut cap);
+    if client_closes {
+        c.close(&mut cap);
+    } else {
+        c.server_close(&mut cap);
+    }
     if resend {
         let mut d = cap.connect();
         d.client(&mut cap, &post_2026(5));
@@ -789,6 +798,47 @@ fn modern_request_neither_answered_nor_resent() {
 #[test]
 fn modern_request_resent_after_a_broken_stream() {
     assert_kinds(&modern(true), &[]);
+}
+
+#[test]
+fn modern_stream_closed_by_the_client_is_a_cancellation() {
+    // 2026-07-28: closing the response stream is how the client cancels (reference §1.4).
+    assert_kinds(&modern_ended(false, true), &[]);
+}
+
+/// A tools/call streaming progress when the client DELETEs the session on another connection;
+/// the server then ends the stream. With `cut_first` the server had cut the stream before.
+fn deleted_while_streaming(cut_first: bool) -> Vec<Value> {
+    let (mut cap, c) = call_under_way();
+    let c = if cut_first {
+        c.server_close(&mut cap);
+        cap.wait(5_000_000);
+        None
+    } else {
+        Some(c)
+    };
+    let mut d = cap.connect();
+    let delete = format!(
+        "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:3000\r\nMcp-Session-Id: {SID}\r\nContent-Length: 0\r\n\r\n"
+    );
+    d.client(&mut cap, delete.as_bytes());
+    d.server(&mut cap, b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+    d.close(&mut cap);
+    if let Some(c) = c {
+        c.server_close(&mut cap);
+    }
+    cap.wait(60_000_000);
+    analyze(&cap, &[])
+}
+
+#[test]
+fn a_request_in_flight_when_the_session_is_deleted_is_not_lost() {
+    assert_kinds(&deleted_while_streaming(false), &[]);
+    // Negative: the stream broke before the client ended the session.
+    assert_kinds(
+        &deleted_while_streaming(true),
+        &[("lost_response", "error")],
+    );
 }
 
 // ---------------------------------------------------------------------------

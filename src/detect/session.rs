@@ -114,6 +114,16 @@ pub(super) fn lost_responses(
             .iter()
             .map(|&xi| &exchanges[xi])
             .find(|e| e.open_at_capture_end && e.req_header("last-event-id").is_some());
+        // When the client ended the session (DELETE, MCP "Session Management"): what was still
+        // streaming then is no longer owed.
+        let deleted = s
+            .exchanges
+            .iter()
+            .map(|&xi| &exchanges[xi])
+            .filter(|e| e.method() == "DELETE")
+            .map(Exchange::ts)
+            .min()
+            .unwrap_or(i64::MAX);
         // Requests the client cancelled, and when (MCP "Cancellation": the receiver should send
         // no response).
         let mut cancelled: HashMap<&str, Vec<i64>> = HashMap::default();
@@ -157,9 +167,17 @@ pub(super) fn lost_responses(
                 {
                     continue;
                 }
+                // Its stream still open when the client deleted the session: ended by the
+                // client, not lost.
+                if e.ts() <= deleted && e.ts_end.unwrap_or(i64::MAX) >= deleted {
+                    continue;
+                }
                 // MCP 2026-07-28 has no resumption: a request whose stream broke must be re-sent,
                 // and a re-sent request (same method and params, any id) is judged on its own.
-                if exchange_era(e) == Era::V2026_07_28 && resent(s, exchanges, e, m) {
+                // There, closing the response stream is how the client cancels (reference §1.4).
+                if exchange_era(e) == Era::V2026_07_28
+                    && (resent(s, exchanges, e, m) || e.client_closed)
+                {
                     continue;
                 }
                 let method = m.method.clone().unwrap_or_default();

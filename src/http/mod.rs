@@ -81,6 +81,9 @@ pub struct Exchange {
     pub resp_gap: bool,
     /// Whether the response ended as its framing said (false: cut by close, reset or gap).
     pub resp_complete: bool,
+    /// Whether the client ended its side of the connection (its FIN, or a reset it sent) while
+    /// this exchange's response was still owed or streaming — MCP 2026-07-28's cancellation.
+    pub client_closed: bool,
     /// Whether the response is `text/event-stream`.
     pub is_sse: bool,
     /// SSE events in order.
@@ -338,7 +341,20 @@ impl StreamSink for HttpLayer {
                     }
                 }
             }
-            StreamEvent::End { dir: d, fin } => {
+            StreamEvent::End { dir: d, fin, reset } => {
+                if let Some(conn) = self
+                    .conns
+                    .get_mut(&fi)
+                    .filter(|c| c.client_dir == Some(d) && (fin || reset))
+                {
+                    // The client hung up: every exchange still owed or streaming a response.
+                    let from = conn.resp_idx.unwrap_or(conn.next_resp);
+                    for e in conn.exchanges.iter_mut().skip(from) {
+                        if !e.resp_complete && e.request.is_some() {
+                            e.client_closed = true;
+                        }
+                    }
+                }
                 if let Some(conn) = self.conns.get(&fi).filter(|c| c.parsers[d].is_some()) {
                     // A body delimited by the close is cut by a reset; at the end of the capture
                     // it is taken as it stands (what followed is unknown either way).

@@ -128,6 +128,8 @@ pub enum StreamEvent<'a> {
         dir: Dir,
         /// Ended by its FIN.
         fin: bool,
+        /// This direction's side sent a RST.
+        reset: bool,
     },
     /// The capture ended while the connection was still open (no RST, not both FINs): what
     /// it carried next is unknown. Followed by the End and Close events.
@@ -398,7 +400,11 @@ impl FlowTable {
             flow.ended[d] = true;
             sink.event(
                 flow.meta(),
-                StreamEvent::End { dir: d, fin: true },
+                StreamEvent::End {
+                    dir: d,
+                    fin: true,
+                    reset: false,
+                },
                 ts,
                 frame,
             );
@@ -424,7 +430,17 @@ impl FlowTable {
         for d in 0..2 {
             if !flow.ended[d] {
                 flow.ended[d] = true;
-                sink.event(meta, StreamEvent::End { dir: d, fin: false }, ts, frame);
+                let reset = flow.rst[d];
+                sink.event(
+                    meta,
+                    StreamEvent::End {
+                        dir: d,
+                        fin: false,
+                        reset,
+                    },
+                    ts,
+                    frame,
+                );
             }
         }
         sink.event(meta, StreamEvent::Close, ts, frame);
