@@ -283,6 +283,36 @@ fn events_replayed_after_the_cut_are_not_lost() {
     );
 }
 
+/// Both legs of a tools/call: the backend sends ids 1..3 and the result; the proxy forwards
+/// all but id 2. The client's exchange is still the backend's, seen at two hops: one lost event
+/// (`lost_in_transit`), not a second delivery of the result.
+#[test]
+fn an_event_dropped_mid_stream_by_the_proxy() {
+    let mut cap = Capture::new();
+    let call = post(Some(SID), &tools_call(2, &json!("t2")));
+    let mut c = cap.connect();
+    c.client(&mut cap, &call);
+    let mut u = cap.connect_to(B1);
+    u.client(&mut cap, &call);
+    u.server(&mut cap, &head(Some(SID), None));
+    c.server(&mut cap, &head(Some(SID), None));
+    let p3 = |id: u64| Ev::id(id, progress(&json!("t2"), id, 3));
+    let all = [p3(1), p3(2), p3(3), Ev::id(4, result(2))];
+    u.server(&mut cap, &events(&all));
+    u.server(&mut cap, LAST_CHUNK);
+    c.server(&mut cap, &events(&[p3(1), p3(3), Ev::id(4, result(2))]));
+    c.server(&mut cap, LAST_CHUNK);
+    u.close(&mut cap);
+    c.close(&mut cap);
+    let fs = analyze(&cap, &[]);
+    assert_eq!(
+        kinds_and_severities(&fs),
+        vec![("lost_in_transit".to_string(), "error".to_string())],
+        "{fs:#?}"
+    );
+    assert_eq!(fs[0]["event_id"], "2", "{fs:#?}");
+}
+
 /// One client asks two MCP servers the same thing at once: two exchanges, not one seen twice
 /// (their answers differ: each server assigns its own session).
 #[test]

@@ -101,20 +101,35 @@ pub struct Exchange {
 }
 
 impl Exchange {
-    /// Whether the first complete SSE events of two responses agree (id and data), as far as
-    /// both go (up to four): the mark of one response seen at two points.
+    /// Whether the first complete SSE events of two responses agree (id and data): the mark of
+    /// one response seen at two points. The first events of one (up to four) must come, in
+    /// order, among the first events of the other (up to eight), as far as that one goes: a hop
+    /// may lose events (`lost_in_transit`) but does not invent or reorder them.
     pub fn same_first_events(&self, other: &Exchange) -> bool {
-        fn first(e: &Exchange) -> Vec<(Option<&str>, u64)> {
+        fn first(e: &Exchange, n: usize) -> Vec<(Option<&str>, u64)> {
             e.events
                 .iter()
                 .filter(|ev| !ev.sse.truncated)
-                .take(4)
+                .take(n)
                 .map(|ev| (ev.sse.id, ev.data_hash))
                 .collect()
         }
-        let (a, b) = (first(self), first(other));
-        let n = a.len().min(b.len());
-        a[..n] == b[..n]
+        // `short` in order within `long`, or `long` ran out first (a cut response).
+        fn within(short: &[(Option<&str>, u64)], long: &[(Option<&str>, u64)], full: bool) -> bool {
+            let mut rest = long.iter();
+            let mut matched = 0;
+            for ev in short {
+                if rest.by_ref().any(|l| l == ev) {
+                    matched += 1;
+                } else {
+                    break;
+                }
+            }
+            matched == short.len() || (!full && matched == long.len().min(short.len()))
+        }
+        let (a4, b8) = (first(self, 4), first(other, 8));
+        let (b4, a8) = (first(other, 4), first(self, 8));
+        within(&a4, &b8, b8.len() == 8) || within(&b4, &a8, a8.len() == 8)
     }
 
     /// Move every time of the exchange by `delta_us` (a vantage point's clock offset).
