@@ -158,6 +158,34 @@ fn stateless_unanswered_request_long_before_capture_end_is_lost() {
     assert_eq!(fs[0]["request_id"], "7");
 }
 
+/// Without a session, another client's answer to the same request id is not this one's: the
+/// reset request stays lost (reference §8.1: the key falls back to the flow and the client).
+#[test]
+fn stateless_loss_is_not_hidden_by_another_clients_answer() {
+    let mut cap = reset_before_response();
+    let mut b = cap.connect();
+    b.client(
+        &mut cap,
+        &post(
+            None,
+            &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "x"}}),
+        ),
+    );
+    b.server(
+        &mut cap,
+        &json_response(None, &json!({"jsonrpc": "2.0", "id": 7, "result": {}})),
+    );
+    b.close(&mut cap);
+    cap.wait(60_000_000);
+    let mut other = cap.connect();
+    other.client(&mut cap, b"not http at all\r\n");
+    other.close(&mut cap);
+    let fs = analyze(&cap, &[]);
+    assert_eq!(kinds_of(&fs), ["lost_response"], "{fs:?}");
+    assert_eq!(fs[0]["request_id"], "7");
+    assert_eq!(fs[0]["flow_id"], "F0");
+}
+
 /// The same unanswered request, but the capture lost a segment of a response of the session:
 /// the response may have been in it, so the loss is reported as unverifiable, not as an error.
 #[test]

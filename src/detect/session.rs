@@ -122,8 +122,7 @@ pub(super) fn lost_responses(
             .map(|&xi| &exchanges[xi])
             .filter(|e| e.method() == "DELETE")
             .map(Exchange::ts)
-            .min()
-            .unwrap_or(i64::MAX);
+            .min();
         // Requests the client cancelled, and when (MCP "Cancellation": the receiver should send
         // no response).
         let mut cancelled: HashMap<&str, Vec<i64>> = HashMap::default();
@@ -141,9 +140,29 @@ pub(super) fn lost_responses(
             if e.method() != "POST" || e.status() >= 300 {
                 continue;
             }
+            // Without a session, independent clients reuse request ids (reference §8.1: the key
+            // falls back to the flow and the client): the request's own stream answers it, and
+            // GETs, which cannot be told apart by client (an unattributed resumption); another
+            // client's POST does not.
+            let own: Option<HashSet<&str>> = s.id.is_none().then(|| {
+                let conns = model.exchange_stream[xi]
+                    .map(|st| model.streams[st].connections.as_slice())
+                    .unwrap_or(std::slice::from_ref(&xi));
+                let gets = s
+                    .exchanges
+                    .iter()
+                    .filter(|&&g| exchanges[g].method() == "GET");
+                conns
+                    .iter()
+                    .chain(std::iter::once(&xi))
+                    .chain(gets)
+                    .flat_map(|&c| &responses[c])
+                    .map(|(id, _, _)| *id)
+                    .collect()
+            });
             for m in e.req_messages.iter().filter(|m| m.kind == Kind::Request) {
                 let Some(id) = m.id.as_deref() else { continue };
-                if answered.contains(id) {
+                if own.as_ref().unwrap_or(&answered).contains(id) {
                     continue;
                 }
                 // Cancelled while its stream was open and whole (the POST response, or a
@@ -169,7 +188,7 @@ pub(super) fn lost_responses(
                 }
                 // Its stream still open when the client deleted the session: ended by the
                 // client, not lost.
-                if e.ts() <= deleted && e.ts_end.unwrap_or(i64::MAX) >= deleted {
+                if deleted.is_some_and(|d| e.ts() <= d && e.ts_end.unwrap_or(i64::MAX) >= d) {
                     continue;
                 }
                 // MCP 2026-07-28 has no resumption: a request whose stream broke must be re-sent,
