@@ -39,10 +39,22 @@ fn sessions(cap: &Capture) -> Vec<String> {
 /// `GET /sse`, answered with the `endpoint` event, then requests POSTed to
 /// `/messages?sessionId=…` (202) whose responses arrive on the GET stream.
 fn legacy_client(cap: &mut Capture, sid: &str) {
+    legacy_session(cap, sid, None);
+}
+
+/// [`legacy_client`]; with `ids` the GET carries `Last-Event-ID: ids.0` (an EventSource
+/// reconnecting) and the answers carry ids from `ids.1` on.
+fn legacy_session(cap: &mut Capture, sid: &str, ids: Option<(&str, u64)>) {
     let mut stream = cap.connect();
+    let leid = ids
+        .map(|(l, _)| format!("Last-Event-ID: {l}\r\n"))
+        .unwrap_or_default();
     stream.client(
         cap,
-        b"GET /sse HTTP/1.1\r\nHost: 127.0.0.1:3000\r\nAccept: text/event-stream\r\n\r\n",
+        format!(
+            "GET /sse HTTP/1.1\r\nHost: 127.0.0.1:3000\r\nAccept: text/event-stream\r\n{leid}\r\n"
+        )
+        .as_bytes(),
     );
     let endpoint = format!("event: endpoint\ndata: /messages?sessionId={sid}\n\n");
     let mut head = sse_head(None);
@@ -59,8 +71,11 @@ fn legacy_client(cap: &mut Capture, sid: &str) {
         post.client(cap, format!("POST /messages?sessionId={sid} HTTP/1.1\r\nHost: 127.0.0.1:3000\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{b}", b.len()).as_bytes());
         post.server(cap, &accepted());
         post.close(cap);
+        let id_line = ids
+            .map(|(_, from)| format!("id: {}\n", from + id))
+            .unwrap_or_default();
         let answer = format!(
-            "event: message\ndata: {}\n\n",
+            "{id_line}event: message\ndata: {}\n\n",
             json!({"jsonrpc": "2.0", "id": id, "result": {}})
         );
         stream.server(cap, &chunk(answer.as_bytes()));
@@ -79,6 +94,17 @@ fn legacy_sessions_are_keyed_by_query_parameter() {
         Vec::<Value>::new(),
         "two legacy sessions reusing ids 0 and 1 are healthy"
     );
+    assert_eq!(sessions(&cap), vec!["aaa".to_string(), "bbb".to_string()]);
+}
+
+/// The legacy transport has no resumption: an EventSource that reconnects with Last-Event-ID
+/// gets a new `endpoint`, a new session (reference §1.8), not a resumption of the old one.
+#[test]
+fn a_legacy_reconnect_with_last_event_id_is_a_new_session() {
+    let mut cap = Capture::new();
+    legacy_session(&mut cap, "aaa", Some(("0", 1)));
+    legacy_session(&mut cap, "bbb", Some(("2", 3)));
+    assert_eq!(analyze(&cap, &[]), Vec::<Value>::new());
     assert_eq!(sessions(&cap), vec!["aaa".to_string(), "bbb".to_string()]);
 }
 

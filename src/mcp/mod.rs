@@ -313,6 +313,9 @@ impl Model {
             }
             let sse_ok = e.is_sse && (200..300).contains(&e.status());
             let leid = e.req_header("last-event-id").map(str::to_string);
+            // The legacy transport (2024-11-05) has no resumption: an EventSource reconnecting
+            // with Last-Event-ID gets a new `endpoint`, a new session (reference §1.8).
+            let leid = leid.filter(|_| e.endpoint.is_none());
             let stream = match (e.method(), leid) {
                 ("GET", Some(l)) => {
                     // Link to the stream that delivered L most recently before this request —
