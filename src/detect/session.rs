@@ -186,9 +186,12 @@ pub(super) fn lost_responses(
                 {
                     continue;
                 }
-                // Its stream still open when the client deleted the session: ended by the
-                // client, not lost.
-                if deleted.is_some_and(|d| e.ts() <= d && e.ts_end.unwrap_or(i64::MAX) >= d) {
+                // Its response still streaming when the client deleted the session: ended by
+                // the client, not lost.
+                let streaming_at = |d: i64| {
+                    e.response.is_some() && e.ts() <= d && e.ts_end.unwrap_or(i64::MAX) >= d
+                };
+                if deleted.is_some_and(streaming_at) {
                     continue;
                 }
                 // MCP 2026-07-28 has no resumption: a request whose stream broke must be re-sent,
