@@ -175,13 +175,18 @@ fn stateless_unanswered_request_at_capture_end_is_unverifiable() {
 #[test]
 fn stateless_unanswered_request_long_before_capture_end_is_lost() {
     let mut cap = reset_before_response();
-    cap.wait(60_000_000);
-    let mut other = cap.connect();
-    other.client(&mut cap, b"not http at all\r\n");
-    other.close(&mut cap);
-    let fs = analyze(&cap, &[]);
+    let fs = analyze_a_minute_later(&mut cap);
     assert_eq!(kinds_of(&fs), ["lost_response"], "{fs:?}");
     assert_eq!(fs[0]["request_id"], "7");
+}
+
+/// The findings once the capture has gone on for a minute with other (non-HTTP) traffic.
+fn analyze_a_minute_later(cap: &mut Capture) -> Vec<Value> {
+    cap.wait(60_000_000);
+    let mut other = cap.connect();
+    other.client(cap, b"not http at all\r\n");
+    other.close(cap);
+    analyze(cap, &[])
 }
 
 /// Without a session, another client's answer to the same request id is not this one's: the
@@ -202,11 +207,7 @@ fn stateless_loss_is_not_hidden_by_another_clients_answer() {
         &json_response(None, &json!({"jsonrpc": "2.0", "id": 7, "result": {}})),
     );
     b.close(&mut cap);
-    cap.wait(60_000_000);
-    let mut other = cap.connect();
-    other.client(&mut cap, b"not http at all\r\n");
-    other.close(&mut cap);
-    let fs = analyze(&cap, &[]);
+    let fs = analyze_a_minute_later(&mut cap);
     assert_eq!(kinds_of(&fs), ["lost_response"], "{fs:?}");
     assert_eq!(fs[0]["request_id"], "7");
     assert_eq!(fs[0]["flow_id"], "F0");
