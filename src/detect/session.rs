@@ -84,29 +84,57 @@ pub(super) fn lost_responses(
             .flat_map(|&xi| &responses[xi])
             .map(|(id, _, _)| *id)
             .collect();
-        // Responses of the session with bytes missing from the capture, which could hide an
-        // answer (see `gap_for` below).
-        let gaps: Vec<usize> = s
+        // Responses carried by GETs (a resumption or replay): without a session they cannot be
+        // told apart by client.
+        let answered_on_get: HashSet<&str> = s
             .exchanges
             .iter()
-            .copied()
-            .filter(|&gx| exchanges[gx].resp_gap)
+            .filter(|&&g| exchanges[g].method() == "GET")
+            .flat_map(|&g| &responses[g])
+            .map(|(id, _, _)| *id)
             .collect();
-        // A loss that could hold the answer to request exchange `xi`: on its own response or
-        // stream, later on its connection (keep-alive), or on a GET stream still open after it
-        // was sent (a resumption or replay). A loss that ended before the request was sent, on
-        // another POST, could not.
+        // Responses of the session with bytes missing from the capture, which could hide an
+        // answer to a request: on its own response or stream, later on its connection
+        // (keep-alive), or on a GET stream still open after it was sent (a resumption or
+        // replay). A loss that ended before the request was sent, on another POST, could not.
+        // Indexed once (the first such exchange of each stream; per flow and among GETs the
+        // one that reaches latest), so each request is looked up in constant time.
+        let mut gap_stream: HashMap<usize, usize> = HashMap::default();
+        let mut gap_flow: HashMap<usize, (i64, usize)> = HashMap::default();
+        let mut gap_get: Option<(i64, usize)> = None;
+        for &gx in &s.exchanges {
+            let g = &exchanges[gx];
+            if !g.resp_gap {
+                continue;
+            }
+            if let Some(st) = model.exchange_stream[gx] {
+                gap_stream.entry(st).or_insert(gx);
+            }
+            let f = gap_flow.entry(g.flow_index).or_insert((g.ts(), gx));
+            if g.ts() > f.0 {
+                *f = (g.ts(), gx);
+            }
+            if g.method() == "GET" {
+                let end = g.ts_end.unwrap_or(i64::MAX);
+                if gap_get.is_none_or(|(e, _)| end > e) {
+                    gap_get = Some((end, gx));
+                }
+            }
+        }
         let gap_for = |xi: usize| -> Option<&Exchange> {
             let e = &exchanges[xi];
-            gaps.iter()
-                .map(|&gx| (gx, &exchanges[gx]))
-                .find_map(|(gx, g)| {
-                    let same_stream = model.exchange_stream[xi].is_some()
-                        && model.exchange_stream[gx] == model.exchange_stream[xi];
-                    let later_on_flow = g.flow_index == e.flow_index && g.ts() >= e.ts();
-                    let open_get = g.method() == "GET" && g.ts_end.unwrap_or(i64::MAX) >= e.ts();
-                    (gx == xi || same_stream || later_on_flow || open_get).then_some(g)
+            let gx = e
+                .resp_gap
+                .then_some(xi)
+                .or_else(|| model.exchange_stream[xi].and_then(|st| gap_stream.get(&st).copied()))
+                .or_else(|| {
+                    gap_flow
+                        .get(&e.flow_index)
+                        .filter(|(t, _)| *t >= e.ts())
+                        .map(|&(_, gx)| gx)
                 })
+                .or_else(|| gap_get.filter(|(end, _)| *end >= e.ts()).map(|(_, gx)| gx))?;
+            Some(&exchanges[gx])
         };
         // ... and so could a resumed stream still open when the capture stopped.
         let open_resume = s
@@ -148,21 +176,20 @@ pub(super) fn lost_responses(
                 let conns = model.exchange_stream[xi]
                     .map(|st| model.streams[st].connections.as_slice())
                     .unwrap_or(std::slice::from_ref(&xi));
-                let gets = s
-                    .exchanges
-                    .iter()
-                    .filter(|&&g| exchanges[g].method() == "GET");
                 conns
                     .iter()
                     .chain(std::iter::once(&xi))
-                    .chain(gets)
                     .flat_map(|&c| &responses[c])
                     .map(|(id, _, _)| *id)
                     .collect()
             });
+            let answers = |id: &str| match &own {
+                Some(own) => own.contains(id) || answered_on_get.contains(id),
+                None => answered.contains(id),
+            };
             for m in e.req_messages.iter().filter(|m| m.kind == Kind::Request) {
                 let Some(id) = m.id.as_deref() else { continue };
-                if own.as_ref().unwrap_or(&answered).contains(id) {
+                if answers(id) {
                     continue;
                 }
                 // Cancelled while its stream was open and whole (the POST response, or a
