@@ -513,6 +513,20 @@ fn a_loss_elsewhere_in_the_session_does_not_excuse_a_lost_response() {
 }
 
 #[test]
+fn a_second_response_without_its_request_from_the_same_server_is_a_duplicate() {
+    // The capture missed the request of the second connection, but its response comes from the
+    // same server endpoint as the first answer: not another hop's copy, a second delivery.
+    let mut cap = Capture::new();
+    healthy(&mut cap);
+    let mut c = cap.connect();
+    c.server(&mut cap, &json_response(Some(SID), &result(2)));
+    c.close(&mut cap);
+    let fs = findings(&cap);
+    assert_kinds(&fs, &[("duplicate_delivery", "error")]);
+    assert_keys(one(&fs, "duplicate_delivery"), None, None, Some("2"));
+}
+
+#[test]
 fn unknown_last_event_id() {
     let mut cap = Capture::new();
     healthy(&mut cap);

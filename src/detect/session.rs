@@ -298,11 +298,6 @@ pub(super) fn duplicate_responses(
             if s.id.is_none() {
                 seen.clear();
             }
-            // A response whose request the capture missed (it began mid-connection) may be the
-            // copy of another hop that could not be paired without it: not a second delivery.
-            if exchanges[xi].request.is_none() {
-                continue;
-            }
             for (id, ts, frame) in &responses[xi] {
                 let (id, ts, frame) = (*id, *ts, *frame);
                 if !requests.contains(id) {
@@ -311,6 +306,18 @@ pub(super) fn duplicate_responses(
                 match seen.get(id) {
                     None => {
                         seen.insert(id, (ts, frame, xi));
+                    }
+                    // A response whose request the capture missed (it began mid-connection),
+                    // from another server endpoint than the other copy: another hop's copy that
+                    // could not be paired without its request, not a second delivery. The copy
+                    // with a request speaks for both.
+                    Some(&(_, _, fx))
+                        if (exchanges[xi].request.is_none() || exchanges[fx].request.is_none())
+                            && exchanges[xi].server != exchanges[fx].server =>
+                    {
+                        if exchanges[fx].request.is_none() {
+                            seen.insert(id, (ts, frame, xi));
+                        }
                     }
                     Some(&(_, first_frame, _)) => {
                         let e = &exchanges[xi];
