@@ -244,6 +244,17 @@ pub(super) fn lost_responses(
                     open_resume
                 };
                 let (kind, severity, detail) = match (gap_for(xi), open) {
+                    // Its own stream broke shortly before the capture ended.
+                    (None, Some(o)) if std::ptr::eq(o, e) && !e.open_at_capture_end => (
+                        "response_unverifiable",
+                        Severity::Info,
+                        format!(
+                            "Request {id} ({method}), sent in frame {} on flow {}, has no captured response; its stream ended without it in frame {}, shortly before the capture did, and what the client did next (a resumption, a retry) is not in the capture.",
+                            e.frame(),
+                            flow_id(e),
+                            e.frame_last.unwrap_or(e.frame())
+                        ),
+                    ),
                     (None, Some(o)) => (
                         "response_unverifiable",
                         Severity::Info,
@@ -256,7 +267,7 @@ pub(super) fn lost_responses(
                         ),
                     ),
                     (None, None) => ("lost_response", Severity::Error, format!("Request {id} ({method}), sent in frame {} on flow {}, never received a JSON-RPC response on any stream of the session by the end of the capture.", e.frame(), flow_id(e))),
-                    (Some(g), _) => ("response_unverifiable", Severity::Info, format!("Request {id} ({method}), sent in frame {} on flow {}, has no captured response, but the capture lost bytes of the session's responses (flow {}, frames {}–{}), which could hold it.", e.frame(), flow_id(e), flow_id(g), g.frame(), g.frame_last.unwrap_or(0))),
+                    (Some(g), _) => ("response_unverifiable", Severity::Info, format!("Request {id} ({method}), sent in frame {} on flow {}, has no captured response, but the capture lost bytes of the session's responses (flow {}, frames {}–{}), which could hold it.", e.frame(), flow_id(e), flow_id(g), g.frame(), g.frame_last.unwrap_or(g.frame()))),
                 };
                 out.push(Finding {
                     session_id: s.label(),
