@@ -804,11 +804,30 @@ fn modern_request_resent_after_a_broken_stream() {
 fn modern_stream_closed_by_the_client_is_a_cancellation() {
     // 2026-07-28: closing the response stream is how the client cancels (reference §1.4).
     assert_kinds(&modern_ended(false, true), &[]);
+    // Negative: the server closes without answering at all; the client's FIN only replies.
+    let mut cap = Capture::new();
+    let mut c = cap.connect();
+    c.client(&mut cap, &post_2026(4));
+    cap.wait(2_000_000);
+    c.server_close(&mut cap);
+    cap.wait(40_000_000);
+    let mut l = cap.connect();
+    l.client(&mut cap, &post_2026(5));
+    l.server(&mut cap, &json_response(None, &result(5)));
+    l.close(&mut cap);
+    let fs = analyze(&cap, &[]);
+    assert_kinds(&fs, &[("lost_response", "error")]);
+    assert_eq!(one(&fs, "lost_response")["request_id"], "4");
 }
 
 /// A tools/call streaming progress when the client DELETEs the session on another connection;
 /// the server then ends the stream. With `cut_first` the server had cut the stream before.
 fn deleted_while_streaming(cut_first: bool) -> Vec<Value> {
+    deleted_while_streaming_answered(cut_first, 200)
+}
+
+/// [`deleted_while_streaming`], the DELETE answered with `status`.
+fn deleted_while_streaming_answered(cut_first: bool, status: u16) -> Vec<Value> {
     let (mut cap, c) = call_under_way();
     let c = if cut_first {
         c.server_close(&mut cap);
@@ -822,18 +841,45 @@ fn deleted_while_streaming(cut_first: bool) -> Vec<Value> {
         "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:3000\r\nMcp-Session-Id: {SID}\r\nContent-Length: 0\r\n\r\n"
     );
     d.client(&mut cap, delete.as_bytes());
-    d.server(&mut cap, b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+    d.server(
+        &mut cap,
+        format!("HTTP/1.1 {status} Whatever\r\nContent-Length: 0\r\n\r\n").as_bytes(),
+    );
     d.close(&mut cap);
     if let Some(c) = c {
         c.server_close(&mut cap);
     }
     cap.wait(60_000_000);
+    if status >= 300 {
+        // The session goes on: the client's next request is answered.
+        let mut l = cap.connect();
+        l.client(
+            &mut cap,
+            &post(
+                Some(SID),
+                &json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}),
+            ),
+        );
+        l.server(
+            &mut cap,
+            &json_response(
+                None,
+                &json!({"jsonrpc": "2.0", "id": 9, "result": {"tools": []}}),
+            ),
+        );
+        l.close(&mut cap);
+    }
     analyze(&cap, &[])
 }
 
 #[test]
 fn a_request_in_flight_when_the_session_is_deleted_is_not_lost() {
     assert_kinds(&deleted_while_streaming(false), &[]);
+    // Negative: the server refused to end the session (405, reference §1.2).
+    assert_kinds(
+        &deleted_while_streaming_answered(false, 405),
+        &[("lost_response", "error")],
+    );
     // Negative: the stream broke before the client ended the session.
     assert_kinds(
         &deleted_while_streaming(true),

@@ -247,10 +247,7 @@ pub(super) fn resumes_without_cursor(
         // e.g. the standalone one broken at the same time, come and go before it).
         let Some(&g) = s.exchanges.iter().find(|&&x| {
             let e = &exchanges[x];
-            e.method() == "GET"
-                && e.ts() >= end
-                && x != last
-                && e.req_header("last-event-id").is_none()
+            e.method() == "GET" && e.ts() >= end && x != last && e.resume_cursor().is_none()
         }) else {
             continue;
         };

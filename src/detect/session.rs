@@ -141,14 +141,18 @@ pub(super) fn lost_responses(
             .exchanges
             .iter()
             .map(|&xi| &exchanges[xi])
-            .find(|e| e.open_at_capture_end && e.req_header("last-event-id").is_some());
+            .find(|e| e.open_at_capture_end && e.resume_cursor().is_some());
         // When the client ended the session (DELETE, MCP "Session Management"): what was still
         // streaming then is no longer owed.
         let deleted = s
             .exchanges
             .iter()
             .map(|&xi| &exchanges[xi])
-            .filter(|e| e.method() == "DELETE")
+            // Answered 2xx (or not captured): a server MAY refuse with 405, and a 404 ends
+            // nothing (reference §1.2).
+            .filter(|e| {
+                e.method() == "DELETE" && (e.response.is_none() || (200..300).contains(&e.status()))
+            })
             .map(Exchange::ts)
             .min();
         // Requests the client cancelled, and when (MCP "Cancellation": the receiver should send
@@ -225,7 +229,7 @@ pub(super) fn lost_responses(
                 // and a re-sent request (same method and params, any id) is judged on its own.
                 // There, closing the response stream is how the client cancels (reference §1.4).
                 if exchange_era(e) == Era::V2026_07_28
-                    && (resent(s, exchanges, e, m) || e.client_closed)
+                    && (e.client_closed || resent(s, exchanges, e, m))
                 {
                     continue;
                 }
@@ -319,12 +323,18 @@ pub(super) fn duplicate_responses(
                         seen.insert(id, (ts, frame, xi));
                     }
                     // A response whose request the capture missed (it began mid-connection),
-                    // from another server endpoint than the other copy: another hop's copy that
-                    // could not be paired without its request, not a second delivery. The copy
-                    // with a request speaks for both.
+                    // from another server endpoint than the other copy (another hop's), or on
+                    // the same connection seen from another vantage point (same endpoints,
+                    // another flow): a copy that could not be paired without its request, not
+                    // a second delivery. The copy with a request speaks for both.
                     Some(&(_, _, fx))
                         if (exchanges[xi].request.is_none() || exchanges[fx].request.is_none())
-                            && exchanges[xi].server != exchanges[fx].server =>
+                            && {
+                                let (a, b) = (&exchanges[xi], &exchanges[fx]);
+                                a.server != b.server
+                                    || (a.flow_index != b.flow_index
+                                        && (a.client, a.client_port) == (b.client, b.client_port))
+                            } =>
                     {
                         if exchanges[fx].request.is_none() {
                             seen.insert(id, (ts, frame, xi));

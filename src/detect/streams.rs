@@ -173,7 +173,7 @@ const STALLED_US: i64 = 1_000_000;
 /// concurrent, however it ended later (§7 #22: the first connection "stops receiving bytes").
 fn replaced(a: &Exchange, b: &Exchange) -> bool {
     let last_byte = a.ts_last_byte.or(a.ts_response).unwrap_or(a.ts());
-    b.req_header("last-event-id").is_some()
+    b.resume_cursor().is_some()
         && !a.open_at_capture_end
         && last_byte.saturating_add(STALLED_US) <= b.ts()
 }
@@ -271,7 +271,7 @@ fn concurrent_finding(model: &Model, session: usize, a: &Exchange, b: &Exchange)
 }
 
 fn describe(e: &Exchange) -> String {
-    match (e.method(), e.req_header("last-event-id")) {
+    match (e.method(), e.resume_cursor()) {
         ("GET", Some(l)) => format!("resumption GET (Last-Event-ID {l})"),
         ("GET", None) => "standalone GET".into(),
         (m, _) => format!("{m} response stream"),
@@ -322,7 +322,7 @@ pub(super) fn planned_polls(
             {
                 continue;
             }
-            let (Some(l), Some(cursor)) = (b.req_header("last-event-id"), last) else {
+            let (Some(l), Some(cursor)) = (b.resume_cursor(), last) else {
                 continue;
             };
             let end = a.ts_end.unwrap_or(a.ts());

@@ -82,7 +82,8 @@ pub struct Exchange {
     /// Whether the response ended as its framing said (false: cut by close, reset or gap).
     pub resp_complete: bool,
     /// Whether the client ended its side of the connection (its FIN, or a reset it sent) while
-    /// this exchange's response was still owed or streaming — MCP 2026-07-28's cancellation.
+    /// this exchange's response was streaming, before the server ended its side — MCP
+    /// 2026-07-28's cancellation.
     pub client_closed: bool,
     /// Whether the response is `text/event-stream`.
     pub is_sse: bool,
@@ -101,6 +102,14 @@ pub struct Exchange {
 }
 
 impl Exchange {
+    /// The request's `Last-Event-ID` as a resumption cursor: `None` on the legacy transport
+    /// (2024-11-05), where a GET that gets an `endpoint` event opens a new session whatever
+    /// cursor an EventSource sent (reference §1.8).
+    pub fn resume_cursor(&self) -> Option<&str> {
+        self.req_header("last-event-id")
+            .filter(|_| self.endpoint.is_none())
+    }
+
     /// Whether the first complete SSE events of two responses agree (id and data): the mark of
     /// one response seen at two points. The first events of one (up to four) must come, in
     /// order, among the first events of the other (up to eight), as far as that one goes: a hop
@@ -206,6 +215,8 @@ struct Conn {
     /// Time of the latest such loss (µs): only requests sent by then can have lost their
     /// responses to it.
     resp_lost_at: i64,
+    /// The server's direction has ended (a client's FIN after it is a reply, not a hang-up).
+    server_ended: bool,
     sse: Option<SseParser>,
     depth: u32,
     open_at_end: bool,
@@ -267,6 +278,7 @@ impl StreamSink for HttpLayer {
                         resp_interim: false,
                         resp_lost_between: false,
                         resp_lost_at: i64::MIN,
+                        server_ended: false,
                         sse: None,
                         depth: 0,
                         open_at_end: false,
@@ -357,16 +369,16 @@ impl StreamSink for HttpLayer {
                 }
             }
             StreamEvent::End { dir: d, fin, reset } => {
-                if let Some(conn) = self
-                    .conns
-                    .get_mut(&fi)
-                    .filter(|c| c.client_dir == Some(d) && (fin || reset))
-                {
-                    // The client hung up: every exchange still owed or streaming a response.
-                    let from = conn.resp_idx.unwrap_or(conn.next_resp);
-                    for e in conn.exchanges.iter_mut().skip(from) {
-                        if !e.resp_complete && e.request.is_some() {
-                            e.client_closed = true;
+                if let Some(conn) = self.conns.get_mut(&fi) {
+                    if conn.client_dir.is_some_and(|c| c != d) {
+                        conn.server_ended = true;
+                    } else if conn.client_dir == Some(d) && (fin || reset) && !conn.server_ended {
+                        // The client hung up on a response that was streaming (not one that never
+                        // began, and not in reply to the server's own close).
+                        if let Some(e) = conn.resp_idx.and_then(|i| conn.exchanges.get_mut(i)) {
+                            if !e.resp_complete && e.request.is_some() && e.response.is_some() {
+                                e.client_closed = true;
+                            }
                         }
                     }
                 }

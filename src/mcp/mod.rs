@@ -269,10 +269,8 @@ impl Model {
             HashMap::default();
         // Only the ids some request names as its Last-Event-ID are looked up: the index keeps
         // those alone (a few per resumption), not every event of the capture.
-        let wanted: crate::hash::FastSet<&str> = exchanges
-            .iter()
-            .filter_map(|e| e.req_header("last-event-id"))
-            .collect();
+        let wanted: crate::hash::FastSet<&str> =
+            exchanges.iter().filter_map(|e| e.resume_cursor()).collect();
         for (xi, e) in exchanges.iter().enumerate() {
             if m.hops.primary.get(xi).is_some_and(Option::is_some) {
                 continue;
@@ -312,10 +310,7 @@ impl Model {
                 };
             }
             let sse_ok = e.is_sse && (200..300).contains(&e.status());
-            let leid = e.req_header("last-event-id").map(str::to_string);
-            // The legacy transport (2024-11-05) has no resumption: an EventSource reconnecting
-            // with Last-Event-ID gets a new `endpoint`, a new session (reference §1.8).
-            let leid = leid.filter(|_| e.endpoint.is_none());
+            let leid = e.resume_cursor().map(str::to_string);
             let stream = match (e.method(), leid) {
                 ("GET", Some(l)) => {
                     // Link to the stream that delivered L most recently before this request —
