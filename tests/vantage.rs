@@ -283,3 +283,25 @@ fn a_later_copy_of_the_same_connections_is_another_vantage_point() {
     assert_eq!((m, client2), (2 * n, client));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A second capture of the same run that began later, after the first request was sent: its
+/// copy of that exchange has no request, so it cannot be paired as a copy; it is still the same
+/// connection (same endpoints), not a second delivery of the response.
+#[test]
+fn a_second_point_that_began_after_a_request() {
+    let (dir, whole) = setup("late");
+    let (header, recs) = records(&whole);
+    let late = dir.join("late.pcap");
+    let mut out = header.clone();
+    for (h, data) in &recs[6..] {
+        out.extend_from_slice(h);
+        out.extend_from_slice(data);
+    }
+    std::fs::write(&late, out).unwrap();
+    std::fs::write(dir.join("whole.pcap"), &whole).unwrap();
+    let (want, _, _, _) = run(&[&dir.join("whole.pcap")], &dir.join("o1"));
+    let (got, two, _, _) = run(&[&dir.join("whole.pcap"), &late], &dir.join("o2"));
+    assert_eq!(two.len(), 2, "{two:?}");
+    assert_eq!(got, want);
+    let _ = std::fs::remove_dir_all(&dir);
+}
