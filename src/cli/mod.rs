@@ -305,8 +305,8 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     let mut progress =
         progress::Progress::new(!args.quiet && std::io::stderr().is_terminal(), total);
     let mut done_bytes = 0u64;
-    // Per file read: its row of the `files` table and the index of its vantage point.
-    let mut file_rows: Vec<(usize, tables::FileRow)> = Vec::new();
+    // Per file read: its row of the `files` table.
+    let mut file_rows: Vec<tables::FileRow> = Vec::new();
     for (path, first_ts) in &order {
         let input: Box<dyn std::io::Read + Send> = if stdin {
             Box::new(std::io::stdin())
@@ -332,13 +332,15 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         );
         let v = &mut vantages[vi];
         v.files.push(path.display().to_string());
+        let vantage = v.name.clone();
         let analyzer = &mut v.analyzer;
         let first = analyzer.counters.frames + 1;
         let unsupported_before = analyzer.anomalies.count("capture.unsupported_linktype");
-        let (cut_before, segments_before, fragments_before) = (
+        let (cut_before, segments_before, fragments_before, backwards_before) = (
             analyzer.anomalies.count("capture.snaplen_cut"),
             analyzer.counters.tcp_segments,
             analyzer.anomalies.count("ip.fragment"),
+            analyzer.anomalies.count("capture.time_backwards"),
         );
         // No BufReader: the capture reader has its own buffer (`capture::BLOCK_BUFFER`) and reads
         // into it directly; another buffer in front would copy every byte once more.
@@ -346,19 +348,20 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         let mut n = 0u64;
         // The first frame's time (standard input is not read ahead for it).
         let mut first_frame_ts = None;
-        // Its earliest and latest frame times (frames need not be in time order), and the frames
-        // earlier than the one before them: (frame, µs back), the first ones, and how many.
+        // Its earliest and latest frame times (frames need not be in time order: one earlier
+        // than the frame before it is an anomaly).
         let mut span = (i64::MAX, i64::MIN);
         let mut prev_ts: Option<i64> = None;
-        let mut backwards: (Vec<(u64, i64)>, u64) = (Vec::new(), 0);
         let res = mcpcap::capture::read_capture(reader, first, &mut capture_anomalies, |f| {
             first_frame_ts.get_or_insert(f.ts);
             span = (span.0.min(f.ts), span.1.max(f.ts));
             if let Some(p) = prev_ts.filter(|&p| f.ts < p) {
-                if backwards.0.len() < mcpcap::anomaly::MAX_KEPT {
-                    backwards.0.push((f.number, p.saturating_sub(f.ts)));
-                }
-                backwards.1 += 1;
+                let back = p.saturating_sub(f.ts);
+                analyzer
+                    .anomalies
+                    .add_with("capture.time_backwards", Some(f.number), None, || {
+                        format!("{back} µs earlier than the frame before it")
+                    });
             }
             prev_ts = Some(f.ts);
             match dump.as_mut() {
@@ -384,47 +387,33 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                 );
             }
         });
-        if backwards.1 > 0 {
+        let backwards = analyzer.anomalies.count("capture.time_backwards") - backwards_before;
+        if backwards > 0 {
             // Frames are analysed in file order, as Wireshark and Zeek do; sorting is the
             // user's call (`reordercap`).
-            for &(frame, back) in &backwards.0 {
-                capture_anomalies.add(mcpcap::anomaly::Anomaly::new(
-                    "capture.time_backwards",
-                    Some(frame),
-                    None,
-                    format!("{back} µs earlier than the frame before it"),
-                ));
-            }
-            *capture_anomalies
-                .counts
-                .entry("capture.time_backwards")
-                .or_insert(0) += backwards.1 - backwards.0.len() as u64;
             say!(
                 "mcpcap: {}: {} frames are earlier than the frame before them; frames are analysed in file order (anomaly capture.time_backwards; `reordercap` sorts a capture)",
                 path.display(),
-                backwards.1
+                backwards
             );
         }
         let bytes = read_bytes.load(std::sync::atomic::Ordering::Relaxed);
         done_bytes += bytes;
         let frames = analyzer.counters.frames + 1 - first;
-        file_rows.push((
-            vi,
-            tables::FileRow {
-                file: path.display().to_string(),
-                vantage: String::new(),
-                frame_first: (frames > 0).then_some(first),
-                frame_last: (frames > 0).then_some(first + frames - 1),
-                frames,
-                bytes,
-                ts_first: (frames > 0).then_some(span.0),
-                ts_last: (frames > 0).then_some(span.1),
-                stopped: match &res {
-                    Ok(summary) => summary.truncated.clone(),
-                    Err(e) => Some(e.to_string()),
-                },
+        file_rows.push(tables::FileRow {
+            file: path.display().to_string(),
+            vantage,
+            frame_first: (frames > 0).then_some(first),
+            frame_last: (frames > 0).then_some(first + frames - 1),
+            frames,
+            bytes,
+            ts_first: (frames > 0).then_some(span.0),
+            ts_last: (frames > 0).then_some(span.1),
+            stopped: match &res {
+                Ok(summary) => summary.truncated.clone(),
+                Err(e) => Some(e.to_string()),
             },
-        ));
+        });
         match res {
             Ok(summary) => {
                 // A file that stops before its first frame could not be read at all.
@@ -605,13 +594,6 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             ts_first: v.ts_first,
             ts_last: v.analyzer.counters.ts_last,
             offset: *o,
-        })
-        .collect();
-    let file_rows: Vec<tables::FileRow> = file_rows
-        .into_iter()
-        .map(|(vi, row)| tables::FileRow {
-            vantage: vantages[vi].name.clone(),
-            ..row
         })
         .collect();
     let mut anomaly_sets: Vec<&mcpcap::anomaly::Anomalies> =
