@@ -209,12 +209,11 @@ struct Conn {
     next_resp: usize,
     resp_idx: Option<usize>,
     resp_interim: bool,
-    /// A capture gap fell between two responses: whole responses may be missing, so the next
-    /// response head is paired by time ([`HttpLayer`] docs).
-    resp_lost_between: bool,
-    /// Time of the latest such loss (µs): only requests sent by then can have lost their
-    /// responses to it.
-    resp_lost_at: i64,
+    /// When response bytes were last lost between two responses (a capture gap, or a head that
+    /// could not be read), µs: whole responses may be missing, so the next response head is
+    /// paired by time ([`HttpLayer`] docs), and at the close only requests sent by then can
+    /// have lost their responses to it.
+    resp_lost_at: Option<i64>,
     /// The server's direction has ended (a client's FIN after it is a reply, not a hang-up).
     server_ended: bool,
     sse: Option<SseParser>,
@@ -276,8 +275,7 @@ impl StreamSink for HttpLayer {
                         next_resp: 0,
                         resp_idx: None,
                         resp_interim: false,
-                        resp_lost_between: false,
-                        resp_lost_at: i64::MIN,
+                        resp_lost_at: None,
                         server_ended: false,
                         sse: None,
                         depth: 0,
@@ -361,8 +359,7 @@ impl StreamSink for HttpLayer {
                         if conn.client_dir.is_some_and(|c| c != d)
                             && conn.parsers[d].as_ref().is_some_and(|p| p.outside_body())
                         {
-                            conn.resp_lost_between = true;
-                            conn.resp_lost_at = conn.resp_lost_at.max(ts);
+                            conn.resp_lost_at = conn.resp_lost_at.max(Some(ts));
                         }
                         self.with_parser(fi, d, ts, frame, |p, out| p.gap(len, out));
                     }
@@ -399,7 +396,7 @@ impl StreamSink for HttpLayer {
                     // Requests never answered stay as exchanges without a response; when the
                     // capture lost response bytes after the last response began (no later head
                     // told whose they were), their responses may be in that gap.
-                    let lost = conn.resp_lost_between.then_some(conn.resp_lost_at);
+                    let lost = conn.resp_lost_at;
                     for mut e in conn.exchanges.drain(conn.emitted..) {
                         e.open_at_capture_end |= conn.open_at_end;
                         if e.response.is_none()
@@ -475,8 +472,7 @@ fn on_event(
                     "http.bad_head" | "http.too_many_headers" | "http.header_too_long"
                 )
             {
-                conn.resp_lost_between = true;
-                conn.resp_lost_at = conn.resp_lost_at.max(ts);
+                conn.resp_lost_at = conn.resp_lost_at.max(Some(ts));
             }
             anomalies.add(Anomaly::new(
                 code,
@@ -532,8 +528,7 @@ fn on_event(
                 return BodyRule::None;
             }
             conn.resp_interim = false;
-            if std::mem::take(&mut conn.resp_lost_between) {
-                conn.resp_lost_at = i64::MIN;
+            if conn.resp_lost_at.take().is_some() {
                 // Responses lost in the gap: this one answers the latest request sent before it
                 // (a client that does not pipeline sends the next request only after the previous
                 // answer); the requests skipped lost their responses to the capture.
