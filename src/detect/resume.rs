@@ -172,6 +172,9 @@ pub(super) fn check(
         return result(Verdict::Unverifiable, None, why);
     };
     let upto: &[Ev] = &before[..=lpos];
+    // The application sequences up to L, read once for the checks that need them.
+    let upto_series = std::cell::OnceCell::new();
+    let upto_series = || upto_series.get_or_init(|| series(upto));
     let l_ev = before[lpos].2;
     let after: Vec<EventRec> = e.events.iter().filter(|ev| !ev.sse.truncated).collect();
     if e.resp_gap || exchanges[cx].resp_gap {
@@ -400,7 +403,7 @@ pub(super) fn check(
                     && stream_dense(upto)
                     && !(fs > ls + 1 && {
                         let used = skipped_used();
-                        app_vouches = !used && app_counter_continues(upto, &after);
+                        app_vouches = !used && app_counter_continues(upto_series(), upto, &after);
                         used || app_vouches
                     })));
         if app_vouches {
@@ -550,16 +553,7 @@ pub(super) fn check(
     let mut desynced_app: Vec<SeqKey> = Vec::new();
     let mut boundary_desync = false;
     if continuity_claimed && !forked {
-        let mut series: Vec<(SeqKey, Vec<(f64, EventRec)>)> = Vec::new();
-        for (_, _, ev) in upto {
-            for (key, v) in seq_values(ev) {
-                match series.iter_mut().find(|(k, _)| *k == key) {
-                    Some((_, vals)) => vals.push((v, *ev)),
-                    None => series.push((key, vec![(v, *ev)])),
-                }
-            }
-        }
-        for (key, vals) in &series {
+        for (key, vals) in upto_series() {
             let Some(&(last, last_ev)) = vals.last() else {
                 continue;
             };
@@ -570,15 +564,11 @@ pub(super) fn check(
             } else {
                 max_step
             };
-            // Only a regular counter (every step the same: at least two steps, or one step of 1 —
-            // seed 2's "app_seq + 1") is held to its step, at the boundary and inside the resumed
+            // Only a regular counter is held to its step, at the boundary and inside the resumed
             // connection. Progress may otherwise grow by "arbitrary steps" (reference §6): a
             // series with uneven steps, or too few values to show one, is checked only for
             // values that go back.
-            let even = !steps.is_empty()
-                && steps.iter().all(|s| (s - steps[0]).abs() < 1e-9)
-                && steps[0] > 0.0;
-            let regular = even && (steps.len() >= 2 || steps[0] == 1.0);
+            let regular = regular_step(vals).is_some();
             let seen = |v: f64| vals.iter().any(|(x, _)| x.to_bits() == v.to_bits());
             let later: Vec<(f64, EventRec)> = after
                 .iter()
@@ -697,15 +687,11 @@ pub(super) fn check(
                         .map(|&(i, v)| (SeqKey::App(i, method.clone()), v))
                         .collect()
                 };
-                let mut under_way: Vec<(SeqKey, f64)> = Vec::new();
-                for (key, v) in upto.iter().flat_map(|(_, _, ev)| seq_values(ev)) {
-                    if let SeqKey::App(..) = key {
-                        match under_way.iter_mut().find(|(k, _)| *k == key) {
-                            Some(slot) => slot.1 = v,
-                            None => under_way.push((key, v)),
-                        }
-                    }
-                }
+                let under_way: Vec<(&SeqKey, f64)> = upto_series()
+                    .iter()
+                    .filter(|(k, _)| matches!(k, SeqKey::App(..)))
+                    .filter_map(|(k, vals)| Some((k, vals.last()?.0)))
+                    .collect();
                 let between: Vec<(SeqKey, f64)> = after
                     .iter()
                     .take_while(|x| !x.is(&ev))
@@ -713,12 +699,12 @@ pub(super) fn check(
                     .chain(ev.messages.iter().take(j).flat_map(|x| app_of(&x)))
                     .collect();
                 let Some((key, last)) = under_way.iter().find(|(k, _)| {
-                    desynced_app.contains(k) || !between.iter().any(|(b, _)| b == k)
+                    desynced_app.contains(*k) || !between.iter().any(|(b, _)| b == *k)
                 }) else {
                     continue;
                 };
                 let label = key.label(app_seq);
-                let n = between.iter().filter(|(b, _)| b == key).count();
+                let n = between.iter().filter(|(b, _)| b == *key).count();
                 let mut f = ctx.finding("suspect_terminal", Severity::Error, Some(ev), format!(
                     "The final response to request {} arrived on the resumed stream right after Last-Event-ID {} (event {}, frame {}) while {} stood at {} with {} value(s) of it in between: a terminal event not attributable to the original stream.",
                     rid, r.last_event_id, ev.sse.id.unwrap_or("-"), ev.sse.frame_first, label, fmt_num(*last), n));
@@ -817,6 +803,35 @@ impl SeqKey {
     }
 }
 
+/// One application sequence up to the cursor: its key, and its values with the events that
+/// carried them, in order.
+type Series<'a> = (SeqKey, Vec<(f64, EventRec<'a>)>);
+
+/// The application sequences of the events `upto`, in order of their first value.
+fn series<'a>(upto: &[Ev<'a>]) -> Vec<Series<'a>> {
+    let mut out: Vec<Series<'a>> = Vec::new();
+    for (_, _, ev) in upto {
+        for (key, v) in seq_values(ev) {
+            match out.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, vals)) => vals.push((v, *ev)),
+                None => out.push((key, vec![(v, *ev)])),
+            }
+        }
+    }
+    out
+}
+
+/// The step of a regular counter: every step the same and positive, with at least two steps or
+/// a single step of 1 (seed 2's "app_seq + 1"); `None` for any other series.
+fn regular_step(vals: &[(f64, EventRec)]) -> Option<f64> {
+    let first = vals.get(1)?.0 - vals[0].0;
+    let even = first > 0.0
+        && vals
+            .windows(2)
+            .all(|w| ((w[1].0 - w[0].0) - first).abs() < 1e-9);
+    (even && (vals.len() >= 3 || first == 1.0)).then_some(first)
+}
+
 /// Every application sequence value an event carries.
 fn seq_values(ev: &EventRec) -> Vec<(SeqKey, f64)> {
     let mut out = Vec::new();
@@ -898,23 +913,9 @@ fn history_positions(
 /// cut exactly one step past its last value up to the cursor — a counter that every message
 /// event up to the cursor, and the first one after it, carried: then an event lost in the skip
 /// would have shown as a skip of the counter too.
-fn app_counter_continues(upto: &[Ev], after: &[EventRec]) -> bool {
-    let mut series: Vec<(SeqKey, Vec<f64>)> = Vec::new();
-    for (_, _, ev) in upto {
-        for (key, v) in seq_values(ev) {
-            match series.iter_mut().find(|(k, _)| *k == key) {
-                Some((_, vals)) => vals.push(v),
-                None => series.push((key, vec![v])),
-            }
-        }
-    }
+fn app_counter_continues(series: &[Series], upto: &[Ev], after: &[EventRec]) -> bool {
     series.iter().any(|(key, vals)| {
-        let steps: Vec<f64> = vals.windows(2).map(|w| w[1] - w[0]).collect();
-        let regular = !steps.is_empty()
-            && steps.iter().all(|s| (s - steps[0]).abs() < 1e-9)
-            && steps[0] > 0.0
-            && (steps.len() >= 2 || steps[0] == 1.0);
-        let (Some(&last), true) = (vals.last(), regular) else {
+        let (Some(&(last, _)), Some(step)) = (vals.last(), regular_step(vals)) else {
             return false;
         };
         let carries = |ev: &EventRec| seq_values(ev).iter().any(|(k, _)| k == key);
@@ -931,7 +932,7 @@ fn app_counter_continues(upto: &[Ev], after: &[EventRec]) -> bool {
             .flat_map(|ev| seq_values(ev))
             .find(|(k, _)| k == key)
             .map(|(_, v)| v);
-        next.is_some_and(|n| (n - (last + steps[0])).abs() < 1e-9)
+        next.is_some_and(|n| (n - (last + step)).abs() < 1e-9)
     })
 }
 
