@@ -680,24 +680,19 @@ pub(super) fn check(
                 // No progress for the request: an application sequence under way on the stream
                 // (`/params/app_seq`, `--app-seq`) speaks the same way — seed 2's own case, a
                 // message counter, with the result at Last-Event-ID + 1.
-                let app_of = |x: &crate::jsonrpc::Message| -> Vec<(SeqKey, f64)> {
-                    let method = x.method.clone().unwrap_or_default();
-                    x.app_seq()
-                        .iter()
-                        .map(|&(i, v)| (SeqKey::App(i, method.clone()), v))
-                        .collect()
-                };
                 let under_way: Vec<(&SeqKey, f64)> = upto_series()
                     .iter()
                     .filter(|(k, _)| matches!(k, SeqKey::App(..)))
                     .filter_map(|(k, vals)| Some((k, vals.last()?.0)))
                     .collect();
-                let between: Vec<(SeqKey, f64)> = after
+                let mut between: Vec<(SeqKey, f64)> = after
                     .iter()
                     .take_while(|x| !x.is(&ev))
                     .flat_map(|x| seq_values(x))
-                    .chain(ev.messages.iter().take(j).flat_map(|x| app_of(&x)))
                     .collect();
+                for x in ev.messages.iter().take(j) {
+                    push_seq_values(&x, &mut between);
+                }
                 let Some((key, last)) = under_way.iter().find(|(k, _)| {
                     desynced_app.contains(*k) || !between.iter().any(|(b, _)| b == *k)
                 }) else {
@@ -836,17 +831,22 @@ fn regular_step(vals: &[(f64, EventRec)]) -> Option<f64> {
 fn seq_values(ev: &EventRec) -> Vec<(SeqKey, f64)> {
     let mut out = Vec::new();
     for m in ev.messages.iter() {
-        if let (Some(t), Some(p)) = (&m.progress_token, m.progress) {
-            out.push((SeqKey::Progress(t.clone()), p));
-        }
-        let method = m.method.clone().unwrap_or_default();
-        out.extend(
-            m.app_seq()
-                .iter()
-                .map(|&(i, v)| (SeqKey::App(i, method.clone()), v)),
-        );
+        push_seq_values(&m, &mut out);
     }
     out
+}
+
+/// Append every application sequence value message `m` carries to `out`.
+fn push_seq_values(m: &crate::jsonrpc::Message, out: &mut Vec<(SeqKey, f64)>) {
+    if let (Some(t), Some(p)) = (&m.progress_token, m.progress) {
+        out.push((SeqKey::Progress(t.clone()), p));
+    }
+    let method = m.method.clone().unwrap_or_default();
+    out.extend(
+        m.app_seq()
+            .iter()
+            .map(|&(i, v)| (SeqKey::App(i, method.clone()), v)),
+    );
 }
 
 /// Whether the stream's request got its response on the events up to the cursor.
