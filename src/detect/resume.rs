@@ -496,15 +496,6 @@ pub(super) fn check(
     // below the token's last value up to L. The log began again (seed 1: "the id sequence
     // restarts"), whatever the ids look like — opaque ids cannot show it themselves.
     if !dup_payload.is_empty() && !forked {
-        let mut last_before: Vec<(Short, f64)> = Vec::new();
-        for m in upto.iter().flat_map(|(_, _, ev)| ev.messages.iter()) {
-            if let (Some(t), Some(p)) = (m.progress_token, m.progress) {
-                match last_before.iter_mut().find(|(k, _)| *k == t) {
-                    Some(slot) => slot.1 = p,
-                    None => last_before.push((t, p)),
-                }
-            }
-        }
         let mut firsts: Vec<(Short, f64)> = Vec::new();
         for m in after.iter().flat_map(|ev| ev.messages.iter()) {
             if let (Some(t), Some(p)) = (m.progress_token, m.progress) {
@@ -515,7 +506,10 @@ pub(super) fn check(
         }
         let restarted = firsts.iter().any(|(t, p)| {
             progress_before.contains(&(t.clone(), p.to_bits()))
-                && last_before.iter().any(|(k, last)| k == t && p < last)
+                && upto_series().iter().any(|(k, vals)| {
+                    matches!(k, SeqKey::Progress(x) if x == t)
+                        && vals.last().is_some_and(|&(last, _)| *p < last)
+                })
         });
         if restarted {
             forked = true;
