@@ -136,9 +136,9 @@ impl Exchange {
             }
             matched == short.len() || (!full && matched == long.len().min(short.len()))
         }
-        let (a4, b8) = (first(self, 4), first(other, 8));
-        let (b4, a8) = (first(other, 4), first(self, 8));
-        within(&a4, &b8, b8.len() == 8) || within(&b4, &a8, a8.len() == 8)
+        let (a8, b8) = (first(self, 8), first(other, 8));
+        let (a4, b4) = (&a8[..a8.len().min(4)], &b8[..b8.len().min(4)]);
+        within(a4, &b8, b8.len() == 8) || within(b4, &a8, a8.len() == 8)
     }
 
     /// Move every time of the exchange by `delta_us` (a vantage point's clock offset).
