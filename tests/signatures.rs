@@ -769,23 +769,28 @@ fn modern_ended(resend: bool, client_closes: bool) -> Vec<Value> {
     }
     // The client goes on working well after the broken stream: a re-send would have been seen.
     cap.wait(40_000_000);
+    tools_list_answered(&mut cap, None, 6);
+    analyze(&cap, &[])
+}
+
+/// A `tools/list` (request `id`, in `session`) answered at once, on a new connection.
+fn tools_list_answered(cap: &mut Capture, session: Option<&str>, id: i64) {
     let mut l = cap.connect();
     l.client(
-        &mut cap,
+        cap,
         &post(
-            None,
-            &json!({"jsonrpc": "2.0", "id": 6, "method": "tools/list"}),
+            session,
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}),
         ),
     );
     l.server(
-        &mut cap,
+        cap,
         &json_response(
             None,
-            &json!({"jsonrpc": "2.0", "id": 6, "result": {"tools": []}}),
+            &json!({"jsonrpc": "2.0", "id": id, "result": {"tools": []}}),
         ),
     );
-    l.close(&mut cap);
-    analyze(&cap, &[])
+    l.close(cap);
 }
 
 #[test]
@@ -852,22 +857,7 @@ fn deleted_while_streaming_answered(cut_first: bool, status: u16) -> Vec<Value> 
     cap.wait(60_000_000);
     if status >= 300 {
         // The session goes on: the client's next request is answered.
-        let mut l = cap.connect();
-        l.client(
-            &mut cap,
-            &post(
-                Some(SID),
-                &json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}),
-            ),
-        );
-        l.server(
-            &mut cap,
-            &json_response(
-                None,
-                &json!({"jsonrpc": "2.0", "id": 9, "result": {"tools": []}}),
-            ),
-        );
-        l.close(&mut cap);
+        tools_list_answered(&mut cap, Some(SID), 9);
     }
     analyze(&cap, &[])
 }
