@@ -720,6 +720,92 @@ fn a_close_delimited_stream_polls_only_when_closed_in_order() {
     assert_kinds(&fs, &[("resume_ok", "info")]);
 }
 
+/// A poll during a tool call whose result is the first event after the cursor: progress 1..3 of
+/// 5 (ids 1..3, `retry: 500` on the priming event), the connection ended by `end`, and the
+/// client back 0.5 s later with Last-Event-ID 3, answered by the result (id 4; with `jump`,
+/// progress 5 of 5 first, skipping 4). `backends` names the backend of each connection in an
+/// `X-Backend` header.
+fn poll_then_result(end: PollEnd, backends: Option<(&str, &str)>, jump: bool) -> Vec<Value> {
+    let head = |backend: Option<&str>| {
+        let mut h = sse_head(None);
+        if let Some(b) = backend {
+            let at = h.len() - 2;
+            h.splice(at..at, format!("X-Backend: {b}\r\n").into_bytes());
+        }
+        h
+    };
+    let mut cap = Capture::new();
+    handshake_version(&mut cap, SID, "2025-11-25");
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
+    let mut body = head(backends.map(|b| b.0));
+    body.extend(chunk(b"id: 0\nretry: 500\ndata: \n\n"));
+    for ev in progs(2, &["1", "2", "3"], 1, 5) {
+        body.extend(chunk(ev.text().as_bytes()));
+    }
+    if matches!(end, PollEnd::LastChunk) {
+        body.extend_from_slice(LAST_CHUNK);
+    }
+    c.server(&mut cap, &body);
+    match end {
+        PollEnd::CloseRst => c.server_reset(&mut cap),
+        _ => c.server_close(&mut cap),
+    }
+    cap.wait(500_000);
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some(SID), Some("3")));
+    let mut answer = head(backends.map(|b| b.1));
+    let mut rest = vec![Ev::id("4", result(2))];
+    if jump {
+        rest.insert(0, Ev::id("4", progress(&token(2), 5, 5)));
+        rest[1] = Ev::id("5", result(2));
+    }
+    for ev in rest {
+        answer.extend(chunk(ev.text().as_bytes()));
+    }
+    answer.extend_from_slice(LAST_CHUNK);
+    g.server(&mut cap, &answer);
+    g.close(&mut cap);
+    analyze(&cap, &[])
+}
+
+#[test]
+fn a_result_right_after_a_planned_poll_is_no_suspect_terminal() {
+    // The tool finished while the client was away: the server that closed the stream on its
+    // own schedule holds the log.
+    let fs = poll_then_result(PollEnd::LastChunk, None, false);
+    assert_kinds(&fs, &[("planned_poll", "info"), ("resume_ok", "info")]);
+    let fs = poll_then_result(PollEnd::LastChunk, Some(("b1", "b1")), false);
+    assert_kinds(&fs, &[("planned_poll", "info"), ("resume_ok", "info")]);
+}
+
+#[test]
+fn a_result_right_after_a_cut_a_jump_or_on_another_backend_stays_suspect() {
+    // Seed 2: the connection was cut, not closed as planned.
+    let fs = poll_then_result(PollEnd::Cut, None, false);
+    assert_kinds(&fs, &[("suspect_terminal", "error")]);
+    // Planned, but the progress jumped before the result (seed 2's synthesized continuation).
+    let fs = poll_then_result(PollEnd::LastChunk, None, true);
+    assert_kinds(
+        &fs,
+        &[
+            ("planned_poll", "info"),
+            ("app_seq_desync", "error"),
+            ("suspect_terminal", "error"),
+        ],
+    );
+    // Planned, but another replica answered the poll.
+    let fs = poll_then_result(PollEnd::LastChunk, Some(("b1", "b2")), false);
+    assert_kinds(
+        &fs,
+        &[
+            ("planned_poll", "info"),
+            ("suspect_terminal", "error"),
+            ("backend_switch", "error"),
+        ],
+    );
+}
+
 #[test]
 fn no_polling_before_2025_11_25() {
     assert_kinds(&poll(true, "2025-06-18"), &[("resume_ok", "info")]);

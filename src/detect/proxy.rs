@@ -279,7 +279,7 @@ fn backend_parts(label: &str) -> (Option<&str>, Option<&str>) {
 
 /// Whether two backend labels name different backends: names compared when both have one, else
 /// addresses; a name against a bare address proves nothing.
-fn different_backends(a: &str, b: &str) -> bool {
+pub(super) fn different_backends(a: &str, b: &str) -> bool {
     let ((aa, an), (ba, bn)) = (backend_parts(a), backend_parts(b));
     match (an, bn, aa, ba) {
         (Some(x), Some(y), ..) => x != y,

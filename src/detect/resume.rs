@@ -5,7 +5,9 @@
 
 use crate::hash::{FastMap as HashMap, FastSet as HashSet};
 
+use super::proxy::different_backends;
 use super::replay::ReplayIndex;
+use super::streams::{planned_close, polling_era, retry_after};
 use super::{flow_id, Finding, ResumptionResult, Severity, Verdict};
 use crate::http::{EventRec, Exchange};
 use crate::jsonrpc::{Kind, Short};
@@ -645,6 +647,24 @@ pub(super) fn check(
     }
 
     // suspect_terminal: a final response right after L, without the progress that was under way.
+    // Not after a poll the server planned (MCP 2025-11-25: it closed L's connection cleanly with a
+    // `retry` in force and the client came back in time): the server broke the stream on its own
+    // schedule, holding the log, and a result right after L is a tool that finished while the
+    // client was away. Seed 2's terminal comes after a drain reset the connection and another
+    // replica answered; where the backends are known to differ, or the sequence was already
+    // seen to jump (app_seq_desync), the check stays.
+    let planned = polling_era(model.sessions[r.session].era)
+        && earlier.last() == Some(&cx)
+        && !before[lpos + 1..].iter().any(|(_, _, ev)| ev.sse.has_own_id)
+        && upto
+            .iter()
+            .fold(None, |f, (_, _, ev)| retry_after(f, ev))
+            .and_then(|retry| planned_close(&exchanges[cx], e, retry))
+            .is_some()
+        && !model
+            .backend(r.exchange)
+            .zip(model.backend(cx))
+            .is_some_and(|(now, then)| different_backends(now, then));
     let mut msg_pos = 0usize;
     for ev in after.iter().copied() {
         if ev.messages.is_empty() {
@@ -688,7 +708,7 @@ pub(super) fn check(
                     push_seq_values(&x, &mut between);
                 }
                 let Some((key, last)) = under_way.iter().find(|(k, _)| {
-                    desynced_app.contains(*k) || !between.iter().any(|(b, _)| b == *k)
+                    desynced_app.contains(*k) || (!planned && !between.iter().any(|(b, _)| b == *k))
                 }) else {
                     continue;
                 };
@@ -706,7 +726,8 @@ pub(super) fn check(
                 reasons.push("terminal result without the application sequence under way");
                 continue;
             };
-            if total.is_some_and(|t| last >= t) {
+            let desynced = desynced_tokens.contains(token.as_str());
+            if total.is_some_and(|t| last >= t) || (planned && !desynced) {
                 continue;
             }
             // The progress between L and the response, also ahead of it in its own batch
@@ -721,7 +742,7 @@ pub(super) fn check(
                 .collect();
             let reached = progress_after.iter().copied().fold(f64::NAN, f64::max);
             let incomplete = progress_after.is_empty()
-                || desynced_tokens.contains(token.as_str())
+                || desynced
                 || total.is_some_and(|t| reached.is_nan() || reached < t);
             if incomplete {
                 let mut f = ctx.finding("suspect_terminal", Severity::Error, Some(ev), format!(

@@ -278,6 +278,39 @@ fn describe(e: &Exchange) -> String {
     }
 }
 
+/// Whether MCP 2025-11-25 polling can exist in a session of this revision (not before it, and not
+/// without sessions, 2026-07-28; an unknown revision may poll).
+pub(super) fn polling_era(era: Era) -> bool {
+    era.stateful() && (era == Era::Unknown || era >= Era::V2025_11_25)
+}
+
+/// The `retry` (ms, at most an hour) in force after event `ev`, given the one before: SSE clients
+/// keep the last one announced; Go's `event: close` without one counts as 0.
+pub(super) fn retry_after(in_force: Option<u64>, ev: &EventRec) -> Option<u64> {
+    match ev.sse.retry {
+        Some(r) => Some(r.min(3_600_000)),
+        None if ev.sse.event_type == Some("close") && in_force.is_none() => Some(0),
+        None => in_force,
+    }
+}
+
+/// When the server ended connection `a` as a planned poll does and the client's next connection
+/// `b` of the stream came back in time: the delay in µs from `a`'s end to `b`.
+///
+/// `a` must have ended cleanly (its body closed as framed, before the capture's end), not as an
+/// empty answer closed at once, and `b` must follow within three times `retry_ms` plus a second
+/// ("about retry ms later": clients add backoff and jitter). Whether `b` presented the stream's
+/// cursor, and whether the stream still owed its response, is for the caller.
+pub(super) fn planned_close(a: &Exchange, b: &Exchange, retry_ms: u64) -> Option<i64> {
+    if !a.resp_complete || a.open_at_capture_end || empty_answer(a) {
+        return None;
+    }
+    let end = a.ts_end.unwrap_or(a.ts());
+    let delay = b.ts().saturating_sub(end);
+    let budget = 3 * retry_ms as i64 * 1000 + 1_000_000;
+    (0..=budget).contains(&delay).then_some(delay)
+}
+
 /// `planned_poll` (info): the server ended a connection cleanly (the body closed as framed, not
 /// cut) with a `retry` in force (announced on it or earlier on the stream) and before the
 /// stream's response, and the client came back within three times `retry` plus a second with a
@@ -292,8 +325,7 @@ pub(super) fn planned_polls(
     for (si, st) in model.streams.iter().enumerate() {
         // Polling exists from 2025-11-25 on (and not at all without sessions, 2026-07-28); earlier
         // a clean close before the response is no plan.
-        let era = model.sessions[st.session].era;
-        if !era.stateful() || (era != Era::Unknown && era < Era::V2025_11_25) {
+        if !polling_era(model.sessions[st.session].era) {
             continue;
         }
         // The stream's state as each connection ends: the `retry` in force (SSE clients keep the
@@ -303,11 +335,7 @@ pub(super) fn planned_polls(
         for (k, w) in st.connections.windows(2).enumerate() {
             let (a, b) = (&exchanges[w[0]], &exchanges[w[1]]);
             for ev in &a.events {
-                if let Some(r) = ev.sse.retry {
-                    in_force = Some(r.min(3_600_000));
-                } else if ev.sse.event_type == Some("close") && in_force.is_none() {
-                    in_force = Some(0);
-                }
+                in_force = retry_after(in_force, &ev);
                 if !ev.sse.truncated && ev.sse.has_own_id {
                     last = ev.sse.id.or(last);
                 }
@@ -315,24 +343,16 @@ pub(super) fn planned_polls(
             let Some(retry) = in_force else {
                 continue;
             };
-            if !a.resp_complete
-                || a.open_at_capture_end
-                || empty_answer(a)
-                || !pending(answered, si, k)
-            {
+            if !pending(answered, si, k) {
                 continue;
             }
             let (Some(l), Some(cursor)) = (b.resume_cursor(), last) else {
                 continue;
             };
-            let end = a.ts_end.unwrap_or(a.ts());
-            let delay = b.ts().saturating_sub(end);
-            // "About retry ms later": clients add backoff and jitter; up to three times the
-            // announced time plus a second.
-            let budget = 3 * retry as i64 * 1000 + 1_000_000;
-            if l != cursor || delay < 0 || delay > budget {
+            let Some(delay) = planned_close(a, b, retry).filter(|_| l == cursor) else {
                 continue;
-            }
+            };
+            let end = a.ts_end.unwrap_or(a.ts());
             let mut f = Finding::at_exchange(
                 model.sessions[st.session].label(),
                 "planned_poll",
