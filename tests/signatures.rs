@@ -806,6 +806,80 @@ fn a_result_right_after_a_cut_a_jump_or_on_another_backend_stays_suspect() {
     );
 }
 
+/// The `verdict` column of the `resumptions` table, in order.
+fn resumption_verdicts(cap: &Capture) -> Vec<String> {
+    let pcap = temp_path("verdicts", "pcap");
+    let out = temp_path("verdicts", "d");
+    std::fs::write(&pcap, cap.pcap()).unwrap();
+    write_csv_tables(&pcap, &out);
+    let table = std::fs::read_to_string(out.join("resumptions.csv")).unwrap();
+    let _ = std::fs::remove_file(&pcap);
+    let _ = std::fs::remove_dir_all(&out);
+    let mut lines = table.lines();
+    let at = lines
+        .next()
+        .unwrap()
+        .split(',')
+        .position(|c| c == "verdict")
+        .unwrap();
+    lines
+        .map(|l| l.split(',').nth(at).unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_quiet_poll_skips_nothing() {
+    // The tool is quiet for 20 s: the server holds the first poll that long, ends it with
+    // nothing in it, and the client polls again from the same cursor, which goes on.
+    let mut cap = Capture::new();
+    handshake_version(&mut cap, SID, "2025-11-25");
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
+    let mut body = sse_head(None);
+    body.extend(chunk(b"id: 0\nretry: 500\ndata: \n\n"));
+    for ev in progs(2, &["1", "2", "3"], 1, 5) {
+        body.extend(chunk(ev.text().as_bytes()));
+    }
+    body.extend_from_slice(LAST_CHUNK);
+    c.server(&mut cap, &body);
+    c.server_close(&mut cap);
+    cap.wait(500_000);
+    let mut quiet = cap.connect();
+    quiet.client(&mut cap, &get(Some(SID), Some("3")));
+    quiet.server(&mut cap, &sse_head(None));
+    cap.wait(20_000_000);
+    quiet.server(&mut cap, LAST_CHUNK);
+    quiet.server_close(&mut cap);
+    cap.wait(500_000);
+    resume_from_3(&mut cap);
+    let fs = analyze(&cap, &[]);
+    assert_kinds(
+        &fs,
+        &[
+            ("planned_poll", "info"),
+            ("planned_poll", "info"),
+            ("resume_ok", "info"),
+        ],
+    );
+    assert_eq!(resumption_verdicts(&cap), ["resumed", "resumed"]);
+
+    // Negative: the empty answer rmcp gives a late resume, closed at once, and nothing after
+    // it: what the request still owed is gone.
+    assert_eq!(
+        resumption_verdicts(&{
+            let (mut cap, c) = call_under_way();
+            c.server_close(&mut cap);
+            cap.wait(1_000_000);
+            let mut g = cap.connect();
+            g.client(&mut cap, &get(Some(SID), Some("3")));
+            g.server(&mut cap, &sse_response(None, &[], true));
+            g.close(&mut cap);
+            cap
+        }),
+        ["gap"]
+    );
+}
+
 #[test]
 fn no_polling_before_2025_11_25() {
     assert_kinds(&poll(true, "2025-06-18"), &[("resume_ok", "info")]);

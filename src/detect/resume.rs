@@ -7,7 +7,7 @@ use crate::hash::{FastMap as HashMap, FastSet as HashSet};
 
 use super::proxy::different_backends;
 use super::replay::ReplayIndex;
-use super::streams::{planned_close, polling_era, retry_after};
+use super::streams::{empty_answer, planned_close, polling_era, retry_after};
 use super::{flow_id, Finding, ResumptionResult, Severity, Verdict};
 use crate::http::{EventRec, Exchange};
 use crate::jsonrpc::{Kind, Short};
@@ -183,6 +183,21 @@ pub(super) fn check(
         return result(Verdict::Unverifiable, None, "capture gap in the evidence");
     }
     if after.is_empty() {
+        // A connection held open that ended with nothing in it, followed by the client's next
+        // connection of the stream with the same Last-Event-ID: nothing was skipped here (the
+        // client asks again for everything after L): a quiet poll. The next one is judged.
+        let again = conns
+            .iter()
+            .skip_while(|&&x| x != r.exchange)
+            .nth(1)
+            .filter(|&&x| exchanges[x].resume_cursor() == Some(r.last_event_id.as_str()));
+        if let (Some(&x), false) = (again, empty_answer(e)) {
+            return result(
+                Verdict::Resumed,
+                None,
+                &format!("no events before the connection ended; the client resumed again from the same Last-Event-ID in frame {}, so nothing was skipped here", exchanges[x].frame()),
+            );
+        }
         // A stream the server ended cleanly with nothing in it, while the stream's request was
         // still unanswered: what was pending is gone (rmcp answers a late resume this way).
         let pending =
