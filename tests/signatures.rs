@@ -881,6 +881,25 @@ fn a_quiet_poll_skips_nothing() {
 }
 
 #[test]
+fn a_redirected_resumption_is_no_rejection() {
+    // The resumption GET is redirected (307); the client follows it with the same cursor and
+    // the stream goes on there.
+    let (mut cap, c) = call_under_way();
+    c.server_reset(&mut cap);
+    cap.wait(1_000_000);
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some(SID), Some("3")));
+    g.server(
+        &mut cap,
+        b"HTTP/1.1 307 Temporary Redirect\r\nLocation: /mcp/v2\r\nContent-Length: 0\r\n\r\n",
+    );
+    g.close(&mut cap);
+    resume_from_3(&mut cap);
+    assert_kinds(&analyze(&cap, &[]), &[("resume_ok", "info")]);
+    assert_eq!(resumption_verdicts(&cap), ["unverifiable", "resumed"]);
+}
+
+#[test]
 fn no_polling_before_2025_11_25() {
     assert_kinds(&poll(true, "2025-06-18"), &[("resume_ok", "info")]);
 }

@@ -90,7 +90,20 @@ pub(super) fn check(
     if e.response.is_none() {
         return result(Verdict::Unverifiable, None, "no response captured");
     }
-    if status >= 300 {
+    if (300..400).contains(&status) {
+        // A redirect refuses nothing: the client follows it with the same Last-Event-ID, and
+        // that request is a resumption of its own.
+        let to = e
+            .resp_header("location")
+            .map(|l| format!(" to {l}"))
+            .unwrap_or_default();
+        return result(
+            Verdict::Unverifiable,
+            None,
+            &format!("HTTP {status}: redirected{to}"),
+        );
+    }
+    if status >= 400 {
         let mut f = ctx.finding("resume_rejected", Severity::Info, None, format!(
             "The server answered the resumption GET (frame {}, flow {}) with Last-Event-ID {} by HTTP {} in frame {}: the loss is loud, the client must re-establish.",
             e.frame(), flow_id(e), r.last_event_id, status, e.frame_response.unwrap_or(0)));
