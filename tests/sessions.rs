@@ -427,3 +427,56 @@ fn plain_http_is_not_an_mcp_session() {
     c.close(&mut cap);
     assert_eq!(verdicts(&cap), ["intact"]);
 }
+
+/// One client's session under `sid`: initialize (answered with `sid`), a tools/call with id 2
+/// answered on its SSE stream (or, unless `answered`, cut before its result), and a DELETE.
+fn session_with_call(cap: &mut Capture, sid: &str, answered: bool) {
+    let mut c = cap.connect();
+    c.client(cap, &post(None, &initialize(1)));
+    c.server(cap, &json_response(Some(sid), &initialize_result(1)));
+    c.client(cap, &post(Some(sid), &initialized()));
+    c.server(cap, &accepted());
+    c.close(cap);
+    let mut call = cap.connect();
+    call.client(cap, &post(Some(sid), &tools_call(2, &json!("t2"))));
+    let mut events = vec![Ev::id(1, progress(&json!("t2"), 1, 2))];
+    if answered {
+        events.push(Ev::id(2, result(2)));
+    }
+    call.server(cap, &sse_response(None, &events, answered));
+    if answered {
+        call.close(cap);
+    } else {
+        call.server_reset(cap);
+    }
+    cap.wait(40_000_000);
+    let mut d = cap.connect();
+    d.client(
+        cap,
+        format!("DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:3000\r\nMcp-Session-Id: {sid}\r\nContent-Length: 0\r\n\r\n").as_bytes(),
+    );
+    d.server(cap, b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+    d.close(cap);
+}
+
+/// A server that assigns an id again (counter ids after a restart, ids derived from the user)
+/// starts another session under it at the `initialize` answered with it: request ids start
+/// again there, so the same ids answered in both are no duplicate delivery, and an answer in
+/// the first does not hide a loss in the second.
+#[test]
+fn an_id_assigned_again_is_another_session() {
+    let mut cap = Capture::new();
+    session_with_call(&mut cap, "sess-1", true);
+    cap.wait(1_000_000);
+    session_with_call(&mut cap, "sess-1", true);
+    assert_eq!(sessions(&cap), ["sess-1", "sess-1#2"]);
+    assert_eq!(kinds_of(&analyze(&cap, &[])), Vec::<String>::new());
+
+    let mut cap = Capture::new();
+    session_with_call(&mut cap, "sess-1", true);
+    cap.wait(1_000_000);
+    session_with_call(&mut cap, "sess-1", false);
+    let fs = analyze(&cap, &[]);
+    assert_eq!(kinds_of(&fs), ["lost_response"]);
+    assert_eq!(fs[0]["session_id"], "sess-1#2");
+}

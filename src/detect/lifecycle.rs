@@ -8,16 +8,7 @@ use crate::hash::{FastMap as HashMap, FastSet as HashSet};
 use super::streams::{empty_answer, pending};
 use super::{flow_id, Finding, Severity};
 use crate::http::Exchange;
-use crate::jsonrpc::Kind;
-use crate::mcp::Model;
-
-fn is_initialize(e: &Exchange) -> bool {
-    e.method() == "POST"
-        && e.req_header("mcp-session-id").is_none()
-        && e.req_messages
-            .iter()
-            .any(|m| m.kind == Kind::Request && m.method.as_deref() == Some("initialize"))
-}
+use crate::mcp::{is_initialize, Model};
 
 /// `stale_session_reuse` and `session_reinitialized`.
 ///

@@ -147,16 +147,36 @@ pub struct Session {
     /// The revision whose rules apply: from the protocol version, else from 2026-07-28
     /// markers, else `Legacy` for a session keyed by the legacy `sessionId`.
     pub era: Era,
+    /// The id as shown in tables ([`Session::label`]).
+    label: String,
 }
 
 impl Session {
-    /// The id as shown in tables: the header value, or `none`.
+    /// A session with no exchanges yet: `incarnation` counts the sessions the server has
+    /// assigned the same id, from 1.
+    fn new(id: Option<String>, incarnation: u32) -> Session {
+        let label = match (&id, incarnation) {
+            (None, _) => "none".to_string(),
+            (Some(i), 0 | 1) => i.clone(),
+            (Some(i), n) => format!("{i}#{n}"),
+        };
+        Session {
+            id,
+            exchanges: Vec::new(),
+            protocol_version: None,
+            era: Era::Unknown,
+            label,
+        }
+    }
+    /// The id as shown in tables: the header value, or `none`; `<id>#2`, `#3`… for a session
+    /// whose id the server had assigned before (a new `initialize` answered with the same
+    /// `Mcp-Session-Id`).
     pub fn label(&self) -> String {
-        self.label_str().to_string()
+        self.label.clone()
     }
     /// [`Session::label`], borrowed.
     pub fn label_str(&self) -> &str {
-        self.id.as_deref().unwrap_or("none")
+        &self.label
     }
 }
 
@@ -235,6 +255,16 @@ pub(crate) fn query_session_id(target: &str) -> Option<&str> {
         .filter(|v| !v.is_empty())
 }
 
+/// Whether an exchange is a client's `initialize` POST outside any session (no `Mcp-Session-Id`
+/// on the request): MCP "Lifecycle", initialization.
+pub fn is_initialize(e: &Exchange) -> bool {
+    e.method() == "POST"
+        && e.req_header("mcp-session-id").is_none()
+        && e.req_messages.iter().any(|m| {
+            m.kind == crate::jsonrpc::Kind::Request && m.method.as_deref() == Some("initialize")
+        })
+}
+
 /// The session key of an exchange: `Mcp-Session-Id`; else, for the legacy HTTP+SSE transport
 /// (2024-11-05), the `sessionId` query parameter of the POST target or of the GET stream's
 /// `endpoint` event; else none.
@@ -260,7 +290,9 @@ impl Model {
             hops,
             ..Default::default()
         };
-        let mut by_id: HashMap<Option<String>, usize> = HashMap::default();
+        // Session key → (the latest session with it, its incarnation, whether an `initialize`
+        // assigned it).
+        let mut by_id: HashMap<Option<String>, (usize, u32, bool)> = HashMap::default();
         // Per session: event id → deliveries.
         // Without a session, the cursor index is per client address: unrelated stateless
         // clients reuse the same ids.
@@ -276,15 +308,32 @@ impl Model {
                 continue;
             }
             let sid = session_key_of(e);
-            let si = *by_id.entry(sid.clone()).or_insert_with(|| {
-                m.sessions.push(Session {
-                    id: sid.clone(),
-                    exchanges: Vec::new(),
-                    protocol_version: None,
-                    era: Era::Unknown,
-                });
-                m.sessions.len() - 1
-            });
+            // An `initialize` the server answers with an id an earlier `initialize` was given
+            // starts another session under that id (MCP "Session Management": the session begins
+            // at the response that assigns it): counter ids after a restart, ids derived from
+            // the user. Request ids start again there; the two are not one session. (Only after
+            // an assignment: in a capture whose clock steps back, a session's first exchanges
+            // can sort ahead of its own `initialize`.)
+            let assigns = sid.is_some()
+                && is_initialize(e)
+                && (200..300).contains(&e.status())
+                && e.resp_header("mcp-session-id").is_some();
+            let si = match by_id.get_mut(&sid) {
+                Some((si, n, assigned)) => {
+                    if assigns && *assigned {
+                        *n += 1;
+                        m.sessions.push(Session::new(sid.clone(), *n));
+                        *si = m.sessions.len() - 1;
+                    }
+                    *assigned |= assigns;
+                    *si
+                }
+                None => {
+                    m.sessions.push(Session::new(sid.clone(), 1));
+                    by_id.insert(sid.clone(), (m.sessions.len() - 1, 1, assigns));
+                    m.sessions.len() - 1
+                }
+            };
             m.exchange_session[xi] = si;
             let index_key = (si, if sid.is_none() { e.client } else { None });
             let s = &mut m.sessions[si];
