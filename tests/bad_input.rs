@@ -451,3 +451,70 @@ fn healthy_capture_cut_anywhere_has_no_error() {
         }
     }
 }
+
+/// The frames of a classic little-endian pcap as a pcapng file (one Ethernet interface in
+/// microseconds), each frame's timestamp given by `ts(frame index, classic µs)`.
+fn as_pcapng(pcap: &[u8], ts: impl Fn(usize, u64) -> u64) -> Vec<u8> {
+    let block = |out: &mut Vec<u8>, kind: u32, body: &[u8]| {
+        let len = (12 + body.len()) as u32;
+        out.extend(kind.to_le_bytes());
+        out.extend(len.to_le_bytes());
+        out.extend(body);
+        out.extend(len.to_le_bytes());
+    };
+    let mut out = Vec::new();
+    let mut shb = 0x1A2B_3C4Du32.to_le_bytes().to_vec();
+    shb.extend(1u16.to_le_bytes());
+    shb.extend(0u16.to_le_bytes());
+    shb.extend((-1i64).to_le_bytes());
+    block(&mut out, 0x0A0D_0D0A, &shb);
+    let mut idb = 1u16.to_le_bytes().to_vec();
+    idb.extend(0u16.to_le_bytes());
+    idb.extend(65535u32.to_le_bytes());
+    block(&mut out, 1, &idb);
+    let (mut at, mut i) = (24, 0);
+    while at + 16 <= pcap.len() {
+        let word = |k: usize| u32::from_le_bytes(pcap[at + k..at + k + 4].try_into().unwrap());
+        let (sec, usec, caplen, origlen) = (word(0), word(4), word(8) as usize, word(12));
+        let data = &pcap[at + 16..at + 16 + caplen];
+        let t = ts(i, sec as u64 * 1_000_000 + usec as u64);
+        let mut epb = 0u32.to_le_bytes().to_vec();
+        epb.extend(((t >> 32) as u32).to_le_bytes());
+        epb.extend((t as u32).to_le_bytes());
+        epb.extend((caplen as u32).to_le_bytes());
+        epb.extend(origlen.to_le_bytes());
+        epb.extend(data);
+        epb.resize(epb.len().next_multiple_of(4), 0);
+        block(&mut out, 6, &epb);
+        at += 16 + caplen;
+        i += 1;
+    }
+    out
+}
+
+/// A pcapng timestamp past the year 9999 (a corrupt `ts_high`) cannot be written as a time:
+/// it is counted and taken as the last microsecond of 9999, and every format is written.
+#[test]
+fn a_timestamp_out_of_range_is_counted_not_fatal() {
+    let ng = as_pcapng(&fixture("healthy_ts.pcap"), |i, t| {
+        if i == 3 {
+            8_300_000_000_000_000_000
+        } else {
+            t
+        }
+    });
+    let p = tmp("ts-range.pcapng", &ng);
+    let (lines, anomalies) = stderr_and_anomalies(&p, "ts-range");
+    assert!(lines.iter().all(|l| !l.contains("panicked")), "{lines:?}");
+    assert!(
+        anomalies.contains("capture.ts_out_of_range") && anomalies.contains(",4,"),
+        "{anomalies}"
+    );
+    for format in ["table", "ndjson"] {
+        let o = mcpcap(&["flows", "--format", format, p.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{format}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    let o = mcpcap(&["events", "--format", "ndjson", p.to_str().unwrap()]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("+"), "years past 9999");
+    let _ = std::fs::remove_file(&p);
+}

@@ -167,7 +167,16 @@ pub fn read_capture_while<R: Read + Send>(
                         match ifaces.get(epb.if_id as usize) {
                             Some(iface) => {
                                 let raw = ((epb.ts_high as u64) << 32) | epb.ts_low as u64;
-                                let ts = ts_to_micros(raw, iface.resolution, iface.offset);
+                                let mut ts = ts_to_micros(raw, iface.resolution, iface.offset);
+                                if !(TS_MIN_US..=TS_MAX_US).contains(&ts) {
+                                    anomalies.add(Anomaly::new(
+                                        "capture.ts_out_of_range",
+                                        Some(number),
+                                        None,
+                                        format!("timestamp {ts} µs is outside the years 1 to 9999; taken as the nearest end"),
+                                    ));
+                                    ts = ts.clamp(TS_MIN_US, TS_MAX_US);
+                                }
                                 let caplen = (epb.caplen as usize).min(epb.data.len());
                                 go_on = sink(Frame {
                                     number,
@@ -285,6 +294,14 @@ pub fn ts_resolution(if_tsresol: u8) -> Option<u64> {
         1u64.checked_shl(exp).filter(|_| exp < 64)
     }
 }
+
+/// The earliest time a frame may have: 0001-01-01T00:00:00Z, in microseconds since the Unix
+/// epoch. A pcapng timestamp outside [`TS_MIN_US`, `TS_MAX_US`] (a corrupt `ts_high`, an absurd
+/// `if_tsoffset`) is counted as `capture.ts_out_of_range` and taken as the nearer end, so that
+/// every output format can write it.
+pub const TS_MIN_US: i64 = -62_135_596_800_000_000;
+/// The latest time a frame may have: 9999-12-31T23:59:59.999999Z (see [`TS_MIN_US`]).
+pub const TS_MAX_US: i64 = 253_402_300_799_999_999;
 
 /// Convert a pcapng timestamp in `resolution` units per second, plus `if_tsoffset` seconds,
 /// to microseconds since the Unix epoch, saturating instead of overflowing.

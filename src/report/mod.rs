@@ -150,8 +150,14 @@ impl Table {
                 Values::U64(x) => Series::new(name, x),
                 Values::F64(x) => Series::new(name, x),
                 Values::Bool(x) => Series::new(name, x),
-                // Marked UTC (a cast to a zoned type leaves the zone out).
-                Values::Ts(x) => Int64Chunked::from_iter_options(name, x.iter().copied())
+                // Marked UTC (a cast to a zoned type leaves the zone out). Clamped to the years
+                // 1 to 9999 as frames are (a time shifted past them cannot be formatted).
+                Values::Ts(x) => Int64Chunked::from_iter_options(
+                    name,
+                    x.iter().map(|t| {
+                        t.map(|t| t.clamp(crate::capture::TS_MIN_US, crate::capture::TS_MAX_US))
+                    }),
+                )
                     .into_datetime(TimeUnit::Microseconds, zoned.then_some(TimeZone::UTC))
                     .into_series(),
             };
@@ -173,7 +179,10 @@ impl Table {
                         .and_then(serde_json::Number::from_f64)
                         .map(serde_json::Value::Number),
                     Values::Bool(x) => x[i].map(Into::into),
-                    Values::Ts(x) => x[i].map(|t| serde_json::Value::String(format_ts(t))),
+                    Values::Ts(x) => x[i].map(|t| {
+                        let t = t.clamp(crate::capture::TS_MIN_US, crate::capture::TS_MAX_US);
+                        serde_json::Value::String(format_ts(t))
+                    }),
                 };
                 obj.insert((*name).to_string(), val.unwrap_or(serde_json::Value::Null));
             }
