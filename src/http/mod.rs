@@ -813,10 +813,26 @@ fn on_event(
                     done.push(std::mem::take(&mut conn.exchanges[conn.emitted]));
                     conn.emitted += 1;
                 }
+                compact(conn);
             }
             BodyRule::ByHeaders
         }
     }
+}
+
+/// Give back the emitted prefix of a connection's exchanges once it is half the list (at least
+/// 32): a keep-alive connection carrying many exchanges then holds only those not yet emitted,
+/// not an emptied record of each one before them. Indices into the list move with it.
+fn compact(conn: &mut Conn) {
+    let n = conn.emitted;
+    if n < 32 || n * 2 < conn.exchanges.len() {
+        return;
+    }
+    conn.exchanges.drain(..n);
+    conn.emitted = 0;
+    conn.next_resp = conn.next_resp.saturating_sub(n);
+    conn.req_idx = conn.req_idx.and_then(|i| i.checked_sub(n));
+    conn.resp_idx = conn.resp_idx.and_then(|i| i.checked_sub(n));
 }
 
 /// Response body bytes (decoded when the body has a content coding) into the SSE parser, or
