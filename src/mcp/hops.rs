@@ -33,6 +33,13 @@ pub struct Hops {
     pub backend: Vec<Option<String>>,
 }
 
+/// The later observations of the same request one observation is compared with, at most: a
+/// copy or a forwarded request follows within milliseconds, after a few identical ones at most;
+/// thousands of identical requests inside the window (a client polling one body on a
+/// keep-alive connection, stateless clients sending the same bytes) would make the pairing
+/// quadratic.
+const MAX_CANDIDATES: usize = 256;
+
 /// How long after the client's request a proxy may still forward it, µs (it takes milliseconds;
 /// the window bounds the search among many identical requests).
 const FORWARD_WINDOW_US: i64 = 10_000_000;
@@ -157,7 +164,7 @@ pub fn link(exchanges: &[Exchange], backend_headers: &[String]) -> Hops {
             if hops.primary[a].is_some() {
                 continue;
             }
-            for &b in &members[i + 1..] {
+            for &b in members[i + 1..].iter().take(MAX_CANDIDATES) {
                 let (ea, eb) = (&exchanges[a], &exchanges[b]);
                 // Members are in time order: nothing later than a second can be a copy.
                 if eb.ts() > ea.ts().saturating_add(1_000_000) {
@@ -179,7 +186,7 @@ pub fn link(exchanges: &[Exchange], backend_headers: &[String]) -> Hops {
                 continue;
             }
             let mut last = a;
-            for &b in &members[i + 1..] {
+            for &b in members[i + 1..].iter().take(MAX_CANDIDATES) {
                 // A proxy forwards within the window (and before its answer, see `forwards`).
                 if exchanges[b].ts() > exchanges[a].ts().saturating_add(FORWARD_WINDOW_US) {
                     break;
