@@ -376,6 +376,30 @@ fn empty_resume_loop_of_three() {
     );
 }
 
+/// A loop of empty resumptions reads no event, but each resumption walks the connections
+/// before it: those count against the history budget too, so that a long loop is not
+/// quadratic (2,100 resumptions walk about 2.2 million connections, past the 2^21 budget).
+#[test]
+fn a_long_empty_resume_loop_spends_the_history_budget() {
+    let (mut cap, c) = call_under_way();
+    c.server_close(&mut cap);
+    for _ in 0..2100 {
+        cap.wait(1_000_000);
+        let mut g = cap.connect();
+        g.client(&mut cap, &get(Some(SID), Some("3")));
+        g.server(&mut cap, &sse_response(None, &[], true));
+        g.close(&mut cap);
+    }
+    let pcap = temp_path("loop", "pcap");
+    let out = temp_path("loop", "d");
+    std::fs::write(&pcap, cap.pcap()).unwrap();
+    write_csv_tables(&pcap, &out);
+    let anomalies = std::fs::read_to_string(out.join("anomalies.csv")).unwrap();
+    let _ = std::fs::remove_file(&pcap);
+    let _ = std::fs::remove_dir_all(&out);
+    assert!(anomalies.contains("detect.history_window"), "{anomalies}");
+}
+
 #[test]
 fn two_empty_resumes_are_not_a_loop() {
     assert_kinds(&empty_resumes(2), &[("lost_response", "error")]);

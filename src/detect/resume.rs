@@ -144,7 +144,7 @@ pub(super) fn check(
         return result(Verdict::Unverifiable, None, "no cursor");
     };
     // Events the client had on this logical stream before this connection: all of them, until
-    // the stream's resumptions have read HISTORY_BUDGET events (a client that polls for hours
+    // the stream's resumptions have read HISTORY_BUDGET events and connections (a client that polls for hours
     // resumes thousands of times, and each reading of the whole history would make the run
     // quadratic); then the last HISTORY_WINDOW.
     // (Connections are in request order, so the index finds this one at once.)
@@ -165,7 +165,9 @@ pub(super) fn check(
         .filter_map(|(xi, ei)| Some((xi, ei, exchanges[xi].events.get(ei)?)))
         .filter(|(_, _, ev)| !ev.sse.truncated)
         .collect();
-    h.read += before.len() as u64;
+    // Connections count as read too: a loop of empty resumptions reads no event, and each
+    // walk over the connections before it would make it quadratic.
+    h.read += before.len() as u64 + window.map_or(earlier.len(), |_| 0) as u64;
     if window.is_some() {
         h.windowed += 1;
         h.first_windowed.get_or_insert(r.exchange);
@@ -910,7 +912,7 @@ fn answered_before(exchanges: &[Exchange], origin: usize, upto: &[Ev]) -> bool {
 /// How much of a stream's history its resumptions have read ([`HISTORY_BUDGET`]).
 #[derive(Debug, Default)]
 pub(super) struct History {
-    /// Events read, summed over the stream's resumptions.
+    /// Events and connections read, summed over the stream's resumptions.
     pub read: u64,
     /// Resumptions checked against only the last [`HISTORY_WINDOW`] events.
     pub windowed: u64,
@@ -918,8 +920,8 @@ pub(super) struct History {
     pub first_windowed: Option<usize>,
 }
 
-/// Events of a stream's history its resumptions read in full (per stream, summed over them)
-/// before each reads only the last [`HISTORY_WINDOW`].
+/// Events (and connections) of a stream's history its resumptions read in full (per stream,
+/// summed over them) before each reads only the last [`HISTORY_WINDOW`].
 pub(super) const HISTORY_BUDGET: u64 = 1 << 21;
 /// Events of the history a resumption reads once the stream's budget is spent.
 pub(super) const HISTORY_WINDOW: usize = 256;
