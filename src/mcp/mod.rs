@@ -234,6 +234,9 @@ type Delivery = (usize, usize, usize, i64);
 /// inline, with no allocation per id).
 type IdIndex<'a> = HashMap<&'a str, smallvec::SmallVec<[Delivery; 1]>>;
 
+/// Deliveries of one event id kept for the lookup of a Last-Event-ID: the first and the latest.
+const MAX_DELIVERIES: usize = 256;
+
 /// The `Mcp-Session-Id` of an exchange: the request's, else the one its response assigned.
 pub fn session_id_of(e: &Exchange) -> Option<&str> {
     e.req_header("mcp-session-id")
@@ -424,12 +427,18 @@ impl Model {
                 for (ei, ev) in e.events.iter().enumerate() {
                     if ev.sse.has_own_id && !ev.sse.truncated {
                         if let Some(id) = ev.sse.id.filter(|id| wanted.contains(id)) {
-                            delivered
+                            let v = delivered
                                 .entry(index_key)
                                 .or_default()
                                 .entry(id)
-                                .or_default()
-                                .push((st, xi, ei, ev.sse.ts));
+                                .or_default();
+                            // An id delivered over and over (ids not unique, a replay loop): the
+                            // first delivery and the latest ones are kept, so that each lookup
+                            // stays short.
+                            if v.len() >= MAX_DELIVERIES {
+                                v.remove(1);
+                            }
+                            v.push((st, xi, ei, ev.sse.ts));
                         }
                     }
                 }
