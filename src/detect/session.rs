@@ -9,22 +9,44 @@ use crate::jsonrpc::Kind;
 use crate::jsonrpc::Message;
 use crate::mcp::{exchange_era, Era, Model, Session};
 
-/// Whether the same client sent request `m` of exchange `e` again (same method and params) after
+/// The requests of a session by client, method and params hash ([`Message::params_hash`]):
+/// the times they were sent and their exchanges, in time order.
+type Sent<'a> = HashMap<(Option<std::net::IpAddr>, Option<&'a str>, Option<u64>), Vec<(i64, usize)>>;
+
+/// [`Sent`] of a session's POSTs.
+fn sent_of<'a>(s: &Session, exchanges: &'a [Exchange]) -> Sent<'a> {
+    let mut index: Sent<'a> = HashMap::default();
+    for &x in &s.exchanges {
+        let e = &exchanges[x];
+        if e.method() != "POST" {
+            continue;
+        }
+        for n in e.req_messages.iter().filter(|n| n.kind == Kind::Request) {
+            index
+                .entry((e.client, n.method.as_deref(), n.params_hash()))
+                .or_default()
+                .push((e.ts(), x));
+        }
+    }
+    for v in index.values_mut() {
+        v.sort_unstable();
+        v.dedup();
+    }
+    index
+}
+
+/// Whether the same client sent request `m` of exchange `xi` again (same method and params) after
 /// its stream broke and within the reconnect horizon.
-fn resent(s: &Session, exchanges: &[Exchange], e: &Exchange, m: &Message) -> bool {
+fn resent(sent: &Sent<'_>, exchanges: &[Exchange], xi: usize, m: &Message) -> bool {
+    let e = &exchanges[xi];
     let broke = e.ts_end.unwrap_or(e.ts());
-    s.exchanges.iter().map(|&x| &exchanges[x]).any(|later| {
-        later.ts() >= broke
-            && later.ts().saturating_sub(broke) <= RECONNECT_HORIZON_US
-            && !std::ptr::eq(later, e)
-            && later.client == e.client
-            && later.method() == "POST"
-            && later.req_messages.iter().any(|n| {
-                n.kind == Kind::Request
-                    && n.params_hash() == m.params_hash()
-                    && n.method == m.method
-            })
-    })
+    let Some(v) = sent.get(&(e.client, m.method.as_deref(), m.params_hash())) else {
+        return false;
+    };
+    v[v.partition_point(|&(t, _)| t < broke)..]
+        .iter()
+        .take_while(|&&(t, _)| t.saturating_sub(broke) <= RECONNECT_HORIZON_US)
+        .any(|&(_, x)| x != xi)
 }
 
 /// JSON-RPC responses delivered to the client, per exchange: (id, ts, frame).
@@ -167,6 +189,14 @@ pub(super) fn lost_responses(
                 cancelled.entry(c).or_default().push(exchanges[xi].ts());
             }
         }
+        // In time order, so that each request reads only the cancels sent after it.
+        for v in cancelled.values_mut() {
+            v.sort_unstable();
+        }
+        // Whether anything of the session came after a time: its latest exchange.
+        let last_ts = s.exchanges.iter().map(|&x| exchanges[x].ts()).max();
+        // Requests re-sent (2026-07-28), indexed when a request needs it.
+        let sent = std::cell::OnceCell::new();
         for &xi in &s.exchanges {
             let e = &exchanges[xi];
             if e.method() != "POST" || e.status() >= 300 {
@@ -211,10 +241,14 @@ pub(super) fn lost_responses(
                             .iter()
                             .any(|&c| !exchanges[c].resp_complete && end(c) < t)
                 };
-                if cancelled
-                    .get(id)
-                    .is_some_and(|ts| ts.iter().any(|&t| due_none(t)))
-                {
+                // Only cancels sent while a connection of the stream was open can count.
+                let open_until = conns.iter().map(|&c| end(c)).max().unwrap_or(i64::MIN);
+                if cancelled.get(id).is_some_and(|ts| {
+                    ts[ts.partition_point(|&t| t < e.ts())..]
+                        .iter()
+                        .take_while(|&&t| t <= open_until)
+                        .any(|&t| due_none(t))
+                }) {
                     continue;
                 }
                 // Its response still streaming when the client deleted the session: ended by
@@ -229,7 +263,8 @@ pub(super) fn lost_responses(
                 // and a re-sent request (same method and params, any id) is judged on its own.
                 // There, closing the response stream is how the client cancels (reference §1.4).
                 if exchange_era(e) == Era::V2026_07_28
-                    && (e.client_closed || resent(s, exchanges, e, m))
+                    && (e.client_closed
+                        || resent(sent.get_or_init(|| sent_of(s, exchanges)), exchanges, xi, m))
                 {
                     continue;
                 }
@@ -238,7 +273,7 @@ pub(super) fn lost_responses(
                 // the capture and the capture ending soon after: the client's reconnect may simply
                 // not have been captured.
                 let broke_at = e.ts_end.unwrap_or(e.ts());
-                let followed = s.exchanges.iter().any(|&x| exchanges[x].ts() > broke_at);
+                let followed = last_ts.is_some_and(|t| t > broke_at);
                 let broke_unseen = (e.response.is_none() || !e.resp_complete)
                     && !followed
                     && capture_end.saturating_sub(broke_at) < RECONNECT_HORIZON_US;
