@@ -216,6 +216,11 @@ struct Conn {
     resp_lost_at: Option<i64>,
     /// The server's direction has ended (a client's FIN after it is a reply, not a hang-up).
     server_ended: bool,
+    /// Time of the latest request head, µs.
+    last_request_ts: Option<i64>,
+    /// Whether request times never went back on this connection: the pairing by time after a
+    /// loss then searches the requests awaiting a response instead of scanning them.
+    requests_ordered: bool,
     sse: Option<SseParser>,
     depth: u32,
     open_at_end: bool,
@@ -277,6 +282,8 @@ impl StreamSink for HttpLayer {
                         resp_interim: false,
                         resp_lost_at: None,
                         server_ended: false,
+                        last_request_ts: None,
+                        requests_ordered: true,
                         sse: None,
                         depth: 0,
                         open_at_end: false,
@@ -484,6 +491,10 @@ fn on_event(
         }
         HttpEvent::Head(head) if is_request => {
             conn.depth += 1;
+            if conn.last_request_ts.is_some_and(|t| t > ts) {
+                conn.requests_ordered = false;
+            }
+            conn.last_request_ts = Some(ts);
             conn.exchanges.push(Exchange {
                 flow_index: fi,
                 client: conn.client_dir.map(|d| conn.ends[d].0),
@@ -532,9 +543,18 @@ fn on_event(
                 // Responses lost in the gap: this one answers the latest request sent before it
                 // (a client that does not pipeline sends the next request only after the previous
                 // answer); the requests skipped lost their responses to the capture.
-                let latest = (conn.next_resp..conn.exchanges.len())
-                    .rev()
-                    .find(|&i| conn.exchanges[i].ts_request.is_some_and(|t| t <= ts));
+                let sent_by = |i: usize| conn.exchanges[i].ts_request.is_some_and(|t| t <= ts);
+                let latest = if conn.requests_ordered {
+                    // Requests awaiting a response are in time order: the ones sent by now are a
+                    // prefix of them.
+                    let waiting = conn.exchanges.get(conn.next_resp..).unwrap_or_default();
+                    waiting
+                        .partition_point(|e| e.ts_request.is_some_and(|t| t <= ts))
+                        .checked_sub(1)
+                        .map(|i| i + conn.next_resp)
+                } else {
+                    (conn.next_resp..conn.exchanges.len()).rev().find(|&i| sent_by(i))
+                };
                 if let Some(latest) = latest {
                     for i in conn.next_resp..latest {
                         conn.exchanges[i].resp_gap = true;
