@@ -261,49 +261,57 @@ impl HttpLayer {
 
 const PROBE_BYTES: usize = 8;
 
+impl Conn {
+    /// The HTTP state of a connection before its first byte: with both parsers when a SYN told
+    /// the client (direction 0), else with its roles still to be probed.
+    fn new(flow: &FlowMeta, limits: HttpLimits) -> Conn {
+        let client_dir = if flow.client_by_syn { Some(0) } else { None };
+        let mut parsers = [None, None];
+        if let Some(d) = client_dir {
+            parsers[d] = Some(DirParser::new(true, limits));
+            parsers[1 - d] = Some(DirParser::new(false, limits));
+        }
+        Conn {
+            parsers,
+            probe: [Vec::new(), Vec::new()],
+            not_http: false,
+            client_dir,
+            exchanges: Vec::new(),
+            emitted: 0,
+            req_idx: None,
+            next_resp: 0,
+            resp_idx: None,
+            resp_interim: false,
+            resp_lost_at: None,
+            server_ended: false,
+            last_request_ts: None,
+            requests_ordered: true,
+            sse: None,
+            depth: 0,
+            open_at_end: false,
+            ends: flow.ends,
+            decoder: None,
+            req_decoder: None,
+            undecodable: false,
+            decoded: 0,
+        }
+    }
+}
+
 impl StreamSink for HttpLayer {
     fn event(&mut self, flow: FlowMeta, ev: StreamEvent<'_>, ts: i64, frame: u64) {
         let fi = flow.index;
         match ev {
             StreamEvent::Open => {
-                let client_dir = if flow.client_by_syn { Some(0) } else { None };
-                self.conns.insert(
-                    fi,
-                    Conn {
-                        parsers: [None, None],
-                        probe: [Vec::new(), Vec::new()],
-                        not_http: false,
-                        client_dir,
-                        exchanges: Vec::new(),
-                        emitted: 0,
-                        req_idx: None,
-                        next_resp: 0,
-                        resp_idx: None,
-                        resp_interim: false,
-                        resp_lost_at: None,
-                        server_ended: false,
-                        last_request_ts: None,
-                        requests_ordered: true,
-                        sse: None,
-                        depth: 0,
-                        open_at_end: false,
-                        ends: flow.ends,
-                        decoder: None,
-                        req_decoder: None,
-                        undecodable: false,
-                        decoded: 0,
-                    },
-                );
-                if let (Some(d), Some(c)) = (client_dir, self.conns.get_mut(&fi)) {
-                    self.client_dir.insert(fi, d);
-                    c.parsers[d] = Some(DirParser::new(true, self.options.limits));
-                    c.parsers[1 - d] = Some(DirParser::new(false, self.options.limits));
+                // The connection's HTTP state is made with its first byte (a SYN flood or a
+                // scan opens many connections that carry none).
+                if flow.client_by_syn {
+                    self.client_dir.insert(fi, 0);
                 }
             }
             StreamEvent::Chunk(d, chunk) => {
-                let Some(conn) = self.conns.get_mut(&fi) else {
-                    return;
-                };
+                let limits = self.options.limits;
+                let conn = self.conns.entry(fi).or_insert_with(|| Conn::new(&flow, limits));
                 if conn.not_http {
                     return;
                 }
