@@ -1,6 +1,6 @@
 //! A list that grows in fixed-size chunks.
 //!
-//! Exchanges accumulate for the whole run. In one `Vec` they would be moved to a buffer twice the
+//! Exchanges and flows accumulate for the whole run. In one `Vec` they would be moved to a buffer twice the
 //! size each time it fills: for a moment both buffers are resident, and afterwards up to half of
 //! the new one is spare. In chunks, once the first chunk is full (it starts small and grows like a
 //! `Vec` up to 4096 items), nothing is moved while the list grows; the spare room is at most one
@@ -47,6 +47,19 @@ impl<T> Chunks<T> {
         }
         self.len += 1;
     }
+    /// The item at position `i`, if there is one.
+    pub fn get(&self, i: usize) -> Option<&T> {
+        // Every chunk but the last holds CHUNK items.
+        self.chunks.get(i / CHUNK)?.get(i % CHUNK)
+    }
+    /// The item at position `i`, mutably, if there is one.
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut T> {
+        self.chunks.get_mut(i / CHUNK)?.get_mut(i % CHUNK)
+    }
+    /// The items in order.
+    pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
+        self.chunks.iter().flatten()
+    }
     /// The items from position `from` on, in order.
     pub fn iter_from(&self, from: usize) -> impl Iterator<Item = &T> + '_ {
         // Every chunk but the first holds CHUNK items, and so does the first once a second exists.
@@ -69,6 +82,37 @@ impl<T> Chunks<T> {
         for c in self.chunks {
             out.extend(c.into_iter().map(&mut f));
         }
+    }
+}
+
+impl<T> std::ops::Index<usize> for Chunks<T> {
+    type Output = T;
+    /// Panics when `i` is out of bounds, as a slice does.
+    fn index(&self, i: usize) -> &T {
+        match self.get(i) {
+            Some(v) => v,
+            None => panic!("index {i} out of bounds for {} items", self.len),
+        }
+    }
+}
+
+impl<T> std::ops::IndexMut<usize> for Chunks<T> {
+    /// Panics when `i` is out of bounds, as a slice does.
+    fn index_mut(&mut self, i: usize) -> &mut T {
+        let len = self.len;
+        match self.get_mut(i) {
+            Some(v) => v,
+            None => panic!("index {i} out of bounds for {len} items"),
+        }
+    }
+}
+
+impl<T> IntoIterator for Chunks<T> {
+    type Item = T;
+    type IntoIter = std::iter::Flatten<std::vec::IntoIter<Vec<T>>>;
+    /// The items in order, each chunk freed once its items are taken.
+    fn into_iter(self) -> Self::IntoIter {
+        self.chunks.into_iter().flatten()
     }
 }
 
@@ -111,6 +155,14 @@ mod tests {
         c.clone().move_into(&mut out, |x| x * 2);
         assert_eq!(out.len(), n + 1);
         assert!(out[1..].iter().copied().eq((0..n).map(|x| x * 2)));
+        assert!((0..n).all(|i| c.get(i) == Some(&i) && c[i] == i));
+        assert_eq!(c.get(n), None);
+        assert!(c.iter().copied().eq(0..n));
+        let mut m = c.clone();
+        m[CHUNK + 3] = 7;
+        *m.get_mut(0).unwrap() = 9;
+        assert_eq!((m[CHUNK + 3], m[0], m.get_mut(n)), (7, 9, None));
+        assert!(c.clone().into_iter().eq(0..n));
         assert!(c.into_vec().into_iter().eq(0..n));
         assert!(Chunks::<u8>::default().into_vec().is_empty());
     }

@@ -589,7 +589,7 @@ pub struct FlowsPart<'a> {
     /// Name of the vantage point.
     pub vantage: &'a str,
     /// Its flows.
-    pub flows: &'a [Flow],
+    pub flows: &'a crate::chunks::Chunks<Flow>,
     /// Client direction of each flow index, where HTTP told it.
     pub client_dir: &'a HashMap<usize, usize>,
     /// Its clock offset to the first vantage point, µs (subtracted from its times).

@@ -192,8 +192,9 @@ fn key_of(a: (IpAddr, u16), b: (IpAddr, u16)) -> Key {
 /// All connections of a run.
 #[derive(Debug, Default)]
 pub struct FlowTable {
-    /// Every flow, in order of first packet.
-    pub flows: Vec<Flow>,
+    /// Every flow, in order of first packet (in chunks: a flood of connections does not move
+    /// them all to a buffer twice the size).
+    pub flows: crate::chunks::Chunks<Flow>,
     active: crate::hash::FastMap<Key, usize>,
     /// Reassembly limits.
     pub limits: ReassemblyLimits,
@@ -239,11 +240,19 @@ impl FlowTable {
     pub fn flow(&self, index: usize) -> Option<&Flow> {
         match self.flows.get(index) {
             Some(f) if f.index == index => Some(f),
-            _ => self
-                .flows
-                .binary_search_by_key(&index, |f| f.index)
-                .ok()
-                .map(|i| &self.flows[i]),
+            _ => {
+                // Indices grow with position: the first flow whose index is not below it.
+                let (mut lo, mut hi) = (0, self.flows.len());
+                while lo < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    if self.flows[mid].index < index {
+                        lo = mid + 1;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                self.flows.get(lo).filter(|f| f.index == index)
+            }
         }
     }
 
