@@ -20,9 +20,14 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Copy)]
 pub struct ReassemblyLimits {
     /// Bytes of out-of-order data held per direction before the first hole is declared a gap
-    /// (anomaly `tcp.ooo_buffer_full`).
+    /// (anomaly `tcp.ooo_buffer_full`); each segment held counts [`ENTRY_COST`] bytes more, so
+    /// that tiny or empty (snaplen-cut) segments are bounded too.
     pub max_ooo_bytes: usize,
 }
+
+/// What one buffered out-of-order segment costs beside its bytes (its map entry and buffer),
+/// counted against [`ReassemblyLimits::max_ooo_bytes`]: about what a 1-byte segment measured.
+pub const ENTRY_COST: usize = 96;
 
 impl Default for ReassemblyLimits {
     fn default() -> Self {
@@ -292,7 +297,7 @@ impl Reassembler {
                 }
             }
             None => {
-                self.pending_bytes += payload.len();
+                self.pending_bytes += payload.len() + ENTRY_COST;
                 self.pending.insert(off, payload.to_vec());
             }
         }
@@ -307,7 +312,7 @@ impl Reassembler {
             let Some((off, data)) = self.pending.pop_first() else {
                 break;
             };
-            self.pending_bytes -= data.len();
+            self.pending_bytes -= data.len() + ENTRY_COST;
             let end = off + data.len() as u64;
             if end <= self.next {
                 self.stats.retransmitted += 1;
@@ -546,9 +551,24 @@ mod tests {
                 &limits,
                 &mut sink,
             );
-            assert!(r.pending_bytes <= 1000 + 1400);
+            assert!(r.pending_bytes <= 1000 + 1400 + ENTRY_COST);
         }
         assert!(gaps > 0);
+    }
+
+    #[test]
+    fn empty_segments_held_are_bounded_too() {
+        // Snaplen-cut segments whose payload the capture kept none of: each held entry counts.
+        let mut r = Reassembler::default();
+        r.syn(0);
+        let limits = ReassemblyLimits {
+            max_ooo_bytes: 10_000,
+        };
+        let mut sink = |_: Chunk<'_>| {};
+        for i in 0..100_000u32 {
+            r.segment(10 + 100 * i, b"", 100, false, &limits, &mut sink);
+            assert!(r.pending.len() <= 10_000 / ENTRY_COST + 1);
+        }
     }
 
     #[test]
