@@ -476,25 +476,26 @@ impl Model {
         match self.stream_id_format(st, exchanges) {
             None => "none",
             Some(IdFormat::Integer) => {
-                let seqs: Vec<u128> = self.streams[st]
+                // Replays repeat or go back; density is judged on the forward steps only (read
+                // as they come: a stream may carry millions of ids).
+                let (mut prev, mut forward, mut dense) = (None::<u128>, false, true);
+                for seq in self.streams[st]
                     .connections
                     .iter()
                     .flat_map(|&x| exchanges[x].events.own_ids())
                     .filter(|&(truncated, _)| !truncated)
                     .filter_map(|(_, i)| ids::parse(i).seq)
-                    .collect();
-                // Replays repeat or go back; density is judged on the forward steps only.
-                let forward: Vec<u128> = seqs
-                    .windows(2)
-                    .filter(|w| w[1] > w[0])
-                    .map(|w| w[1] - w[0])
-                    .collect();
-                if forward.is_empty() {
-                    "integer"
-                } else if forward.iter().all(|&d| d == 1) {
-                    "integer_dense"
-                } else {
-                    "integer_sparse"
+                {
+                    if let Some(p) = prev.filter(|&p| seq > p) {
+                        forward = true;
+                        dense &= seq - p == 1;
+                    }
+                    prev = Some(seq);
+                }
+                match (forward, dense) {
+                    (false, _) => "integer",
+                    (true, true) => "integer_dense",
+                    (true, false) => "integer_sparse",
                 }
             }
             Some(f) => f.as_str(),
