@@ -57,7 +57,7 @@ impl<T> Chunks<T> {
         self.chunks.get_mut(i / CHUNK)?.get_mut(i % CHUNK)
     }
     /// The items in order.
-    pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
+    pub fn iter(&self) -> std::iter::Flatten<std::slice::Iter<'_, Vec<T>>> {
         self.chunks.iter().flatten()
     }
     /// The items from position `from` on, in order.
@@ -113,6 +113,15 @@ impl<T> IntoIterator for Chunks<T> {
     /// The items in order, each chunk freed once its items are taken.
     fn into_iter(self) -> Self::IntoIter {
         self.chunks.into_iter().flatten()
+    }
+}
+
+impl<'a, T> IntoIterator for &'a Chunks<T> {
+    type Item = &'a T;
+    type IntoIter = std::iter::Flatten<std::slice::Iter<'a, Vec<T>>>;
+    /// The items in order.
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
     }
 }
 
