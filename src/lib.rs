@@ -142,21 +142,14 @@ pub struct Continuity {
     pub unknown: usize,
     /// Whether any connection is still open here.
     pub any_open: bool,
-    /// First segments looked at.
-    pub segments: usize,
-    /// Whether an address of those segments is an endpoint of a connection seen here.
-    pub shared_host: bool,
 }
 
 impl Continuity {
     /// Whether the file plausibly continues this capture (a rotated part): it does not carry data
     /// of connections that ended here without any of those still open, nor only data of unknown
-    /// connections while connections are still open here; and, when none of its connections is
-    /// open here, it shares a host with them (a capture point rotating its file sees the same
-    /// server or client; a capture behind a NAT or a proxy sees other addresses).
+    /// connections while connections are still open here.
     pub fn continues(&self) -> bool {
         !(self.closed > 0 && self.open == 0 || self.any_open && self.open == 0 && self.unknown > 0)
-            && (self.segments == 0 || self.open > 0 || self.shared_host)
     }
 }
 
@@ -199,14 +192,8 @@ impl Analyzer {
     pub fn continuity(&self, first: &[(ConnKey, bool, bool)]) -> Continuity {
         let mut c = Continuity {
             any_open: self.seen.values().any(|&open| open),
-            segments: first.len(),
             ..Default::default()
         };
-        let hosts: crate::hash::FastSet<std::net::IpAddr> =
-            self.seen.keys().flat_map(|(a, b)| [a.0, b.0]).collect();
-        c.shared_host = first
-            .iter()
-            .any(|((a, b), _, _)| hosts.contains(&a.0) || hosts.contains(&b.0));
         for (k, syn, data) in first {
             match self.seen.get(k) {
                 Some(true) => c.open += 1,

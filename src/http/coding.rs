@@ -6,14 +6,6 @@ use std::io::Write;
 /// Most decoded bytes kept per body (anomaly `http.decoded_too_large` past it).
 pub const MAX_DECODED: u64 = 256 << 20;
 
-/// Most decoded bytes per coded byte of a body once it has decoded [`RATIO_FLOOR`] bytes
-/// (anomaly `http.decoded_ratio` past it): a compression bomb, not content. Deflate reaches about
-/// 1000:1 on one repeated byte; JSON and SSE text, about 10:1, rarely 50:1.
-pub const MAX_RATIO: u64 = 256;
-
-/// Decoded bytes of a body before [`MAX_RATIO`] applies.
-pub const RATIO_FLOOR: u64 = 1 << 20;
-
 /// A streaming decoder for one body.
 pub enum BodyDecoder {
     /// `gzip` / `x-gzip` (RFC 1952).

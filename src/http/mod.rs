@@ -692,22 +692,21 @@ fn on_event(
                     None => bytes,
                 };
                 conn.decoded += bytes.len() as u64;
-                let bomb = conn.decoder.is_some()
-                    && conn.decoded > coding::RATIO_FLOOR
-                    && conn.decoded / coding::MAX_RATIO > e.resp_body_len;
-                let stop = conn.decoded > coding::MAX_DECODED || bomb;
-                if stop && !conn.undecodable {
-                    let (code, detail) = if bomb {
-                        ("http.decoded_ratio", format!("{} coded bytes decoded to {} (over {}:1, a compression bomb); the rest is not parsed", e.resp_body_len, conn.decoded, coding::MAX_RATIO))
-                    } else {
-                        ("http.decoded_too_large", format!("decoded body over {} bytes; the rest is not parsed", coding::MAX_DECODED))
-                    };
-                    anomalies.add(Anomaly::new(code, Some(frame), Some(flow_id.to_string()), detail));
+                if conn.decoded > coding::MAX_DECODED && !conn.undecodable {
+                    anomalies.add(Anomaly::new(
+                        "http.decoded_too_large",
+                        Some(frame),
+                        Some(flow_id.to_string()),
+                        format!(
+                            "decoded body over {} bytes; the rest is not parsed",
+                            coding::MAX_DECODED
+                        ),
+                    ));
                     conn.undecodable = true;
                     conn.decoder = None;
                     e.resp_gap = true;
                 }
-                let bytes = if stop {
+                let bytes = if conn.decoded > coding::MAX_DECODED {
                     &[][..]
                 } else {
                     bytes
