@@ -921,6 +921,22 @@ fn a_redirected_resumption_is_no_rejection() {
     resume_from_3(&mut cap);
     assert_kinds(&analyze(&cap, &[]), &[("resume_ok", "info")]);
     assert_eq!(resumption_verdicts(&cap), ["unverifiable", "resumed"]);
+
+    // Negative: a redirect the client never follows (to a login page, say) leaves it without
+    // its stream: refused.
+    let (mut cap, c) = call_under_way();
+    c.server_reset(&mut cap);
+    cap.wait(1_000_000);
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some(SID), Some("3")));
+    g.server(
+        &mut cap,
+        b"HTTP/1.1 302 Found\r\nLocation: /login\r\nContent-Length: 0\r\n\r\n",
+    );
+    g.close(&mut cap);
+    let fs = analyze(&cap, &[]);
+    assert!(kinds_of(&fs).contains(&"resume_rejected".to_string()), "{fs:#?}");
+    assert_eq!(resumption_verdicts(&cap), ["rejected"]);
 }
 
 #[test]

@@ -90,9 +90,16 @@ pub(super) fn check(
     if e.response.is_none() {
         return result(Verdict::Unverifiable, None, "no response captured");
     }
-    if (300..400).contains(&status) {
-        // A redirect refuses nothing: the client follows it with the same Last-Event-ID, and
-        // that request is a resumption of its own.
+    // A redirect the client followed with the same Last-Event-ID refuses nothing: the request
+    // that follows it is a resumption of its own. (One not followed, a login page say, leaves
+    // the client without its stream: a refusal.)
+    let followed = || {
+        model.resumptions[index + 1..]
+            .iter()
+            .take(64)
+            .find(|o| o.session == r.session && o.last_event_id == r.last_event_id)
+    };
+    if let (301 | 302 | 303 | 307 | 308, Some(next)) = (status, followed()) {
         let to = e
             .resp_header("location")
             .map(|l| format!(" to {l}"))
@@ -100,10 +107,13 @@ pub(super) fn check(
         return result(
             Verdict::Unverifiable,
             None,
-            &format!("HTTP {status}: redirected{to}"),
+            &format!(
+                "HTTP {status}: redirected{to}, followed by the GET in frame {}",
+                exchanges[next.exchange].frame()
+            ),
         );
     }
-    if status >= 400 {
+    if status >= 300 {
         let mut f = ctx.finding("resume_rejected", Severity::Info, None, format!(
             "The server answered the resumption GET (frame {}, flow {}) with Last-Event-ID {} by HTTP {} in frame {}: the loss is loud, the client must re-establish.",
             e.frame(), flow_id(e), r.last_event_id, status, e.frame_response.unwrap_or(0)));
