@@ -744,12 +744,39 @@ fn a_close_delimited_stream_polls_only_when_closed_in_order() {
     assert_kinds(&fs, &[("resume_ok", "info")]);
 }
 
-/// A poll during a tool call whose result is the first event after the cursor: progress 1..3 of
-/// 5 (ids 1..3, `retry: 500` on the priming event), the connection ended by `end`, and the
-/// client back 0.5 s later with Last-Event-ID 3, answered by the result (id 4; with `jump`,
-/// progress 5 of 5 first, skipping 4). `backends` names the backend of each connection in an
-/// `X-Backend` header.
-fn poll_then_result(end: PollEnd, backends: Option<(&str, &str)>, jump: bool) -> Vec<Value> {
+/// A poll during a tool call whose result is the first event after the cursor.
+#[derive(Clone, Copy)]
+struct PollThenResult<'a> {
+    /// How the first connection ends (after progress 1..3 of `total`, ids 1..3).
+    end: PollEnd,
+    /// The backend of each connection, in an `X-Backend` header.
+    backends: Option<(&'a str, &'a str)>,
+    /// Progress 5 before the result, skipping 4.
+    jump: bool,
+    /// The progress total.
+    total: u64,
+    /// A poll held 5 s that carries nothing and ends cleanly, before the one with the result.
+    quiet: bool,
+    /// `retry` on a Go-style `event: close` after the last progress, not on the priming event.
+    go_close: bool,
+}
+
+impl Default for PollThenResult<'_> {
+    fn default() -> Self {
+        PollThenResult {
+            end: PollEnd::LastChunk,
+            backends: None,
+            jump: false,
+            total: 4,
+            quiet: false,
+            go_close: false,
+        }
+    }
+}
+
+/// The client comes back 0.5 s after each close with Last-Event-ID 3; the result is id 4 (5
+/// with `jump`).
+fn poll_then_result(p: PollThenResult) -> Vec<Value> {
     let head = |backend: Option<&str>| {
         let mut h = sse_head(None);
         if let Some(b) = backend {
@@ -762,26 +789,42 @@ fn poll_then_result(end: PollEnd, backends: Option<(&str, &str)>, jump: bool) ->
     handshake_version(&mut cap, SID, "2025-11-25");
     let mut c = cap.connect();
     c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
-    let mut body = head(backends.map(|b| b.0));
-    body.extend(chunk(b"id: 0\nretry: 500\ndata: \n\n"));
-    for ev in progs(2, &["1", "2", "3"], 1, 5) {
+    let mut body = head(p.backends.map(|b| b.0));
+    if p.go_close {
+        body.extend(chunk(b"event: prime\nid: 0\ndata: \n\n"));
+    } else {
+        body.extend(chunk(b"id: 0\nretry: 500\ndata: \n\n"));
+    }
+    for ev in progs(2, &["1", "2", "3"], 1, p.total) {
         body.extend(chunk(ev.text().as_bytes()));
     }
-    if matches!(end, PollEnd::LastChunk) {
+    if p.go_close {
+        body.extend(chunk(b"event: close\nretry: 500\ndata: \n\n"));
+    }
+    if matches!(p.end, PollEnd::LastChunk) {
         body.extend_from_slice(LAST_CHUNK);
     }
     c.server(&mut cap, &body);
-    match end {
+    match p.end {
         PollEnd::CloseRst => c.server_reset(&mut cap),
         _ => c.server_close(&mut cap),
     }
     cap.wait(500_000);
+    if p.quiet {
+        let mut q = cap.connect();
+        q.client(&mut cap, &get(Some(SID), Some("3")));
+        q.server(&mut cap, &head(p.backends.map(|b| b.0)));
+        cap.wait(5_000_000);
+        q.server(&mut cap, LAST_CHUNK);
+        q.server_close(&mut cap);
+        cap.wait(500_000);
+    }
     let mut g = cap.connect();
     g.client(&mut cap, &get(Some(SID), Some("3")));
-    let mut answer = head(backends.map(|b| b.1));
+    let mut answer = head(p.backends.map(|b| b.1));
     let mut rest = vec![Ev::id("4", result(2))];
-    if jump {
-        rest.insert(0, Ev::id("4", progress(&token(2), 5, 5)));
+    if p.jump {
+        rest.insert(0, Ev::id("4", progress(&token(2), 5, p.total)));
         rest[1] = Ev::id("5", result(2));
     }
     for ev in rest {
@@ -795,23 +838,62 @@ fn poll_then_result(end: PollEnd, backends: Option<(&str, &str)>, jump: bool) ->
 
 #[test]
 fn a_result_right_after_a_planned_poll_is_no_suspect_terminal() {
-    // The tool finished while the client was away: the server that closed the stream on its
+    // The tool finished while the client was away, its progress one step short of its total
+    // (a loop that reports each step before doing it): the server that closed the stream on its
     // own schedule holds the log.
-    let fs = poll_then_result(PollEnd::LastChunk, None, false);
-    assert_kinds(&fs, &[("planned_poll", "info"), ("resume_ok", "info")]);
-    let fs = poll_then_result(PollEnd::LastChunk, Some(("b1", "b1")), false);
-    assert_kinds(&fs, &[("planned_poll", "info"), ("resume_ok", "info")]);
+    let ok = [("planned_poll", "info"), ("resume_ok", "info")];
+    assert_kinds(&poll_then_result(PollThenResult::default()), &ok);
+    let same = PollThenResult {
+        backends: Some(("b1", "b1")),
+        ..Default::default()
+    };
+    assert_kinds(&poll_then_result(same), &ok);
+    // Go announces `retry` on its close event after the last id.
+    let go = PollThenResult {
+        go_close: true,
+        ..Default::default()
+    };
+    assert_kinds(&poll_then_result(go), &ok);
+    // A quiet poll from the same cursor in between.
+    let quiet = PollThenResult {
+        quiet: true,
+        ..Default::default()
+    };
+    assert_kinds(
+        &poll_then_result(quiet),
+        &[
+            ("planned_poll", "info"),
+            ("planned_poll", "info"),
+            ("resume_ok", "info"),
+        ],
+    );
 }
 
 #[test]
 fn a_result_right_after_a_cut_a_jump_or_on_another_backend_stays_suspect() {
     // Seed 2: the connection was cut, not closed as planned.
-    let fs = poll_then_result(PollEnd::Cut, None, false);
-    assert_kinds(&fs, &[("suspect_terminal", "error")]);
-    // Planned, but the progress jumped before the result (seed 2's synthesized continuation).
-    let fs = poll_then_result(PollEnd::LastChunk, None, true);
+    let cut = PollThenResult {
+        end: PollEnd::Cut,
+        ..Default::default()
+    };
+    assert_kinds(&poll_then_result(cut), &[("suspect_terminal", "error")]);
+    // Closed cleanly, but the progress stood far from its total: a drain can close cleanly too.
+    let far = PollThenResult {
+        total: 6,
+        ..Default::default()
+    };
     assert_kinds(
-        &fs,
+        &poll_then_result(far),
+        &[("planned_poll", "info"), ("suspect_terminal", "error")],
+    );
+    // Planned, but the progress jumped before the result (seed 2's synthesized continuation).
+    let jump = PollThenResult {
+        jump: true,
+        total: 6,
+        ..Default::default()
+    };
+    assert_kinds(
+        &poll_then_result(jump),
         &[
             ("planned_poll", "info"),
             ("app_seq_desync", "error"),
@@ -819,9 +901,12 @@ fn a_result_right_after_a_cut_a_jump_or_on_another_backend_stays_suspect() {
         ],
     );
     // Planned, but another replica answered the poll.
-    let fs = poll_then_result(PollEnd::LastChunk, Some(("b1", "b2")), false);
+    let other = PollThenResult {
+        backends: Some(("b1", "b2")),
+        ..Default::default()
+    };
     assert_kinds(
-        &fs,
+        &poll_then_result(other),
         &[
             ("planned_poll", "info"),
             ("suspect_terminal", "error"),

@@ -687,20 +687,36 @@ pub(super) fn check(
     }
 
     // suspect_terminal: a final response right after L, without the progress that was under way.
-    // Not after a poll the server planned (MCP 2025-11-25: it closed L's connection cleanly with a
-    // `retry` in force and the client came back in time): the server broke the stream on its own
-    // schedule, holding the log, and a result right after L is a tool that finished while the
-    // client was away. Seed 2's terminal comes after a drain reset the connection and another
-    // replica answered; where the backends are known to differ, or the sequence was already
-    // seen to jump (app_seq_desync), the check stays.
+    // After a poll the server planned (MCP 2025-11-25: it closed L's connection cleanly with a
+    // `retry` in force, and the client came back in time, maybe through polls that carried
+    // nothing), a result right after L is a tool that finished while the client was away, when
+    // its progress gave no total or stood one step short of it (a loop reporting each step
+    // before doing it). Progress short of a known total, a sequence seen to jump, or another
+    // backend answering stays suspect: seed 2's drain can end a connection cleanly too.
     let planned = polling_era(model.sessions[r.session].era)
-        && earlier.last() == Some(&cx)
         && !before[lpos + 1..].iter().any(|(_, _, ev)| ev.sse.has_own_id)
-        && upto
+        && before
             .iter()
             .fold(None, |f, (_, _, ev)| retry_after(f, ev))
-            .and_then(|retry| planned_close(&exchanges[cx], e, retry))
-            .is_some()
+            .is_some_and(|retry| {
+                // L's connection, the empty polls from the same cursor after it, and this one:
+                // each ended as planned and was followed in time (looked at 64 back at most).
+                let mut next = r.exchange;
+                for &x in earlier.iter().rev().take(64) {
+                    let (a, b) = (&exchanges[x], &exchanges[next]);
+                    if planned_close(a, b, retry).is_none() {
+                        return false;
+                    }
+                    if x == cx {
+                        return true;
+                    }
+                    if !a.events.is_empty() || a.resume_cursor() != Some(r.last_event_id.as_str()) {
+                        return false;
+                    }
+                    next = x;
+                }
+                false
+            })
         && !model
             .backend(r.exchange)
             .zip(model.backend(cx))
@@ -748,7 +764,7 @@ pub(super) fn check(
                     push_seq_values(&x, &mut between);
                 }
                 let Some((key, last)) = under_way.iter().find(|(k, _)| {
-                    desynced_app.contains(*k) || (!planned && !between.iter().any(|(b, _)| b == *k))
+                    desynced_app.contains(*k) || !between.iter().any(|(b, _)| b == *k)
                 }) else {
                     continue;
                 };
@@ -767,7 +783,13 @@ pub(super) fn check(
                 continue;
             };
             let desynced = desynced_tokens.contains(token.as_str());
-            if total.is_some_and(|t| last >= t) || (planned && !desynced) {
+            // The last step the progress took (1 when it took none).
+            let step = match progress_before.as_slice() {
+                [.., (a, _), (b, _)] if b > a => b - a,
+                _ => 1.0,
+            };
+            let near_end = total.is_none_or(|t| last + step >= t);
+            if total.is_some_and(|t| last >= t) || (planned && !desynced && near_end) {
                 continue;
             }
             // The progress between L and the response, also ahead of it in its own batch
