@@ -915,6 +915,41 @@ fn a_result_right_after_a_cut_a_jump_or_on_another_backend_stays_suspect() {
     );
 }
 
+/// rmcp opens every stream with the priming id `0` (reference §7 #8). A stream cut right after
+/// it, then 300 other calls, then the client resumes with Last-Event-ID 0: the resumption is
+/// linked to the cut stream, however many other streams delivered `0` before and since.
+#[test]
+fn a_cursor_delivered_on_hundreds_of_streams_still_finds_the_cut_one() {
+    let mut cap = Capture::new();
+    handshake_version(&mut cap, SID, "2025-11-25");
+    let call = |cap: &mut Capture, id: i64| {
+        let mut k = cap.connect();
+        k.client(cap, &post(Some(SID), &tools_call(id, &token(id))));
+        let mut body = sse_head(None);
+        body.extend(chunk(b"id: 0\nretry: 3000\ndata: \n\n"));
+        body.extend(chunk(Ev::id("1", result(id)).text().as_bytes()));
+        body.extend_from_slice(LAST_CHUNK);
+        k.server(cap, &body);
+        k.close(cap);
+    };
+    // An earlier call delivered `0` first.
+    call(&mut cap, 1000);
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
+    let mut body = sse_head(None);
+    body.extend(chunk(b"id: 0\nretry: 3000\ndata: \n\n"));
+    c.server(&mut cap, &body);
+    c.server_reset(&mut cap);
+    for id in 3..303 {
+        call(&mut cap, id);
+    }
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some(SID), Some("0")));
+    g.server(&mut cap, &sse_response(None, &[Ev::id("1", result(2))], true));
+    g.close(&mut cap);
+    assert_kinds(&analyze(&cap, &[]), &[("resume_ok", "info")]);
+}
+
 /// The `verdict` column of the `resumptions` table, in order.
 fn resumption_verdicts(cap: &Capture) -> Vec<String> {
     let pcap = temp_path("verdicts", "pcap");

@@ -234,7 +234,8 @@ type Delivery = (usize, usize, usize, i64);
 /// inline, with no allocation per id).
 type IdIndex<'a> = HashMap<&'a str, smallvec::SmallVec<[Delivery; 1]>>;
 
-/// Deliveries of one event id kept for the lookup of a Last-Event-ID: the first and the latest.
+/// Deliveries of one event id kept for the lookup of a Last-Event-ID: the first, those on cut
+/// connections, and the latest.
 const MAX_DELIVERIES: usize = 256;
 
 /// The `Mcp-Session-Id` of an exchange: the request's, else the one its response assigned.
@@ -432,11 +433,15 @@ impl Model {
                                 .or_default()
                                 .entry(id)
                                 .or_default();
-                            // An id delivered over and over (ids not unique, a replay loop): the
-                            // first delivery and the latest ones are kept, so that each lookup
-                            // stays short.
+                            // An id delivered over and over (ids not unique, a replay loop, rmcp's
+                            // priming id `0` on every stream): the first delivery, those on cut
+                            // connections (which a resumption is looked up to prefer) and the
+                            // latest ones are kept, so that each lookup stays short.
                             if v.len() >= MAX_DELIVERIES {
-                                v.remove(1);
+                                let old = (1..v.len())
+                                    .find(|&k| exchanges[v[k].1].resp_complete)
+                                    .unwrap_or(1);
+                                v.remove(old);
                             }
                             v.push((st, xi, ei, ev.sse.ts));
                         }
