@@ -480,3 +480,49 @@ fn an_id_assigned_again_is_another_session() {
     assert_eq!(kinds_of(&fs), ["lost_response"]);
     assert_eq!(fs[0]["session_id"], "sess-1#2");
 }
+
+/// Two clients given the same id at once (an id derived from the user): each goes on in the
+/// session it was given, so the first client's resumption finds its stream.
+#[test]
+fn two_clients_given_one_id_keep_their_sessions() {
+    let sid = "user-alice";
+    let b_ip = [10, 0, 0, 2];
+    let mut cap = Capture::new();
+    for ip in [None, Some(b_ip)] {
+        let mut c = match ip {
+            None => cap.connect(),
+            Some(ip) => cap.connect_from(ip),
+        };
+        c.client(&mut cap, &post(None, &initialize(0)));
+        c.server(&mut cap, &json_response(Some(sid), &initialize_result(0)));
+        c.close(&mut cap);
+    }
+    // A's call is cut after progress 1; B's call is answered.
+    let mut a = cap.connect();
+    a.client(&mut cap, &post(Some(sid), &tools_call(1, &json!("t1"))));
+    a.server(
+        &mut cap,
+        &sse_response(None, &[Ev::id(1, progress(&json!("t1"), 1, 2))], false),
+    );
+    a.server_reset(&mut cap);
+    let mut b = cap.connect_from(b_ip);
+    b.client(&mut cap, &post(Some(sid), &tools_call(1, &json!("t1"))));
+    b.server(&mut cap, &sse_response(None, &[Ev::id(7, result(1))], true));
+    b.close(&mut cap);
+    // A resumes.
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some(sid), Some("1")));
+    g.server(
+        &mut cap,
+        &sse_response(
+            None,
+            &[Ev::id(2, progress(&json!("t1"), 2, 2)), Ev::id(3, result(1))],
+            true,
+        ),
+    );
+    g.close(&mut cap);
+    let fs = analyze(&cap, &[]);
+    assert_eq!(kinds_of(&fs), ["resume_ok"], "{fs:#?}");
+    assert_eq!(fs[0]["session_id"], sid);
+    assert_eq!(sessions(&cap), [sid, "user-alice#2"]);
+}

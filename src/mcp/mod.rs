@@ -234,6 +234,18 @@ type Delivery = (usize, usize, usize, i64);
 /// inline, with no allocation per id).
 type IdIndex<'a> = HashMap<&'a str, smallvec::SmallVec<[Delivery; 1]>>;
 
+/// The sessions that one session key has named, while the model is built.
+struct Incarnations {
+    /// The latest of them.
+    latest: usize,
+    /// How many.
+    count: u32,
+    /// Whether an `initialize` response assigned the key.
+    assigned: bool,
+    /// The session each client address was given last.
+    by_client: HashMap<Option<std::net::IpAddr>, usize>,
+}
+
 /// Deliveries of one event id kept for the lookup of a Last-Event-ID: the first, those on cut
 /// connections, and the latest.
 const MAX_DELIVERIES: usize = 256;
@@ -294,9 +306,8 @@ impl Model {
             hops,
             ..Default::default()
         };
-        // Session key → (the latest session with it, its incarnation, whether an `initialize`
-        // assigned it).
-        let mut by_id: HashMap<Option<String>, (usize, u32, bool)> = HashMap::default();
+        // Per session key: its sessions so far.
+        let mut by_id: HashMap<Option<String>, Incarnations> = HashMap::default();
         // Per session: event id → deliveries.
         // Without a session, the cursor index is per client address: unrelated stateless
         // clients reuse the same ids.
@@ -315,29 +326,33 @@ impl Model {
             // An `initialize` the server answers with an id an earlier `initialize` was given
             // starts another session under that id (MCP "Session Management": the session begins
             // at the response that assigns it): counter ids after a restart, ids derived from
-            // the user. Request ids start again there; the two are not one session. (Only after
-            // an assignment: in a capture whose clock steps back, a session's first exchanges
-            // can sort ahead of its own `initialize`.)
+            // the user. Request ids start again there; the two are not one session. Each client
+            // (by address) goes on in the session it was given last, so two clients given one id
+            // at once keep theirs. (Only after an assignment: in a capture whose clock steps
+            // back, a session's first exchanges can sort ahead of its own `initialize`.)
             let assigns = sid.is_some()
                 && is_initialize(e)
                 && (200..300).contains(&e.status())
                 && e.resp_header("mcp-session-id").is_some();
-            let si = match by_id.get_mut(&sid) {
-                Some((si, n, assigned)) => {
-                    if assigns && *assigned {
-                        *n += 1;
-                        m.sessions.push(Session::new(sid.clone(), *n));
-                        *si = m.sessions.len() - 1;
-                    }
-                    *assigned |= assigns;
-                    *si
+            let inc = by_id.entry(sid.clone()).or_insert_with(|| {
+                m.sessions.push(Session::new(sid.clone(), 1));
+                Incarnations {
+                    latest: m.sessions.len() - 1,
+                    count: 1,
+                    assigned: false,
+                    by_client: HashMap::default(),
                 }
-                None => {
-                    m.sessions.push(Session::new(sid.clone(), 1));
-                    by_id.insert(sid.clone(), (m.sessions.len() - 1, 1, assigns));
-                    m.sessions.len() - 1
-                }
-            };
+            });
+            if assigns && inc.assigned {
+                inc.count += 1;
+                m.sessions.push(Session::new(sid.clone(), inc.count));
+                inc.latest = m.sessions.len() - 1;
+            }
+            if assigns {
+                inc.assigned = true;
+                inc.by_client.insert(e.client, inc.latest);
+            }
+            let si = inc.by_client.get(&e.client).copied().unwrap_or(inc.latest);
             m.exchange_session[xi] = si;
             let index_key = (si, if sid.is_none() { e.client } else { None });
             let s = &mut m.sessions[si];

@@ -112,7 +112,14 @@ impl Capture {
     pub fn connect_to(&mut self, server_port: u16) -> Conn {
         let port = self.next_port;
         self.next_port += 1;
-        Conn::open(self, port, server_port)
+        Conn::open(self, port, server_port, LOCALHOST)
+    }
+
+    /// Open a new connection to the server port from another client address.
+    pub fn connect_from(&mut self, client_ip: [u8; 4]) -> Conn {
+        let port = self.next_port;
+        self.next_port += 1;
+        Conn::open(self, port, SERVER_PORT, client_ip)
     }
 
     /// Swap two frames in file order (their timestamps stay with the positions).
@@ -191,10 +198,12 @@ pub struct Conn {
     client_seq: u32,
     /// Next sequence number of the server.
     server_seq: u32,
+    /// The client's IPv4 address (the server is 127.0.0.1).
+    client_ip: [u8; 4],
 }
 
 impl Conn {
-    fn open(cap: &mut Capture, port: u16, server_port: u16) -> Conn {
+    fn open(cap: &mut Capture, port: u16, server_port: u16, client_ip: [u8; 4]) -> Conn {
         let client_isn = 0x1000_0000u32.wrapping_add(u32::from(port) << 8);
         let server_isn = 0x8000_0000u32.wrapping_add(u32::from(port) << 12);
         let mut c = Conn {
@@ -202,6 +211,7 @@ impl Conn {
             server_port,
             client_seq: client_isn,
             server_seq: server_isn,
+            client_ip,
         };
         c.emit(
             cap,
@@ -352,8 +362,13 @@ impl Conn {
         } else {
             (SERVER_MAC, CLIENT_MAC, self.server_port, self.port)
         };
+        let (sip, dip) = if from_client {
+            (self.client_ip, LOCALHOST)
+        } else {
+            (LOCALHOST, self.client_ip)
+        };
         let mut b = PacketBuilder::ethernet2(smac, dmac)
-            .ipv4(LOCALHOST, LOCALHOST, 64)
+            .ipv4(sip, dip, 64)
             .tcp(sport, dport, seq, WINDOW);
         if f.syn {
             b = b.syn();
