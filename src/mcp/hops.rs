@@ -33,12 +33,11 @@ pub struct Hops {
     pub backend: Vec<Option<String>>,
 }
 
-/// The later observations of the same request one observation is compared with, at most: a
-/// copy or a forwarded request follows within milliseconds, after a few identical ones at most;
-/// thousands of identical requests inside the window (a client polling one body on a
-/// keep-alive connection, stateless clients sending the same bytes) would make the pairing
-/// quadratic.
-const MAX_CANDIDATES: usize = 256;
+/// The later observations of the same request, on other connections, one observation is
+/// compared with, at most: a copy or a forwarded request follows within milliseconds, after a
+/// burst of identical ones at most; thousands of identical requests inside the window
+/// (stateless clients sending the same bytes) would make the pairing quadratic.
+const MAX_CANDIDATES: usize = 1024;
 
 /// How long after the client's request a proxy may still forward it, µs (it takes milliseconds;
 /// the window bounds the search among many identical requests).
@@ -71,6 +70,45 @@ pub(crate) fn key(e: &Exchange) -> Option<RequestKey> {
         e.req_header("last-event-id").map(str::to_string),
         e.req_body_hash,
     ))
+}
+
+/// Where each member of a group of identical requests (in time order) is followed by one on
+/// another flow: `next_other[k]` is the first position after `k` whose flow is not `k`'s.
+fn next_on_other_flow(exchanges: &[Exchange], members: &[usize]) -> Vec<usize> {
+    let flow = |k: usize| exchanges[members[k]].flow_index;
+    let mut next_other = vec![members.len(); members.len()];
+    for k in (0..members.len().saturating_sub(1)).rev() {
+        next_other[k] = if flow(k + 1) != flow(k) {
+            k + 1
+        } else {
+            next_other[k + 1]
+        };
+    }
+    next_other
+}
+
+/// For the member at position `i`: the later members on other flows than its own, at most
+/// [`MAX_CANDIDATES`] of them. A copy or a forwarded request is on another connection; runs of
+/// the member's own flow (a client repeating one request on a keep-alive connection) are
+/// skipped at once.
+fn later_on_other_flows<'a>(
+    exchanges: &'a [Exchange],
+    members: &'a [usize],
+    next_other: &'a [usize],
+    i: usize,
+) -> impl Iterator<Item = usize> + 'a {
+    let flow = move |k: usize| exchanges[members[k]].flow_index;
+    let own = flow(i);
+    let mut j = i + 1;
+    std::iter::from_fn(move || {
+        while j < members.len() && flow(j) == own {
+            j = next_other[j];
+        }
+        let k = j;
+        j += 1;
+        members.get(k).copied()
+    })
+    .take(MAX_CANDIDATES)
 }
 
 /// The same request line (for copies of one connection).
@@ -159,12 +197,14 @@ pub fn link(exchanges: &[Exchange], backend_headers: &[String]) -> Hops {
     let mut keys: Vec<_> = groups.into_iter().collect();
     keys.sort_by_key(|(_, v)| v[0]);
     for (_, members) in keys.iter().filter(|(_, v)| v.len() > 1) {
+        let next_other = next_on_other_flow(exchanges, members);
+        let others = |i| later_on_other_flows(exchanges, members, &next_other, i);
         // The same connection seen twice (two vantage points): keep the better copy.
         for (i, &a) in members.iter().enumerate() {
             if hops.primary[a].is_some() {
                 continue;
             }
-            for &b in members[i + 1..].iter().take(MAX_CANDIDATES) {
+            for b in others(i) {
                 let (ea, eb) = (&exchanges[a], &exchanges[b]);
                 // Members are in time order: nothing later than a second can be a copy.
                 if eb.ts() > ea.ts().saturating_add(1_000_000) {
@@ -186,7 +226,7 @@ pub fn link(exchanges: &[Exchange], backend_headers: &[String]) -> Hops {
                 continue;
             }
             let mut last = a;
-            for &b in members[i + 1..].iter().take(MAX_CANDIDATES) {
+            for b in others(i) {
                 // A proxy forwards within the window (and before its answer, see `forwards`).
                 if exchanges[b].ts() > exchanges[a].ts().saturating_add(FORWARD_WINDOW_US) {
                     break;
