@@ -1004,10 +1004,9 @@ fn a_quiet_poll_skips_nothing() {
     );
 }
 
-#[test]
-fn a_redirected_resumption_is_no_rejection() {
-    // The resumption GET is redirected (307); the client follows it with the same cursor and
-    // the stream goes on there.
+/// A call under way whose stream is reset, and a resumption GET with Last-Event-ID 3 answered
+/// by the status line `status`, a `Location` and no body.
+fn redirected(status: &str, location: &str) -> Capture {
     let (mut cap, c) = call_under_way();
     c.server_reset(&mut cap);
     cap.wait(1_000_000);
@@ -1015,25 +1014,24 @@ fn a_redirected_resumption_is_no_rejection() {
     g.client(&mut cap, &get(Some(SID), Some("3")));
     g.server(
         &mut cap,
-        b"HTTP/1.1 307 Temporary Redirect\r\nLocation: /mcp/v2\r\nContent-Length: 0\r\n\r\n",
+        format!("HTTP/1.1 {status}\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n")
+            .as_bytes(),
     );
     g.close(&mut cap);
+    cap
+}
+
+#[test]
+fn a_redirected_resumption_is_no_rejection() {
+    // The client follows the redirect with the same cursor and the stream goes on there.
+    let mut cap = redirected("307 Temporary Redirect", "/mcp/v2");
     resume_from_3(&mut cap);
     assert_kinds(&analyze(&cap, &[]), &[("resume_ok", "info")]);
     assert_eq!(resumption_verdicts(&cap), ["unverifiable", "resumed"]);
 
     // Negative: a redirect the client never follows (to a login page, say) leaves it without
     // its stream: refused.
-    let (mut cap, c) = call_under_way();
-    c.server_reset(&mut cap);
-    cap.wait(1_000_000);
-    let mut g = cap.connect();
-    g.client(&mut cap, &get(Some(SID), Some("3")));
-    g.server(
-        &mut cap,
-        b"HTTP/1.1 302 Found\r\nLocation: /login\r\nContent-Length: 0\r\n\r\n",
-    );
-    g.close(&mut cap);
+    let cap = redirected("302 Found", "/login");
     let fs = analyze(&cap, &[]);
     assert!(kinds_of(&fs).contains(&"resume_rejected".to_string()), "{fs:#?}");
     assert_eq!(resumption_verdicts(&cap), ["rejected"]);
