@@ -759,6 +759,8 @@ struct PollThenResult<'a> {
     quiet: bool,
     /// `retry` on a Go-style `event: close` after the last progress, not on the priming event.
     go_close: bool,
+    /// Progress as fractions of 1 (4/7, 5/7, 6/7 of 1.0) instead of 1..3 of `total`.
+    sevenths: bool,
 }
 
 impl Default for PollThenResult<'_> {
@@ -770,6 +772,7 @@ impl Default for PollThenResult<'_> {
             total: 4,
             quiet: false,
             go_close: false,
+            sevenths: false,
         }
     }
 }
@@ -800,7 +803,14 @@ fn poll_capture(p: PollThenResult) -> Capture {
     } else {
         body.extend(chunk(b"id: 0\nretry: 500\ndata: \n\n"));
     }
-    for ev in progs(2, &["1", "2", "3"], 1, p.total) {
+    let mut first = progs(2, &["1", "2", "3"], 1, p.total);
+    if p.sevenths {
+        for (ev, i) in first.iter_mut().zip(4..) {
+            ev.data["params"]["progress"] = json!(f64::from(i) / 7.0);
+            ev.data["params"]["total"] = json!(1.0);
+        }
+    }
+    for ev in first {
         body.extend(chunk(ev.text().as_bytes()));
     }
     if p.go_close {
@@ -820,6 +830,10 @@ fn poll_capture(p: PollThenResult) -> Capture {
         q.client(&mut cap, &get(Some(SID), Some("3")));
         q.server(&mut cap, &head(p.backends.map(|b| b.0)));
         cap.wait(5_000_000);
+        if p.go_close {
+            // Go closes whichever connection holds the stream the same way.
+            q.server(&mut cap, &chunk(b"event: close\nretry: 500\ndata: \n\n"));
+        }
         q.server(&mut cap, LAST_CHUNK);
         q.server_close(&mut cap);
         cap.wait(500_000);
@@ -859,16 +873,36 @@ fn a_result_right_after_a_planned_poll_is_no_suspect_terminal() {
         ..Default::default()
     };
     assert_kinds(&poll_then_result(go), &ok);
+    // Fractional progress one step short (6/7 + 1/7 is 0.9999999999999999 in floating point).
+    let sevenths = PollThenResult {
+        sevenths: true,
+        ..Default::default()
+    };
+    assert_kinds(&poll_then_result(sevenths), &ok);
     // A quiet poll from the same cursor in between.
     let quiet = PollThenResult {
         quiet: true,
         ..Default::default()
     };
+    let two_polls = [
+        ("planned_poll", "info"),
+        ("planned_poll", "info"),
+        ("resume_ok", "info"),
+    ];
+    assert_kinds(&poll_then_result(quiet), &two_polls);
+    // Go writes its close event on the quiet poll too (a poll with an event, which continued
+    // the stream: its own resume_ok).
+    let go_quiet = PollThenResult {
+        quiet: true,
+        go_close: true,
+        ..Default::default()
+    };
     assert_kinds(
-        &poll_then_result(quiet),
+        &poll_then_result(go_quiet),
         &[
             ("planned_poll", "info"),
             ("planned_poll", "info"),
+            ("resume_ok", "info"),
             ("resume_ok", "info"),
         ],
     );
@@ -1028,6 +1062,20 @@ fn a_redirected_resumption_is_no_rejection() {
     resume_from_3(&mut cap);
     assert_kinds(&analyze(&cap, &[]), &[("resume_ok", "info")]);
     assert_eq!(resumption_verdicts(&cap), ["unverifiable", "resumed"]);
+
+    // Other sessions resuming in between (a proxy restart cuts every client at once) do not
+    // hide the follow.
+    let mut cap = redirected("307 Temporary Redirect", "/mcp/v2");
+    for _ in 0..70 {
+        let mut o = cap.connect();
+        o.client(&mut cap, &get(Some("other"), Some("x")));
+        o.server(&mut cap, &sse_response(Some("other"), &[], true));
+        o.close(&mut cap);
+    }
+    resume_from_3(&mut cap);
+    let fs = analyze(&cap, &[]);
+    assert!(!kinds_of(&fs).contains(&"resume_rejected".to_string()), "{fs:#?}");
+    assert_eq!(resumption_verdicts(&cap)[0], "unverifiable");
 
     // Negative: a redirect the client never follows (to a login page, say) leaves it without
     // its stream: refused.

@@ -94,9 +94,10 @@ pub(super) fn check(
     // that follows it is a resumption of its own. (One not followed, a login page say, leaves
     // the client without its stream: a refusal.)
     let followed = || {
+        let until = e.ts_end.unwrap_or(e.ts()).saturating_add(FOLLOW_US);
         model.resumptions[index + 1..]
             .iter()
-            .take(64)
+            .take_while(|o| exchanges[o.exchange].ts() <= until)
             .find(|o| o.session == r.session && o.last_event_id == r.last_event_id)
     };
     if let (301 | 302 | 303 | 307 | 308, Some(next)) = (status, followed()) {
@@ -691,18 +692,22 @@ pub(super) fn check(
     // `retry` in force, and the client came back in time, maybe through polls that carried
     // nothing), a result right after L is a tool that finished while the client was away, when
     // its progress gave no total or stood one step short of it (a loop reporting each step
-    // before doing it). Progress short of a known total, a sequence seen to jump, or another
-    // backend answering stays suspect: seed 2's drain can end a connection cleanly too.
+    // before doing it), and an application sequence (which has no total) alike. Progress short
+    // of a known total, a sequence seen to jump, or another backend answering stays suspect:
+    // seed 2's drain can end a connection cleanly too.
     let planned = polling_era(model.sessions[r.session].era)
         && !before[lpos + 1..].iter().any(|(_, _, ev)| ev.sse.has_own_id)
         && before
             .iter()
             .fold(None, |f, (_, _, ev)| retry_after(f, ev))
             .is_some_and(|retry| {
-                // L's connection, the empty polls from the same cursor after it, and this one:
-                // each ended as planned and was followed in time (looked at 64 back at most).
+                // L's connection, the polls from the same cursor after it that delivered
+                // nothing (no id, no message: Go writes its `event: close` on whichever
+                // connection holds the stream), and this one: each ended as planned and was
+                // followed in time. (Each run of empty polls is walked by the one resumption
+                // after it that carried events: linear.)
                 let mut next = r.exchange;
-                for &x in earlier.iter().rev().take(64) {
+                for &x in earlier.iter().rev() {
                     let (a, b) = (&exchanges[x], &exchanges[next]);
                     if planned_close(a, b, retry).is_none() {
                         return false;
@@ -710,7 +715,11 @@ pub(super) fn check(
                     if x == cx {
                         return true;
                     }
-                    if !a.events.is_empty() || a.resume_cursor() != Some(r.last_event_id.as_str()) {
+                    let delivered = a
+                        .events
+                        .iter()
+                        .any(|ev| ev.sse.has_own_id || !ev.messages.is_empty());
+                    if delivered || a.resume_cursor() != Some(r.last_event_id.as_str()) {
                         return false;
                     }
                     next = x;
@@ -763,8 +772,9 @@ pub(super) fn check(
                 for x in ev.messages.iter().take(j) {
                     push_seq_values(&x, &mut between);
                 }
+                // After a planned poll only a jump counts, as for progress without a total.
                 let Some((key, last)) = under_way.iter().find(|(k, _)| {
-                    desynced_app.contains(*k) || !between.iter().any(|(b, _)| b == *k)
+                    desynced_app.contains(*k) || (!planned && !between.iter().any(|(b, _)| b == *k))
                 }) else {
                     continue;
                 };
@@ -788,7 +798,8 @@ pub(super) fn check(
                 [.., (a, _), (b, _)] if b > a => b - a,
                 _ => 1.0,
             };
-            let near_end = total.is_none_or(|t| last + step >= t);
+            // (Progress may be fractional: i/n of 1, or a percentage.)
+            let near_end = total.is_none_or(|t| last + step + 1e-9 * t.abs().max(1.0) >= t);
             if total.is_some_and(|t| last >= t) || (planned && !desynced && near_end) {
                 continue;
             }
@@ -940,6 +951,9 @@ fn answered_before(exchanges: &[Exchange], origin: usize, upto: &[Ev]) -> bool {
         .collect();
     reqs.iter().all(|r| answered.contains(r))
 }
+
+/// How long after a redirect the client's request that follows it may come, µs.
+const FOLLOW_US: i64 = 60_000_000;
 
 /// How much of a stream's history its resumptions have read ([`HISTORY_BUDGET`]).
 #[derive(Debug, Default)]
