@@ -178,16 +178,22 @@ pub struct Analysis {
 pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end: i64) -> Analysis {
     let mut findings = Vec::new();
     let mut results = Vec::new();
-    // Client requests per session (id → progress token), built once for every resumption.
-    let mut requests: crate::hash::FastMap<usize, crate::hash::FastMap<String, String>> =
-        Default::default();
+    // Client requests per session (id → progress token) and their progress tokens, built once
+    // for every resumption.
+    type Requests = (
+        crate::hash::FastMap<String, String>,
+        crate::hash::FastSet<String>,
+    );
+    let mut requests: crate::hash::FastMap<usize, Requests> = Default::default();
     let replays = replay::ReplayIndex::build(&model, exchanges);
     let int_ids = resume::IntIds::default();
     let mut history: crate::hash::FastMap<usize, resume::History> = Default::default();
     for (i, r) in model.resumptions.iter().enumerate() {
-        let reqs = requests
-            .entry(r.session)
-            .or_insert_with(|| resume::requests_of_session(&model, exchanges, r.session));
+        let (reqs, tokens) = requests.entry(r.session).or_insert_with(|| {
+            let reqs = resume::requests_of_session(&model, exchanges, r.session);
+            let tokens = reqs.values().cloned().collect();
+            (reqs, tokens)
+        });
         let first = findings.len();
         let result = resume::check(
             &model,
@@ -195,6 +201,7 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
             i,
             r,
             reqs,
+            tokens,
             app_seq,
             &replays,
             &int_ids,

@@ -178,7 +178,7 @@ impl ReplayIndex {
         session: usize,
         ev: &EventRec,
         session_requests: &HashMap<String, String>,
-        tokens: &HashSet<&str>,
+        tokens: &HashSet<String>,
     ) -> Option<&Seen> {
         if !ev.carries_data() {
             return None;

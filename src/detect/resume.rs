@@ -67,6 +67,7 @@ pub(super) fn check(
     index: usize,
     r: &Resumption,
     session_requests: &HashMap<String, String>,
+    tokens: &HashSet<String>,
     app_seq: &[String],
     replays: &ReplayIndex,
     int_ids: &IntIds,
@@ -100,7 +101,10 @@ pub(super) fn check(
             .take_while(|o| exchanges[o.exchange].ts() <= until)
             .find(|o| o.session == r.session && o.last_event_id == r.last_event_id)
     };
-    if let (301 | 302 | 303 | 307 | 308, Some(next)) = (status, followed()) {
+    if let Some(next) = matches!(status, 301 | 302 | 303 | 307 | 308)
+        .then(followed)
+        .flatten()
+    {
         let to = e
             .resp_header("location")
             .map(|l| format!(" to {l}"))
@@ -266,13 +270,12 @@ pub(super) fn check(
                 .map(|(o, f)| (*ev, o, f))
         })
         .collect();
-    let tokens: HashSet<&str> = session_requests.values().map(String::as_str).collect();
     let foreign_session: Vec<(EventRec, &super::replay::Seen)> = if named {
         after
             .iter()
             .filter_map(|ev| {
                 replays
-                    .other_session(r.session, ev, session_requests, &tokens)
+                    .other_session(r.session, ev, session_requests, tokens)
                     .filter(|s| model.sessions[s.session].id.is_some())
                     .map(|s| (*ev, s))
             })

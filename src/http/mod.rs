@@ -218,8 +218,8 @@ struct Conn {
     server_ended: bool,
     /// Time of the latest request head, µs.
     last_request_ts: Option<i64>,
-    /// Whether request times never went back on this connection: the pairing by time after a
-    /// loss then searches the requests awaiting a response instead of scanning them.
+    /// Whether the times of the requests awaiting a response never went back: the pairing by
+    /// time after a loss then searches them instead of scanning them.
     requests_ordered: bool,
     sse: Option<SseParser>,
     depth: u32,
@@ -499,7 +499,10 @@ fn on_event(
         }
         HttpEvent::Head(head) if is_request => {
             conn.depth += 1;
-            if conn.last_request_ts.is_some_and(|t| t > ts) {
+            if conn.next_resp >= conn.exchanges.len() {
+                // None waiting: the order of the requests waiting from now on starts afresh.
+                conn.requests_ordered = true;
+            } else if conn.last_request_ts.is_some_and(|t| t > ts) {
                 conn.requests_ordered = false;
             }
             conn.last_request_ts = Some(ts);
