@@ -24,9 +24,19 @@ use crate::mcp::{is_initialize, Model};
 /// only: applications sharing one address count as one client.
 pub(super) fn dead_sessions(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
     let mut linked: HashSet<usize> = HashSet::default();
-    let initializes: Vec<usize> = (0..exchanges.len())
+    // The initializes of each client address, in order of (time, index).
+    let mut initializes: HashMap<Option<std::net::IpAddr>, Vec<(i64, usize)>> = HashMap::default();
+    for x in (0..exchanges.len())
         .filter(|&x| model.hops.primary[x].is_none() && is_initialize(&exchanges[x]))
-        .collect();
+    {
+        initializes
+            .entry(exchanges[x].client)
+            .or_default()
+            .push((exchanges[x].ts(), x));
+    }
+    for v in initializes.values_mut() {
+        v.sort_unstable();
+    }
     for (si, s) in model.sessions.iter().enumerate() {
         let Some(sid) = s.id.as_deref() else { continue };
         if !s.era.stateful() {
@@ -51,17 +61,15 @@ pub(super) fn dead_sessions(model: &Model, exchanges: &[Exchange], out: &mut Vec
         let d = &exchanges[dead];
         let t404 = d.ts_response.unwrap_or(d.ts());
         // The client's next initialize that started another session.
-        let reinit = initializes
-            .iter()
-            .map(|&x| (x, &exchanges[x]))
-            .filter(|(x, e)| {
-                e.ts() > t404
-                    && e.client == d.client
-                    && model.exchange_session[*x] != si
-                    && model.sessions[model.exchange_session[*x]].id.is_some()
-            })
-            .min_by_key(|(x, e)| (e.ts(), *x))
-            .map(|(x, _)| x);
+        let reinit = initializes.get(&d.client).and_then(|v| {
+            v[v.partition_point(|&(t, _)| t <= t404)..]
+                .iter()
+                .map(|&(_, x)| x)
+                .find(|&x| {
+                    model.exchange_session[x] != si
+                        && model.sessions[model.exchange_session[x]].id.is_some()
+                })
+        });
         let reinit_ts = reinit.map(|x| exchanges[x].ts()).unwrap_or(i64::MAX);
         let later: Vec<usize> = s
             .exchanges
