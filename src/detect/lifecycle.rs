@@ -209,6 +209,9 @@ pub(super) fn resumes_without_cursor(
             }
         }
     }
+    // Per session, its GETs without a cursor (time, exchange), in time order as the session's
+    // exchanges are: looked up once per broken stream.
+    let mut fresh_gets: HashMap<usize, Vec<(i64, usize)>> = HashMap::default();
     for (sti, st) in model.streams.iter().enumerate() {
         let s = &model.sessions[st.session];
         // A stream whose request the capture missed (it began mid-connection) may have owed
@@ -244,10 +247,21 @@ pub(super) fn resumes_without_cursor(
         }
         // The first GET after the break that carries no cursor (GETs resuming other streams,
         // e.g. the standalone one broken at the same time, come and go before it).
-        let Some(&g) = s.exchanges.iter().find(|&&x| {
-            let e = &exchanges[x];
-            e.method() == "GET" && e.ts() >= end && x != last && e.resume_cursor().is_none()
-        }) else {
+        let gets = fresh_gets.entry(st.session).or_insert_with(|| {
+            s.exchanges
+                .iter()
+                .filter(|&&x| {
+                    let e = &exchanges[x];
+                    e.method() == "GET" && e.resume_cursor().is_none()
+                })
+                .map(|&x| (exchanges[x].ts(), x))
+                .collect()
+        });
+        let Some(g) = gets[gets.partition_point(|&(t, _)| t < end)..]
+            .iter()
+            .map(|&(_, x)| x)
+            .find(|&x| x != last)
+        else {
             continue;
         };
         let ge = &exchanges[g];
