@@ -512,9 +512,17 @@ fn a_timestamp_out_of_range_is_counted_not_fatal() {
     );
     for format in ["table", "ndjson"] {
         let o = mcpcap(&["flows", "--format", format, p.to_str().unwrap()]);
-        assert_eq!(o.status.code(), Some(0), "{format}: {}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{format}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
     }
     let o = mcpcap(&["events", "--format", "ndjson", p.to_str().unwrap()]);
-    assert!(!String::from_utf8_lossy(&o.stdout).contains("+"), "years past 9999");
+    assert!(
+        !String::from_utf8_lossy(&o.stdout).contains("+"),
+        "years past 9999"
+    );
     let _ = std::fs::remove_file(&p);
 }

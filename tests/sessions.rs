@@ -516,7 +516,10 @@ fn two_clients_given_one_id_keep_their_sessions() {
         &mut cap,
         &sse_response(
             None,
-            &[Ev::id(2, progress(&json!("t1"), 2, 2)), Ev::id(3, result(1))],
+            &[
+                Ev::id(2, progress(&json!("t1"), 2, 2)),
+                Ev::id(3, result(1)),
+            ],
             true,
         ),
     );

@@ -984,7 +984,10 @@ fn a_cursor_delivered_on_hundreds_of_streams_still_finds_the_cut_one() {
     }
     let mut g = cap.connect();
     g.client(&mut cap, &get(Some(SID), Some("0")));
-    g.server(&mut cap, &sse_response(None, &[Ev::id("1", result(2))], true));
+    g.server(
+        &mut cap,
+        &sse_response(None, &[Ev::id("1", result(2))], true),
+    );
     g.close(&mut cap);
     assert_kinds(&analyze(&cap, &[]), &[("resume_ok", "info")]);
 }
@@ -1019,7 +1022,10 @@ fn a_quiet_poll_skips_nothing() {
         quiet: true,
         ..Default::default()
     };
-    assert_eq!(resumption_verdicts(&poll_capture(quiet)), ["resumed", "resumed"]);
+    assert_eq!(
+        resumption_verdicts(&poll_capture(quiet)),
+        ["resumed", "resumed"]
+    );
 
     // Negative: the empty answer rmcp gives a late resume, closed at once, and nothing after
     // it: what the request still owed is gone.
@@ -1074,14 +1080,20 @@ fn a_redirected_resumption_is_no_rejection() {
     }
     resume_from_3(&mut cap);
     let fs = analyze(&cap, &[]);
-    assert!(!kinds_of(&fs).contains(&"resume_rejected".to_string()), "{fs:#?}");
+    assert!(
+        !kinds_of(&fs).contains(&"resume_rejected".to_string()),
+        "{fs:#?}"
+    );
     assert_eq!(resumption_verdicts(&cap)[0], "unverifiable");
 
     // Negative: a redirect the client never follows (to a login page, say) leaves it without
     // its stream: refused.
     let cap = redirected("302 Found", "/login");
     let fs = analyze(&cap, &[]);
-    assert!(kinds_of(&fs).contains(&"resume_rejected".to_string()), "{fs:#?}");
+    assert!(
+        kinds_of(&fs).contains(&"resume_rejected".to_string()),
+        "{fs:#?}"
+    );
     assert_eq!(resumption_verdicts(&cap), ["rejected"]);
 }
 

@@ -159,9 +159,9 @@ pub(super) fn check(
         return result(Verdict::Unverifiable, None, "no cursor");
     };
     // Events the client had on this logical stream before this connection: all of them, until
-    // the stream's resumptions have read HISTORY_BUDGET events and connections (a client that polls for hours
-    // resumes thousands of times, and each reading of the whole history would make the run
-    // quadratic); then the last HISTORY_WINDOW.
+    // the stream's resumptions have read HISTORY_BUDGET events and connections (a client that
+    // polls for hours resumes thousands of times, and each reading of the whole history would
+    // make the run quadratic); then the last HISTORY_WINDOW.
     // (Connections are in request order, so the index finds this one at once.)
     let conns = &stream.connections;
     let at = conns.partition_point(|&x| x < r.exchange);
@@ -699,7 +699,9 @@ pub(super) fn check(
     // of a known total, a sequence seen to jump, or another backend answering stays suspect:
     // seed 2's drain can end a connection cleanly too.
     let planned = polling_era(model.sessions[r.session].era)
-        && !before[lpos + 1..].iter().any(|(_, _, ev)| ev.sse.has_own_id)
+        && !before[lpos + 1..]
+            .iter()
+            .any(|(_, _, ev)| ev.sse.has_own_id)
         && before
             .iter()
             .fold(None, |f, (_, _, ev)| retry_after(f, ev))

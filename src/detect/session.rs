@@ -11,7 +11,8 @@ use crate::mcp::{exchange_era, Era, Model, Session};
 
 /// The requests of a session by client, method and params hash ([`Message::params_hash`]):
 /// the times they were sent and their exchanges, in time order.
-type Sent<'a> = HashMap<(Option<std::net::IpAddr>, Option<&'a str>, Option<u64>), Vec<(i64, usize)>>;
+type Sent<'a> =
+    HashMap<(Option<std::net::IpAddr>, Option<&'a str>, Option<u64>), Vec<(i64, usize)>>;
 
 /// [`Sent`] of a session's POSTs.
 fn sent_of<'a>(s: &Session, exchanges: &'a [Exchange]) -> Sent<'a> {

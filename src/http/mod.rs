@@ -311,7 +311,10 @@ impl StreamSink for HttpLayer {
             }
             StreamEvent::Chunk(d, chunk) => {
                 let limits = self.options.limits;
-                let conn = self.conns.entry(fi).or_insert_with(|| Conn::new(&flow, limits));
+                let conn = self
+                    .conns
+                    .entry(fi)
+                    .or_insert_with(|| Conn::new(&flow, limits));
                 if conn.not_http {
                     return;
                 }
@@ -564,7 +567,9 @@ fn on_event(
                         .checked_sub(1)
                         .map(|i| i + conn.next_resp)
                 } else {
-                    (conn.next_resp..conn.exchanges.len()).rev().find(|&i| sent_by(i))
+                    (conn.next_resp..conn.exchanges.len())
+                        .rev()
+                        .find(|&i| sent_by(i))
                 };
                 if let Some(latest) = latest {
                     for i in conn.next_resp..latest {

@@ -158,8 +158,8 @@ impl Table {
                         t.map(|t| t.clamp(crate::capture::TS_MIN_US, crate::capture::TS_MAX_US))
                     }),
                 )
-                    .into_datetime(TimeUnit::Microseconds, zoned.then_some(TimeZone::UTC))
-                    .into_series(),
+                .into_datetime(TimeUnit::Microseconds, zoned.then_some(TimeZone::UTC))
+                .into_series(),
             };
             cols.push(s.into());
         }
