@@ -1,10 +1,11 @@
 //! A list that grows in fixed-size chunks.
 //!
-//! Exchanges and flows accumulate for the whole run. In one `Vec` they would be moved to a buffer twice the
-//! size each time it fills: for a moment both buffers are resident, and afterwards up to half of
-//! the new one is spare. In chunks, once the first chunk is full (it starts small and grows like a
-//! `Vec` up to 4096 items), nothing is moved while the list grows; the spare room is at most one
-//! chunk, and [`Chunks::into_vec`] frees each chunk as soon as its items are moved out.
+//! Exchanges and flows accumulate for the whole run. In one `Vec` they would be moved to a
+//! buffer twice the size each time it fills: for a moment both buffers are resident, and
+//! afterwards up to half of the new one is spare. In chunks, once the first chunk is full (it
+//! starts small and grows like a `Vec` up to 4096 items), nothing is moved while the list grows;
+//! the spare room is at most one chunk, and [`Chunks::into_vec`] frees each chunk as soon as its
+//! items are moved out.
 
 /// Items per chunk.
 const CHUNK: usize = 4096;
