@@ -390,13 +390,7 @@ fn a_long_empty_resume_loop_spends_the_history_budget() {
         g.server(&mut cap, &sse_response(None, &[], true));
         g.close(&mut cap);
     }
-    let pcap = temp_path("loop", "pcap");
-    let out = temp_path("loop", "d");
-    std::fs::write(&pcap, cap.pcap()).unwrap();
-    write_csv_tables(&pcap, &out);
-    let anomalies = std::fs::read_to_string(out.join("anomalies.csv")).unwrap();
-    let _ = std::fs::remove_file(&pcap);
-    let _ = std::fs::remove_dir_all(&out);
+    let anomalies = table_csv(&cap, "anomalies");
     assert!(anomalies.contains("detect.history_window"), "{anomalies}");
 }
 
@@ -994,13 +988,7 @@ fn a_cursor_delivered_on_hundreds_of_streams_still_finds_the_cut_one() {
 
 /// The `verdict` column of the `resumptions` table, in order.
 fn resumption_verdicts(cap: &Capture) -> Vec<String> {
-    let pcap = temp_path("verdicts", "pcap");
-    let out = temp_path("verdicts", "d");
-    std::fs::write(&pcap, cap.pcap()).unwrap();
-    write_csv_tables(&pcap, &out);
-    let table = std::fs::read_to_string(out.join("resumptions.csv")).unwrap();
-    let _ = std::fs::remove_file(&pcap);
-    let _ = std::fs::remove_dir_all(&out);
+    let table = table_csv(cap, "resumptions");
     let mut lines = table.lines();
     let at = lines
         .next()

@@ -620,6 +620,19 @@ pub fn write_csv_tables(pcap: &std::path::Path, out: &std::path::Path) {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
+/// One table (`resumptions`, `anomalies`, …) of a capture's `analyze --format csv` output, as
+/// CSV text.
+pub fn table_csv(cap: &Capture, table: &str) -> String {
+    let pcap = temp_path("table", "pcap");
+    let out = temp_path("table", "d");
+    std::fs::write(&pcap, cap.pcap()).unwrap();
+    write_csv_tables(&pcap, &out);
+    let text = std::fs::read_to_string(out.join(format!("{table}.csv"))).unwrap();
+    let _ = std::fs::remove_file(&pcap);
+    let _ = std::fs::remove_dir_all(&out);
+    text
+}
+
 /// The `exchanges` table of a capture, as NDJSON rows.
 pub fn exchanges_table(cap: &Capture) -> Vec<Value> {
     ndjson(cap, &["exchanges", "--format", "ndjson"])
