@@ -984,6 +984,28 @@ fn a_cursor_delivered_on_hundreds_of_streams_still_finds_the_cut_one() {
     );
     g.close(&mut cap);
     assert_kinds(&analyze(&cap, &[]), &[("resume_ok", "info")]);
+    // The deliveries left out of the lookup are said.
+    assert!(table_csv(&cap, "anomalies").contains("model.deliveries"));
+}
+
+/// More identical requests inside a proxy's forwarding window than hop linking compares (1,100
+/// stateless clients sending the same body within 10 s): the limit is said, not silent.
+#[test]
+fn a_flood_of_identical_requests_says_the_hop_limit() {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let answer = json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}});
+    let flood = |n: usize| {
+        let mut cap = Capture::new();
+        for _ in 0..n {
+            let mut c = cap.connect();
+            c.client(&mut cap, &post(None, &body));
+            c.server(&mut cap, &json_response(None, &answer));
+            c.close(&mut cap);
+        }
+        table_csv(&cap, "anomalies")
+    };
+    assert!(flood(1100).contains("model.hop_candidates"));
+    assert!(!flood(200).contains("model.hop_candidates"));
 }
 
 /// The `verdict` column of the `resumptions` table, in order.

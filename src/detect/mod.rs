@@ -169,7 +169,8 @@ pub struct Analysis {
     pub resumptions: Vec<ResumptionResult>,
     /// Findings, ordered by time, session and kind.
     pub findings: Vec<Finding>,
-    /// Limits the detectors reached (`detect.history_window`).
+    /// Limits the model and the detectors reached (`model.hop_candidates`, `model.deliveries`,
+    /// `detect.history_window`).
     pub anomalies: crate::anomaly::Anomalies,
 }
 
@@ -230,8 +231,9 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
     findings.sort_by(|a, b| {
         (a.ts, &a.session_id, a.kind, a.frame).cmp(&(b.ts, &b.session_id, b.kind, b.frame))
     });
-    // The history limit, said once per stream it cut.
-    let mut anomalies = crate::anomaly::Anomalies::default();
+    // The model's limits, and the history limit, said once per stream it cut.
+    let mut model = model;
+    let mut anomalies = std::mem::take(&mut model.anomalies);
     let mut cut: Vec<(usize, &resume::History)> = history
         .iter()
         .filter(|(_, h)| h.windowed > 0)

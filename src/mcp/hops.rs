@@ -31,6 +31,8 @@ pub struct Hops {
     pub backend_hops: Vec<Vec<usize>>,
     /// For each exchange: the backend that produced its response, when known.
     pub backend: Vec<Option<String>>,
+    /// Limits the linking reached (`model.hop_candidates`).
+    pub anomalies: crate::anomaly::Anomalies,
 }
 
 /// The later observations of the same request, on other connections, one observation is
@@ -87,10 +89,9 @@ fn next_on_other_flow(exchanges: &[Exchange], members: &[usize]) -> Vec<usize> {
     next_other
 }
 
-/// For the member at position `i`: the later members on other flows than its own, at most
-/// [`MAX_CANDIDATES`] of them. A copy or a forwarded request is on another connection; runs of
-/// the member's own flow (a client repeating one request on a keep-alive connection) are
-/// skipped at once.
+/// For the member at position `i`: the later members on other flows than its own, in order. A
+/// copy or a forwarded request is on another connection; runs of the member's own flow (a
+/// client repeating one request on a keep-alive connection) are skipped at once.
 fn later_on_other_flows<'a>(
     exchanges: &'a [Exchange],
     members: &'a [usize],
@@ -108,7 +109,6 @@ fn later_on_other_flows<'a>(
         j += 1;
         members.get(k).copied()
     })
-    .take(MAX_CANDIDATES)
 }
 
 /// The same request line (for copies of one connection).
@@ -187,6 +187,7 @@ pub fn link(exchanges: &[Exchange], backend_headers: &[String]) -> Hops {
         primary: vec![None; n],
         backend_hops: vec![Vec::new(); n],
         backend: vec![None; n],
+        anomalies: Default::default(),
     };
     let mut groups: HashMap<_, Vec<usize>> = HashMap::default();
     for (i, e) in exchanges.iter().enumerate() {
@@ -199,15 +200,25 @@ pub fn link(exchanges: &[Exchange], backend_headers: &[String]) -> Hops {
     for (_, members) in keys.iter().filter(|(_, v)| v.len() > 1) {
         let next_other = next_on_other_flow(exchanges, members);
         let others = |i| later_on_other_flows(exchanges, members, &next_other, i);
+        // Whether the candidates of member `i` within `window` µs of it went past the limit.
+        let capped = |i: usize, window: i64| {
+            let end = exchanges[members[i]].ts().saturating_add(window);
+            others(i)
+                .nth(MAX_CANDIDATES)
+                .is_some_and(|b| exchanges[b].ts() <= end)
+        };
+        let mut cut: Vec<usize> = Vec::new();
         // The same connection seen twice (two vantage points): keep the better copy.
         for (i, &a) in members.iter().enumerate() {
             if hops.primary[a].is_some() {
                 continue;
             }
-            for b in others(i) {
+            let mut within = true;
+            for b in others(i).take(MAX_CANDIDATES) {
                 let (ea, eb) = (&exchanges[a], &exchanges[b]);
                 // Members are in time order: nothing later than a second can be a copy.
                 if eb.ts() > ea.ts().saturating_add(1_000_000) {
+                    within = false;
                     break;
                 }
                 if hops.primary[b].is_none()
@@ -219,6 +230,9 @@ pub fn link(exchanges: &[Exchange], backend_headers: &[String]) -> Hops {
                     hops.primary[b] = Some(a);
                 }
             }
+            if within && capped(i, 1_000_000) {
+                cut.push(a);
+            }
         }
         // Proxy chains: each observation forwards to the next.
         for (i, &a) in members.iter().enumerate() {
@@ -226,9 +240,11 @@ pub fn link(exchanges: &[Exchange], backend_headers: &[String]) -> Hops {
                 continue;
             }
             let mut last = a;
-            for b in others(i) {
+            let mut within = true;
+            for b in others(i).take(MAX_CANDIDATES) {
                 // A proxy forwards within the window (and before its answer, see `forwards`).
                 if exchanges[b].ts() > exchanges[a].ts().saturating_add(FORWARD_WINDOW_US) {
+                    within = false;
                     break;
                 }
                 if hops.primary[b].is_some() {
@@ -242,6 +258,25 @@ pub fn link(exchanges: &[Exchange], backend_headers: &[String]) -> Hops {
                     last = b;
                 }
             }
+            if within && capped(i, FORWARD_WINDOW_US) {
+                cut.push(a);
+            }
+        }
+        // Said once per group of identical requests the limit cut.
+        cut.sort_unstable();
+        cut.dedup();
+        if let Some(&first) = cut.first() {
+            let e = &exchanges[first];
+            hops.anomalies.add(crate::anomaly::Anomaly::new(
+                "model.hop_candidates",
+                Some(e.frame()),
+                Some(crate::tcp::FlowId(e.flow_index).to_string()),
+                format!(
+                    "{} of {} identical requests were compared with only the next {MAX_CANDIDATES} on other connections: a copy or forwarded request beyond them is not linked as a hop",
+                    cut.len(),
+                    members.len()
+                ),
+            ));
         }
     }
     // Where copies of one connection differ in capture gaps, the most complete one speaks: chosen

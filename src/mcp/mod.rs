@@ -226,6 +226,8 @@ pub struct Model {
     /// Observations of one exchange at several hops or vantage points; only client-facing
     /// exchanges (`hops.primary[i]` is `None`) enter sessions and streams.
     pub hops: hops::Hops,
+    /// Limits the model reached (`model.hop_candidates`, `model.deliveries`).
+    pub anomalies: crate::anomaly::Anomalies,
 }
 
 /// Where an event id was delivered: (logical stream, exchange, event index, ts).
@@ -318,6 +320,8 @@ impl Model {
         // those alone (a few per resumption), not every event of the capture.
         let wanted: crate::hash::FastSet<&str> =
             exchanges.iter().filter_map(|e| e.resume_cursor()).collect();
+        // Deliveries dropped from the index, and the exchange of the first.
+        let mut dropped: (u64, Option<usize>) = (0, None);
         for (xi, e) in exchanges.iter().enumerate() {
             if m.hops.primary.get(xi).is_some_and(Option::is_some) {
                 continue;
@@ -457,6 +461,8 @@ impl Model {
                                     .find(|&k| exchanges[v[k].1].resp_complete)
                                     .unwrap_or(1);
                                 v.remove(old);
+                                dropped.0 += 1;
+                                dropped.1.get_or_insert(xi);
                             }
                             v.push((st, xi, ei, ev.sse.ts));
                         }
@@ -469,6 +475,18 @@ impl Model {
             if let Some(p) = m.hops.primary.get(xi).copied().flatten() {
                 m.exchange_session[xi] = m.exchange_session[p];
             }
+        }
+        m.anomalies = std::mem::take(&mut m.hops.anomalies);
+        if let (n, Some(x)) = dropped {
+            let e = &exchanges[x];
+            m.anomalies.add(crate::anomaly::Anomaly::new(
+                "model.deliveries",
+                Some(e.frame()),
+                Some(crate::tcp::FlowId(e.flow_index).to_string()),
+                format!(
+                    "event ids delivered more than {MAX_DELIVERIES} times: {n} of their deliveries (on connections that ended cleanly, the oldest first) were left out of the Last-Event-ID lookup"
+                ),
+            ));
         }
         m
     }
