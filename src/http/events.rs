@@ -3,8 +3,9 @@
 //! Every event of a capture stays in memory until the detectors have run (a resumption may name
 //! any earlier event). As Rust structures an event took about 340 bytes (its SSE fields, an
 //! inline JSON-RPC message, a heap copy of a long event id); here it takes a 56-byte fixed
-//! record plus its strings and message members encoded in one byte buffer per response, about
-//! 125 bytes for an MCP event with a UUID-based id. [`EventLog::iter`] gives borrowed views
+//! record plus its message members encoded in one byte buffer and its strings in one text
+//! buffer per response (an MCP method name in one byte), about 110 bytes for an MCP event with a
+//! UUID-based id. [`EventLog::iter`] gives borrowed views
 //! ([`EventRec`]) whose fields have the shapes of the parsed event; their messages are decoded
 //! when iterated ([`Messages::iter`]) or read borrowed ([`Messages::refs`]).
 //!
@@ -20,8 +21,13 @@ use crate::sse::SseEvent;
 #[derive(Debug, Clone, Default)]
 pub struct EventLog {
     fixed: Vec<Fixed>,
+    /// The events' variable parts end to end: varints, flags and numbers (their strings are in
+    /// `text`).
     bytes: Vec<u8>,
-    /// Where the last event id written to `bytes` is (position, length): an event whose id is
+    /// The events' strings end to end, in the order their variable parts name them: read back
+    /// as `&str` without validating the UTF-8 again.
+    text: String,
+    /// Where the last event id written to `text` is (position, length): an event whose id is
     /// the same (the last-event-id buffer carries over to events without an `id:` line) refers
     /// to it instead of copying it.
     last_id: Option<(usize, usize)>,
@@ -128,6 +134,7 @@ impl<'a> MessageRef<'a> {
 pub struct Messages<'a> {
     count: usize,
     bytes: &'a [u8],
+    text: &'a str,
 }
 
 impl std::fmt::Debug for Messages<'_> {
@@ -147,13 +154,19 @@ impl<'a> Messages<'a> {
     }
     /// The messages, decoded in order.
     pub fn iter(&self) -> impl Iterator<Item = Message> + 'a {
-        let mut r = Reader(self.bytes);
+        let mut r = Reader {
+            b: self.bytes,
+            t: self.text,
+        };
         (0..self.count).map_while(move |_| read_message(&mut r))
     }
     /// The `protocolVersion` of each message that has one ([`Message::protocol_version`]),
     /// borrowed.
     pub fn protocol_versions(&self) -> impl Iterator<Item = &'a str> + 'a {
-        let mut r = Reader(self.bytes);
+        let mut r = Reader {
+            b: self.bytes,
+            t: self.text,
+        };
         (0..self.count)
             .map_while(move |_| read_parts(&mut r))
             .filter_map(|p| p.rare?.protocol_version)
@@ -161,7 +174,10 @@ impl<'a> Messages<'a> {
     /// Each message's common members, borrowed from the log: nothing is decoded into a
     /// [`Message`] (no allocation).
     pub fn refs(&self) -> impl Iterator<Item = MessageRef<'a>> + 'a {
-        let mut r = Reader(self.bytes);
+        let mut r = Reader {
+            b: self.bytes,
+            t: self.text,
+        };
         (0..self.count).map_while(move |_| {
             read_parts(&mut r).map(|p| MessageRef {
                 kind: p.kind,
@@ -207,7 +223,7 @@ impl EventLog {
         }
     }
     fn at(&self, i: usize) -> EventRec<'_> {
-        view(&self.fixed[i], self.var(i), &self.bytes)
+        view(&self.fixed[i], self.var(i), &self.text)
     }
     /// The variable part of event `i` (it ends where the next event's starts).
     fn var(&self, i: usize) -> &[u8] {
@@ -234,34 +250,37 @@ impl EventLog {
         // response ends): fewer reallocations while they are short.
         if self.fixed.capacity() == 0 {
             self.fixed.reserve(16);
-            self.bytes.reserve(16 * 64);
+            self.bytes.reserve(16 * 24);
+            self.text.reserve(16 * 48);
         }
         let start = self.bytes.len() as u64;
-        let b = &mut self.bytes;
+        let (b, t) = (&mut self.bytes, &mut self.text);
+        // Where the event's strings start in `text`.
+        put_varint(b, t.len() as u64);
         match ev.id.as_deref() {
             None => b.push(0),
             Some(id) => match self.last_id {
-                Some((pos, len)) if b.get(pos..pos + len) == Some(id.as_bytes()) => {
+                Some((pos, len)) if t.get(pos..pos + len) == Some(id) => {
                     b.push(1);
                     put_varint(b, pos as u64);
                     put_varint(b, len as u64);
                 }
                 _ => {
                     put_varint(b, id.len() as u64 + 2);
-                    self.last_id = Some((b.len(), id.len()));
-                    b.extend_from_slice(id.as_bytes());
+                    self.last_id = Some((t.len(), id.len()));
+                    t.push_str(id);
                 }
             },
         }
         match ev.event_type.as_deref() {
             None => b.push(0),
             Some("message") => b.push(1),
-            Some(t) => {
+            Some(ty) => {
                 b.push(2);
-                put_str(b, t);
+                put_str(b, t, ty);
             }
         }
-        put_opt_str(b, parse_error);
+        put_opt_str(b, t, parse_error);
         if let Some(r) = ev.retry {
             put_varint(b, r);
         }
@@ -271,7 +290,7 @@ impl EventLog {
         }
         put_varint(b, messages.len() as u64);
         for m in messages {
-            put_message(b, m);
+            put_message(b, t, m);
         }
         self.messages += messages.len() as u64;
         let flags = (ev.has_own_id as u8 * HAS_OWN_ID)
@@ -297,7 +316,12 @@ impl EventLog {
             if f.flags & HAS_OWN_ID == 0 {
                 return None;
             }
-            let id = read_id(&mut Reader(self.var(i)), &self.bytes)?;
+            let mut r = Reader {
+                b: self.var(i),
+                t: "",
+            };
+            r.t = self.text.get(r.varint()? as usize..)?;
+            let id = read_id(&mut r, &self.text)?;
             Some((f.flags & TRUNCATED != 0, id))
         })
     }
@@ -309,6 +333,7 @@ impl EventLog {
     pub fn shrink_to_fit(&mut self) {
         self.fixed.shrink_to_fit();
         self.bytes.shrink_to_fit();
+        self.text.shrink_to_fit();
     }
     /// Move every event's time by `delta_us`.
     pub fn shift_time(&mut self, delta_us: i64) {
@@ -351,26 +376,27 @@ impl<'a> IntoIterator for &'a EventLog {
     }
 }
 
-/// The event id at the start of an event's variable part (`all`: the log's whole buffer, which
-/// a carried-over id refers into).
-fn read_id<'a>(r: &mut Reader<'a>, all: &'a [u8]) -> Option<&'a str> {
+/// The event id at the start of an event's variable part (`all`: the log's whole text, which a
+/// carried-over id refers into).
+fn read_id<'a>(r: &mut Reader<'a>, all: &'a str) -> Option<&'a str> {
     match r.varint() {
         Some(0) | None => None,
         Some(1) => {
             let (pos, len) = (r.varint(), r.varint());
             pos.zip(len)
                 .and_then(|(p, l)| all.get(p as usize..(p as usize).checked_add(l as usize)?))
-                .and_then(|b| std::str::from_utf8(b).ok())
         }
-        Some(n) => r
-            .take(n as usize - 2)
-            .and_then(|b| std::str::from_utf8(b).ok()),
+        Some(n) => r.text(n as usize - 2),
     }
 }
 
-/// The event with fixed part `f` and variable part `var`, in the log whose bytes are `all`.
-fn view<'a>(f: &Fixed, var: &'a [u8], all: &'a [u8]) -> EventRec<'a> {
-    let mut r = Reader(var);
+/// The event with fixed part `f` and variable part `var`, in the log whose text is `all`.
+fn view<'a>(f: &Fixed, var: &'a [u8], all: &'a str) -> EventRec<'a> {
+    let mut r = Reader { b: var, t: "" };
+    r.t = r
+        .varint()
+        .and_then(|at| all.get(at as usize..))
+        .unwrap_or("");
     let id = read_id(&mut r, all);
     let event_type = match r.byte() {
         Some(1) => Some("message"),
@@ -404,14 +430,19 @@ fn view<'a>(f: &Fixed, var: &'a [u8], all: &'a [u8]) -> EventRec<'a> {
         data_len,
         data_hash: f.data_hash,
         priming: f.flags & PRIMING != 0,
-        messages: Messages { count, bytes: r.0 },
+        messages: Messages {
+            count,
+            bytes: r.b,
+            text: r.t,
+        },
         parse_error,
         var,
     }
 }
 
-// Encoding: LEB128 varints; strings as varint length then UTF-8 bytes; an optional string as 0
-// (absent) or length + 1; f64 as its 8 IEEE 754 bytes (exact, -0.0 and all).
+// Encoding: LEB128 varints; strings as a varint length, their text appended to the log's
+// `text`; an optional string as 0 (absent) or length + 1; f64 as its 8 IEEE 754 bytes (exact,
+// -0.0 and all). A method of [`METHODS`] is its index + 1, any other 0 then the string.
 
 fn put_varint(b: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
@@ -421,17 +452,63 @@ fn put_varint(b: &mut Vec<u8>, mut v: u64) {
     b.push(v as u8);
 }
 
-fn put_str(b: &mut Vec<u8>, s: &str) {
+fn put_str(b: &mut Vec<u8>, t: &mut String, s: &str) {
     put_varint(b, s.len() as u64);
-    b.extend_from_slice(s.as_bytes());
+    t.push_str(s);
 }
 
-fn put_opt_str(b: &mut Vec<u8>, s: Option<&str>) {
+fn put_opt_str(b: &mut Vec<u8>, t: &mut String, s: Option<&str>) {
     match s {
         None => b.push(0),
         Some(s) => {
             put_varint(b, s.len() as u64 + 1);
-            b.extend_from_slice(s.as_bytes());
+            t.push_str(s);
+        }
+    }
+}
+
+/// The methods of MCP 2025-11-25 (and 2026-07-28's tasks): an event names one of them in one
+/// byte instead of copying it (`notifications/progress`, 22 bytes, is on most events).
+const METHODS: [&str; 31] = [
+    "notifications/progress",
+    "notifications/message",
+    "notifications/cancelled",
+    "notifications/initialized",
+    "notifications/resources/updated",
+    "notifications/resources/list_changed",
+    "notifications/tools/list_changed",
+    "notifications/prompts/list_changed",
+    "notifications/roots/list_changed",
+    "notifications/elicitation/complete",
+    "notifications/tasks/status",
+    "initialize",
+    "ping",
+    "tools/call",
+    "tools/list",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+    "logging/setLevel",
+    "sampling/createMessage",
+    "elicitation/create",
+    "roots/list",
+    "tasks/get",
+    "tasks/list",
+    "tasks/result",
+    "tasks/cancel",
+];
+
+fn put_method(b: &mut Vec<u8>, t: &mut String, m: &str) {
+    match METHODS.iter().position(|k| *k == m) {
+        Some(i) => put_varint(b, i as u64 + 1),
+        None => {
+            b.push(0);
+            put_str(b, t, m);
         }
     }
 }
@@ -458,7 +535,7 @@ fn kind_code(k: Kind) -> u8 {
     }
 }
 
-fn put_message(b: &mut Vec<u8>, m: &Message) {
+fn put_message(b: &mut Vec<u8>, t: &mut String, m: &Message) {
     b.push(kind_code(m.kind));
     let bits = (m.method.is_some() as u8 * M_METHOD)
         | (m.id.is_some() as u8 * M_ID)
@@ -467,8 +544,11 @@ fn put_message(b: &mut Vec<u8>, m: &Message) {
         | (m.progress_total.is_some() as u8 * M_TOTAL)
         | (m.rare.is_some() as u8 * M_RARE);
     b.push(bits);
-    for s in [&m.method, &m.id, &m.progress_token].into_iter().flatten() {
-        put_str(b, s);
+    if let Some(s) = &m.method {
+        put_method(b, t, s);
+    }
+    for s in [&m.id, &m.progress_token].into_iter().flatten() {
+        put_str(b, t, s);
     }
     for v in [m.progress, m.progress_total].into_iter().flatten() {
         b.extend_from_slice(&v.to_bits().to_le_bytes());
@@ -483,13 +563,13 @@ fn put_message(b: &mut Vec<u8>, m: &Message) {
             .into_iter()
             .flatten()
         {
-            put_str(b, s);
+            put_str(b, t, s);
         }
         if let Some(h) = r.params_hash {
             b.extend_from_slice(&h.to_le_bytes());
         }
         if let Some(c) = &r.cancels {
-            put_str(b, c);
+            put_str(b, t, c);
         }
         put_varint(b, r.app_seq.len() as u64);
         for (i, v) in &r.app_seq {
@@ -501,12 +581,17 @@ fn put_message(b: &mut Vec<u8>, m: &Message) {
 
 /// Reads what the `put_*` functions wrote; `None` on bytes it did not write (never happens on a
 /// log's own bytes, but a view must not panic).
-struct Reader<'a>(&'a [u8]);
+struct Reader<'a> {
+    /// The variable part from here on.
+    b: &'a [u8],
+    /// The strings from here on.
+    t: &'a str,
+}
 
 impl<'a> Reader<'a> {
     fn byte(&mut self) -> Option<u8> {
-        let (&b, rest) = self.0.split_first()?;
-        self.0 = rest;
+        let (&b, rest) = self.b.split_first()?;
+        self.b = rest;
         Some(b)
     }
     fn varint(&mut self) -> Option<u64> {
@@ -521,23 +606,35 @@ impl<'a> Reader<'a> {
         None
     }
     fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        if n > self.0.len() {
+        if n > self.b.len() {
             return None;
         }
-        let (a, rest) = self.0.split_at(n);
-        self.0 = rest;
+        let (a, rest) = self.b.split_at(n);
+        self.b = rest;
         Some(a)
+    }
+    /// The next `n` bytes of text.
+    fn text(&mut self, n: usize) -> Option<&'a str> {
+        let s = self.t.get(..n)?;
+        self.t = self.t.get(n..)?;
+        Some(s)
     }
     fn str(&mut self) -> Option<&'a str> {
         let n = self.varint()? as usize;
-        std::str::from_utf8(self.take(n)?).ok()
+        self.text(n)
     }
     fn opt_str(&mut self) -> Option<&'a str> {
         let n = self.varint()? as usize;
         if n == 0 {
             return None;
         }
-        std::str::from_utf8(self.take(n - 1)?).ok()
+        self.text(n - 1)
+    }
+    fn method(&mut self) -> Option<&'a str> {
+        match self.varint()? {
+            0 => self.str(),
+            i => METHODS.get(i as usize - 1).copied(),
+        }
     }
     fn u64(&mut self) -> Option<u64> {
         Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
@@ -574,6 +671,11 @@ fn read_parts<'a>(r: &mut Reader<'a>) -> Option<Parts<'a>> {
         _ => Kind::Invalid,
     };
     let bits = r.byte()?;
+    let method = if bits & M_METHOD != 0 {
+        Some(r.method()?)
+    } else {
+        None
+    };
     let mut s = |bit: u8| -> Option<Option<&'a str>> {
         Some(if bits & bit != 0 {
             Some(r.str()?)
@@ -581,7 +683,7 @@ fn read_parts<'a>(r: &mut Reader<'a>) -> Option<Parts<'a>> {
             None
         })
     };
-    let (method, id, progress_token) = (s(M_METHOD)?, s(M_ID)?, s(M_TOKEN)?);
+    let (id, progress_token) = (s(M_ID)?, s(M_TOKEN)?);
     let mut f = |bit: u8| -> Option<Option<f64>> {
         Some(if bits & bit != 0 {
             Some(f64::from_bits(r.u64()?))
@@ -607,12 +709,12 @@ fn read_parts<'a>(r: &mut Reader<'a>) -> Option<Parts<'a>> {
             None
         };
         let n = r.varint()? as usize;
-        let start = r.0;
+        let start = r.b;
         for _ in 0..n {
             r.varint()?;
             r.u64()?;
         }
-        let used = start.len() - r.0.len();
+        let used = start.len() - r.b.len();
         Some(RareParts {
             request_progress_token,
             protocol_version,
@@ -638,7 +740,10 @@ fn read_message(r: &mut Reader<'_>) -> Option<Message> {
     let p = read_parts(r)?;
     let rare = match p.rare {
         Some(x) => {
-            let mut ar = Reader(x.app_seq.1);
+            let mut ar = Reader {
+                b: x.app_seq.1,
+                t: "",
+            };
             let mut app_seq = Vec::with_capacity(x.app_seq.0);
             for _ in 0..x.app_seq.0 {
                 app_seq.push((ar.varint()? as usize, f64::from_bits(ar.u64()?)));
@@ -676,6 +781,8 @@ mod tests {
             "[a-z0-9_/-]{1,10}",
             "[a-f0-9-]{30,60}",
             "[é☃🙂 a\"\\\\]{1,8}",
+            Just("notifications/progress".to_string()),
+            Just("tasks/cancel".to_string()),
         ])
     }
 
@@ -887,11 +994,8 @@ mod tests {
             };
             log.push(&ev, 0, false, &[], None);
         }
-        assert!(
-            log.bytes.len() < long.len() + 1000 * 16,
-            "{}",
-            log.bytes.len()
-        );
+        let stored = log.bytes.len() + log.text.len();
+        assert!(stored < long.len() + 1000 * 16, "{stored}");
         assert!(log.iter().all(|e| e.sse.id == Some(long.as_str())));
         assert!(log
             .iter()
