@@ -511,31 +511,40 @@ impl Model {
     /// counter shared by the whole server), or just `integer` when one id cannot tell; `none`
     /// when the stream carried no id.
     pub fn stream_id_format_label(&self, st: usize, exchanges: &[Exchange]) -> &'static str {
-        match self.stream_id_format(st, exchanges) {
-            None => "none",
-            Some(IdFormat::Integer) => {
-                // Replays repeat or go back; density is judged on the forward steps only (read
-                // as they come: a stream may carry millions of ids).
-                let (mut prev, mut forward, mut dense) = (None::<u128>, false, true);
-                for seq in self.streams[st]
-                    .connections
-                    .iter()
-                    .flat_map(|&x| exchanges[x].events.own_ids())
-                    .filter(|&(truncated, _)| !truncated)
-                    .filter_map(|(_, i)| ids::parse(i).seq)
-                {
-                    if let Some(p) = prev.filter(|&p| seq > p) {
-                        forward = true;
-                        dense &= seq - p == 1;
-                    }
-                    prev = Some(seq);
-                }
-                match (forward, dense) {
-                    (false, _) => "integer",
-                    (true, true) => "integer_dense",
-                    (true, false) => "integer_sparse",
-                }
+        // One pass over the stream's own ids: the format, and (for plain integers, read as they
+        // come: a stream may carry millions of ids) whether its forward steps were all by one.
+        // Replays repeat or go back; density is judged on the forward steps only.
+        let mut fmt: Option<IdFormat> = None;
+        let (mut prev, mut forward, mut dense) = (None::<u128>, false, true);
+        let ids = self.streams[st]
+            .connections
+            .iter()
+            .flat_map(|&x| exchanges[x].events.own_ids());
+        for (truncated, id) in ids {
+            let p = ids::parse(id);
+            match fmt {
+                None => fmt = Some(p.format),
+                Some(g) if g != p.format => return IdFormat::Opaque.as_str(),
+                _ => {}
             }
+            if truncated {
+                continue;
+            }
+            if let Some(seq) = p.seq.filter(|_| p.format == IdFormat::Integer) {
+                if let Some(q) = prev.filter(|&q| seq > q) {
+                    forward = true;
+                    dense &= seq - q == 1;
+                }
+                prev = Some(seq);
+            }
+        }
+        match fmt {
+            None => "none",
+            Some(IdFormat::Integer) => match (forward, dense) {
+                (false, _) => "integer",
+                (true, true) => "integer_dense",
+                (true, false) => "integer_sparse",
+            },
             Some(f) => f.as_str(),
         }
     }

@@ -498,9 +498,14 @@ fn exchanges_rows(a: &Analysis, ex: &[Exchange], range: std::ops::Range<usize>) 
         .map(|(_, e)| {
             let mut seen = crate::hash::FastSet::default();
             let (mut methods, mut ids) = (Vec::new(), Vec::new());
+            // The previous message's method: a run of one method is not hashed again.
+            let mut last = None;
             for m in msgs(e) {
-                if let Some(method) = m.method.filter(|x| seen.insert(*x)) {
-                    methods.push(method);
+                if m.method != last {
+                    last = m.method;
+                    if let Some(method) = m.method.filter(|x| seen.insert(*x)) {
+                        methods.push(method);
+                    }
                 }
                 if m.kind != Kind::Notification {
                     ids.extend(m.id);
