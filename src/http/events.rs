@@ -4,7 +4,7 @@
 //! any earlier event). As Rust structures an event took about 340 bytes (its SSE fields, an
 //! inline JSON-RPC message, a heap copy of a long event id); here it takes a 56-byte fixed
 //! record plus its message members encoded in one byte buffer and its strings in one text
-//! buffer per response (an MCP method name in one byte), about 110 bytes for an MCP event with a
+//! buffer per response (an MCP method name in one byte), about 115 bytes for an MCP event with a
 //! UUID-based id. [`EventLog::iter`] gives borrowed views
 //! ([`EventRec`]) whose fields have the shapes of the parsed event; their messages are decoded
 //! when iterated ([`Messages::iter`]) or read borrowed ([`Messages::refs`]).
