@@ -59,17 +59,17 @@ fn path(target: &str) -> &str {
 }
 
 /// (method, `Mcp-Session-Id`, `Last-Event-ID`, request body hash).
-pub(crate) type RequestKey = (String, Option<String>, Option<String>, u64);
+pub(crate) type RequestKey<'a> = (&'a str, Option<&'a str>, Option<&'a str>, u64);
 
 /// The identity of a request across hops (and vantage points, [`crate::vantage`]). The path is left out: proxies rewrite it
 /// (`location /api/mcp { proxy_pass http://b/mcp; }`); the same-connection copies of two vantage
 /// points also compare it ([`same_request`]).
-pub(crate) fn key(e: &Exchange) -> Option<RequestKey> {
+pub(crate) fn key(e: &Exchange) -> Option<RequestKey<'_>> {
     let h = e.request.as_ref()?;
     Some((
-        h.method.clone(),
-        e.req_header("mcp-session-id").map(str::to_string),
-        e.req_header("last-event-id").map(str::to_string),
+        h.method.as_str(),
+        e.req_header("mcp-session-id"),
+        e.req_header("last-event-id"),
         e.req_body_hash,
     ))
 }
