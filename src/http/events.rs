@@ -442,7 +442,9 @@ fn view<'a>(f: &Fixed, var: &'a [u8], all: &'a str) -> EventRec<'a> {
 
 // Encoding: LEB128 varints; strings as a varint length, their text appended to the log's
 // `text`; an optional string as 0 (absent) or length + 1; f64 as its 8 IEEE 754 bytes (exact,
-// -0.0 and all). A method of [`METHODS`] is its index + 1, any other 0 then the string.
+// -0.0 and all). A method of [`METHODS`] is its index + 1, any other 0 then the string. An
+// event's variable part starts with where its strings start in `text`, then its id: 0 (none), 1
+// then position and length in `text` (the previous event's id, carried over), or its length + 2.
 
 fn put_varint(b: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {

@@ -516,11 +516,11 @@ impl Model {
         // Replays repeat or go back; density is judged on the forward steps only.
         let mut fmt: Option<IdFormat> = None;
         let (mut prev, mut forward, mut dense) = (None::<u128>, false, true);
-        let ids = self.streams[st]
+        let own = self.streams[st]
             .connections
             .iter()
             .flat_map(|&x| exchanges[x].events.own_ids());
-        for (truncated, id) in ids {
+        for (truncated, id) in own {
             let p = ids::parse(id);
             match fmt {
                 None => fmt = Some(p.format),
