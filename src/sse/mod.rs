@@ -61,11 +61,29 @@ impl SseEvent {
     }
 }
 
+/// A `data` line being streamed into the data buffer.
+#[derive(Debug, Clone, Copy)]
+struct Streamed {
+    /// Length of the data buffer before the line's value.
+    before: usize,
+    /// Bytes of the value so far.
+    len: usize,
+    /// The value's first byte has not come yet (a single leading space is dropped).
+    at_value_start: bool,
+    /// The value passed the event size limit: it is no longer kept.
+    over: bool,
+}
+
 /// Streaming event-stream parser for one body.
 #[derive(Debug)]
 pub struct SseParser {
     limits: SseLimits,
     line: Vec<u8>,
+    /// Bytes of the line in progress pushed so far (held in `line`, or streamed into `data`).
+    partial: usize,
+    /// The line in progress is a `data` field cut by the end of a push: its value goes straight
+    /// into `data` as it arrives (the bytes are copied once, not into `line` and then `data`).
+    streaming: Option<Streamed>,
     /// Frame that carried the first byte of the line in progress (or being completed).
     line_frame: u64,
     line_too_long: bool,
@@ -89,6 +107,8 @@ impl SseParser {
         SseParser {
             limits,
             line: Vec::new(),
+            partial: 0,
+            streaming: None,
             line_frame: 0,
             line_too_long: false,
             pending_cr: false,
@@ -160,11 +180,14 @@ impl SseParser {
             let rest = &bytes[i..];
             match memchr::memchr2(b'\r', b'\n', rest) {
                 Some(n) => {
-                    let line_start_offset = self.offset - self.line.len() as u64;
-                    if self.line.is_empty() {
+                    let line_start_offset = self.offset - self.partial as u64;
+                    if self.partial == 0 {
                         self.line_frame = frame;
                     }
-                    if self.line.is_empty() && n <= self.limits.max_line {
+                    if self.streaming.is_some() {
+                        self.stream_part(&rest[..n], anomalies);
+                        self.end_stream(frame, anomalies);
+                    } else if self.line.is_empty() && n <= self.limits.max_line {
                         self.line_done(&rest[..n], line_start_offset, ts, frame, out, anomalies);
                     } else {
                         self.append_line(&rest[..n], anomalies);
@@ -174,6 +197,7 @@ impl SseParser {
                         self.line.clear();
                     }
                     self.line_too_long = false;
+                    self.partial = 0;
                     let mut used = n + 1;
                     if rest[n] == b'\r' {
                         if n + 1 < rest.len() {
@@ -188,10 +212,22 @@ impl SseParser {
                     i += used;
                 }
                 None => {
-                    if self.line.is_empty() {
+                    if self.partial == 0 {
                         self.line_frame = frame;
                     }
-                    self.append_line(rest, anomalies);
+                    if self.streaming.is_some() {
+                        self.stream_part(rest, anomalies);
+                    } else if self.partial == 0
+                        && !self.line_too_long
+                        && !self.skipping
+                        && rest.len() <= self.limits.max_line
+                        && rest.starts_with(b"data:")
+                    {
+                        self.start_stream(&rest[5..]);
+                    } else {
+                        self.append_line(rest, anomalies);
+                    }
+                    self.partial += rest.len();
                     self.offset += rest.len() as u64;
                     i = bytes.len();
                 }
@@ -204,22 +240,99 @@ impl SseParser {
             return;
         }
         if self.line.len() + part.len() > self.limits.max_line {
-            anomalies(Anomaly::new(
-                "sse.line_too_long",
-                None,
-                None,
-                format!(
-                    "line longer than {} bytes; event skipped",
-                    self.limits.max_line
-                ),
-            ));
-            self.line_too_long = true;
-            self.line.clear();
-            self.skipping = true;
-            self.reset_event();
+            self.too_long(anomalies);
             return;
         }
         self.line.extend_from_slice(part);
+    }
+
+    /// The line in progress passed the length limit: it and its event are skipped.
+    fn too_long(&mut self, anomalies: &mut impl FnMut(Anomaly)) {
+        anomalies(Anomaly::new(
+            "sse.line_too_long",
+            None,
+            None,
+            format!(
+                "line longer than {} bytes; event skipped",
+                self.limits.max_line
+            ),
+        ));
+        self.line_too_long = true;
+        self.streaming = None;
+        self.line.clear();
+        self.skipping = true;
+        self.reset_event();
+    }
+
+    /// A `data` line starts at the end of a push (`value`: what follows its colon so far): what
+    /// [`Self::line_done`] does at the start of a data line, then the value into `data`.
+    fn start_stream(&mut self, value: &[u8]) {
+        if !self.cur_started {
+            self.cur_started = true;
+            self.cur.offset = self.offset;
+            self.cur.frame_first = self.line_frame;
+        }
+        self.streaming = Some(Streamed {
+            before: self.data.len(),
+            len: 0,
+            at_value_start: true,
+            over: false,
+        });
+        self.stream_value(value);
+    }
+
+    /// More of a streamed data line (not its end of line), with the line length limit of
+    /// [`Self::append_line`].
+    fn stream_part(&mut self, part: &[u8], anomalies: &mut impl FnMut(Anomaly)) {
+        if self.partial + part.len() > self.limits.max_line {
+            self.too_long(anomalies);
+            return;
+        }
+        self.stream_value(part);
+    }
+
+    fn stream_value(&mut self, mut v: &[u8]) {
+        let Some(s) = self.streaming.as_mut() else {
+            return;
+        };
+        if s.at_value_start && !v.is_empty() {
+            s.at_value_start = false;
+            v = v.strip_prefix(b" ").unwrap_or(v);
+        }
+        s.len += v.len();
+        if s.over {
+            return;
+        }
+        // The check `line_done` makes on a whole value (and its LF).
+        if s.before + s.len + 1 > self.limits.max_event {
+            s.over = true;
+            self.data.truncate(s.before);
+            return;
+        }
+        self.data.extend_from_slice(v);
+    }
+
+    /// The end of a streamed data line: what [`Self::line_done`] does after the value is known.
+    fn end_stream(&mut self, frame: u64, anomalies: &mut impl FnMut(Anomaly)) {
+        let Some(s) = self.streaming.take() else {
+            return;
+        };
+        if s.over {
+            if !self.too_large {
+                anomalies(Anomaly::new(
+                    "sse.event_too_large",
+                    Some(frame),
+                    None,
+                    format!(
+                        "event data over {} bytes; event skipped",
+                        self.limits.max_event
+                    ),
+                ));
+            }
+            self.too_large = true;
+            return;
+        }
+        self.data.push(b'\n');
     }
 
     fn reset_event(&mut self) {
@@ -367,6 +480,8 @@ impl SseParser {
         }
         self.offset += len;
         self.line.clear();
+        self.partial = 0;
+        self.streaming = None;
         self.line_too_long = false;
         self.pending_cr = false;
         self.at_start = false;
@@ -387,12 +502,15 @@ impl SseParser {
             let partial = std::mem::take(&mut self.line);
             self.feed(&partial, ts, frame, out, anomalies);
         }
+        // A data line cut by the end ends here, as a line held in `line` does below.
+        self.end_stream(frame, anomalies);
         if !self.line.is_empty() && !self.line_too_long && !self.skipping {
             let line = std::mem::take(&mut self.line);
             let off = self.offset - line.len() as u64;
             self.line_done(&line, off, ts, frame, out, anomalies);
         }
         self.line.clear();
+        self.partial = 0;
         if self.cur_started && !self.skipping {
             self.dispatch(ts, frame, true, out);
         }
@@ -574,5 +692,67 @@ mod tests {
         let frames: Vec<(u64, u64)> = evs.iter().map(|e| (e.frame_first, e.frame_last)).collect();
         assert_eq!(frames, [(1, 1), (1, 4)]);
         assert_eq!(evs[1].offset, 9);
+    }
+
+    /// A `data` line cut by the end of a push goes straight into the data buffer (its bytes are
+    /// copied once); the line buffer holds nothing of it.
+    #[test]
+    fn a_split_data_line_is_not_held_twice() {
+        let mut p = SseParser::new(SseLimits::default());
+        let mut evs = Vec::new();
+        p.push(
+            b"id: 1\ndata: {\"a\":",
+            0,
+            1,
+            &mut |e| evs.push(e.clone()),
+            &mut |_| {},
+        );
+        assert!(p.line.is_empty() && p.data == b"{\"a\":");
+        p.push(b"1}", 0, 2, &mut |e| evs.push(e.clone()), &mut |_| {});
+        assert!(p.line.is_empty() && p.data == b"{\"a\":1}");
+        p.push(b"\n\n", 0, 3, &mut |e| evs.push(e.clone()), &mut |_| {});
+        assert_eq!(evs.len(), 1);
+        assert_eq!(evs[0].data, "{\"a\":1}");
+        assert_eq!((evs[0].frame_first, evs[0].frame_last), (1, 3));
+    }
+
+    /// Under small limits, every split of the input gives the same events and the same
+    /// anomalies as the whole input: lines and data values over the limits, streamed or not.
+    #[test]
+    fn every_split_same_output_at_the_limits() {
+        let input: &[u8] =
+            b"data: 0123456789ab\n\nid: 7\ndata: abc\ndata:  de\n\ndata: 0123456789012345678901234\n\ndata: ok\n\ndata: cut";
+        let limits = SseLimits {
+            max_line: 24,
+            max_event: 12,
+        };
+        let run = |splits: &[usize]| {
+            let mut p = SseParser::new(limits);
+            let (mut evs, mut codes) = (Vec::new(), Vec::new());
+            let mut last = 0;
+            for &s in splits.iter().chain(std::iter::once(&input.len())) {
+                p.push(
+                    &input[last..s],
+                    0,
+                    0,
+                    &mut |e| evs.push(e.clone()),
+                    &mut |a| codes.push(a.code),
+                );
+                last = s;
+            }
+            p.finish(0, 0, &mut |e| evs.push(e.clone()), &mut |a| {
+                codes.push(a.code)
+            });
+            (evs, codes)
+        };
+        let whole = run(&[]);
+        let data: Vec<&str> = whole.0.iter().map(|e| e.data.as_str()).collect();
+        assert_eq!(data, ["abc\n de", "ok", "cut"]);
+        assert_eq!(whole.1, ["sse.event_too_large", "sse.line_too_long"]);
+        for i in 0..=input.len() {
+            for j in i..=input.len() {
+                assert_eq!(run(&[i, j]), whole, "split at {i},{j}");
+            }
+        }
     }
 }
