@@ -83,16 +83,18 @@ impl ReplayIndex {
         }
         for (sti, st) in model.streams.iter().enumerate() {
             for &xi in &st.connections {
-                for ev in exchanges[xi].events.iter().filter(|ev| ev.carries_data()) {
-                    if !wanted.contains(&ev.data_hash) {
+                let log = &exchanges[xi].events;
+                // Most events carry data no resumption delivered: skipped on their fixed fields.
+                for (ei, ev) in log.briefs() {
+                    if !ev.carries_data() || !wanted.contains(&ev.data_hash) {
                         continue;
                     }
                     let seen = || Seen {
                         session: st.session,
                         stream: sti,
-                        ts: ev.sse.ts,
-                        frame: ev.sse.frame_first,
-                        id: ev.sse.id.map(str::to_string).filter(|_| ev.sse.has_own_id),
+                        ts: ev.ts,
+                        frame: ev.frame_first,
+                        id: log.id_of(ei).map(str::to_string).filter(|_| ev.has_own_id),
                     };
                     if sessions.contains(&st.session) {
                         let v = idx.own.entry((st.session, ev.data_hash)).or_default();

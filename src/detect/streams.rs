@@ -108,24 +108,29 @@ pub(super) fn duplicate_event_ids(model: &Model, exchanges: &[Exchange], out: &m
     for (sti, st) in model.streams.iter().enumerate() {
         for &xi in &st.connections {
             let e = &exchanges[xi];
-            let mut seen: HashMap<(&str, u64), EventRec> = HashMap::default();
-            let mut dups: Vec<(EventRec, EventRec)> = Vec::new();
-            for ev in e
+            // Events by index: only their fixed fields and ids are read, the rest of the two
+            // events of a duplicate when there is one.
+            let mut seen: HashMap<(&str, u64), usize> = HashMap::default();
+            let mut dups: Vec<(usize, usize)> = Vec::new();
+            for (ei, ev) in e
                 .events
-                .iter()
-                .filter(|ev| ev.carries_data() && ev.sse.has_own_id)
+                .briefs()
+                .filter(|(_, ev)| ev.carries_data() && ev.has_own_id)
             {
-                let Some(id) = ev.sse.id else {
+                let Some(id) = e.events.id_of(ei) else {
                     continue;
                 };
                 match seen.get(&(id, ev.data_hash)) {
-                    Some(first) => dups.push((*first, ev)),
+                    Some(&first) => dups.push((first, ei)),
                     None => {
-                        seen.insert((id, ev.data_hash), ev);
+                        seen.insert((id, ev.data_hash), ei);
                     }
                 }
             }
-            let Some(&(first, again)) = dups.first() else {
+            let Some((first, again)) = dups
+                .first()
+                .and_then(|&(a, b)| Some((e.events.get(a)?, e.events.get(b)?)))
+            else {
                 continue;
             };
             let id = again.sse.id.unwrap_or("");

@@ -77,6 +77,33 @@ pub struct EventRec<'a> {
     var: &'a [u8],
 }
 
+/// The fixed fields of one event of an [`EventLog`] ([`EventLog::briefs`]): those of its
+/// [`EventRec`] of the same names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Brief {
+    /// [`SseMeta::ts`].
+    pub ts: i64,
+    /// [`SseMeta::frame_first`].
+    pub frame_first: u64,
+    /// [`EventRec::data_hash`].
+    pub data_hash: u64,
+    /// [`SseMeta::has_own_id`].
+    pub has_own_id: bool,
+    /// [`SseMeta::truncated`].
+    pub truncated: bool,
+    /// [`EventRec::priming`].
+    pub priming: bool,
+    /// Whether [`EventRec::data_len`] is not 0.
+    pub has_data: bool,
+}
+
+impl Brief {
+    /// [`EventRec::carries_data`].
+    pub fn carries_data(&self) -> bool {
+        !self.truncated && !self.priming && self.has_data
+    }
+}
+
 /// The fields of a dispatched SSE event block except `data` (see [`SseEvent`] for each).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SseMeta<'a> {
@@ -316,13 +343,34 @@ impl EventLog {
             if f.flags & HAS_OWN_ID == 0 {
                 return None;
             }
-            let mut r = Reader {
-                b: self.var(i),
-                t: "",
-            };
-            r.t = self.text.get(r.varint()? as usize..)?;
-            let id = read_id(&mut r, &self.text)?;
-            Some((f.flags & TRUNCATED != 0, id))
+            Some((f.flags & TRUNCATED != 0, self.id_of(i)?))
+        })
+    }
+    /// The last-event-id buffer after event `i` (its [`SseMeta::id`]), read alone.
+    pub fn id_of(&self, i: usize) -> Option<&str> {
+        let mut r = Reader {
+            b: self.var(i),
+            t: "",
+        };
+        r.t = self.text.get(r.varint()? as usize..)?;
+        read_id(&mut r, &self.text)
+    }
+    /// Each event's index and fixed fields, in order, read without decoding the rest: for
+    /// passes that look at most events only to skip them ([`EventLog::get`] reads one whole).
+    pub fn briefs(&self) -> impl Iterator<Item = (usize, Brief)> + '_ {
+        self.fixed.iter().enumerate().map(|(i, f)| {
+            (
+                i,
+                Brief {
+                    ts: f.ts,
+                    frame_first: f.frame_first,
+                    data_hash: f.data_hash,
+                    has_own_id: f.flags & HAS_OWN_ID != 0,
+                    truncated: f.flags & TRUNCATED != 0,
+                    priming: f.flags & PRIMING != 0,
+                    has_data: f.data_len > 0,
+                },
+            )
         })
     }
     /// Number of messages of all events.
@@ -971,6 +1019,21 @@ mod tests {
                 }
             }
             prop_assert!(log.get(input.len()).is_none());
+            for (i, b) in log.briefs() {
+                let v = log.get(i).unwrap();
+                prop_assert_eq!(b, Brief {
+                    ts: v.sse.ts,
+                    frame_first: v.sse.frame_first,
+                    data_hash: v.data_hash,
+                    has_own_id: v.sse.has_own_id,
+                    truncated: v.sse.truncated,
+                    priming: v.priming,
+                    has_data: v.data_len > 0,
+                });
+                prop_assert_eq!(b.carries_data(), v.carries_data());
+                prop_assert_eq!(log.id_of(i), v.sse.id);
+            }
+            prop_assert_eq!(log.briefs().count(), input.len());
             let messages: usize = input.iter().map(|(_, _, _, m, _)| m.len()).sum();
             prop_assert_eq!(log.message_count(), messages as u64);
             let own: Vec<(bool, &str)> = input

@@ -23,7 +23,7 @@ pub use framing::{BodyRule, DirParser, Head, HttpEvent, HttpLimits};
 /// Largest non-SSE body kept for JSON parsing, in bytes (anomaly `http.body_too_large`).
 pub const MAX_JSON_BODY: usize = 16 << 20;
 
-pub use events::{EventLog, EventRec, MessageRef, Messages, SseMeta};
+pub use events::{Brief, EventLog, EventRec, MessageRef, Messages, SseMeta};
 
 /// One request/response exchange (Zeek http.log row).
 #[derive(Debug, Clone, Default)]

@@ -444,9 +444,9 @@ impl Model {
             };
             m.exchange_stream[xi] = stream;
             if let Some(st) = stream {
-                for (ei, ev) in e.events.iter().enumerate() {
-                    if ev.sse.has_own_id && !ev.sse.truncated {
-                        if let Some(id) = ev.sse.id.filter(|id| wanted.contains(id)) {
+                for (ei, ev) in e.events.briefs() {
+                    if ev.has_own_id && !ev.truncated {
+                        if let Some(id) = e.events.id_of(ei).filter(|id| wanted.contains(id)) {
                             let v = delivered
                                 .entry(index_key)
                                 .or_default()
@@ -464,7 +464,7 @@ impl Model {
                                 dropped.0 += 1;
                                 dropped.1.get_or_insert(xi);
                             }
-                            v.push((st, xi, ei, ev.sse.ts));
+                            v.push((st, xi, ei, ev.ts));
                         }
                     }
                 }
