@@ -215,7 +215,7 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
     // Read once for the detectors that need them: the responses each exchange delivered, and
     // when each stream's requests were all answered.
     let responses = session::responses(exchanges);
-    let answered = streams::answered_at(&model, exchanges);
+    let answered = streams::answered_at(&model, exchanges, &responses);
     session::lost_responses(&model, exchanges, &responses, capture_end, &mut findings);
     session::duplicate_responses(&model, exchanges, &responses, &mut findings);
     streams::duplicate_event_ids(&model, exchanges, &mut findings);

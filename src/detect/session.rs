@@ -74,7 +74,13 @@ fn responses_in(e: &Exchange) -> Vec<(&str, i64, u64)> {
             ));
         }
     }
-    for ev in e.events.iter().filter(|ev| !ev.sse.truncated) {
+    // Only the events with a response are decoded.
+    let answering = e
+        .events
+        .briefs()
+        .filter(|(_, b)| b.has_response && !b.truncated)
+        .filter_map(|(i, _)| e.events.get(i));
+    for ev in answering {
         for m in ev
             .messages
             .refs()

@@ -5,7 +5,7 @@
 use crate::hash::{FastMap as HashMap, FastSet as HashSet};
 
 use super::{flow_id, Finding, Severity};
-use crate::http::{EventRec, Exchange, MessageRef};
+use crate::http::{EventRec, Exchange};
 use crate::jsonrpc::Kind;
 use crate::mcp::{Era, Model, StreamKind};
 
@@ -26,24 +26,14 @@ pub(super) fn first_request_id(e: &Exchange) -> Option<String> {
         .and_then(|m| m.id.as_deref().map(str::to_string))
 }
 
-/// JSON-RPC response and error ids an exchange delivered (JSON body or SSE events).
-pub(super) fn answer_ids(e: &Exchange) -> impl Iterator<Item = &str> {
-    e.resp_messages
-        .iter()
-        .map(MessageRef::of)
-        .chain(
-            e.events
-                .iter()
-                .filter(|ev| !ev.sse.truncated)
-                .flat_map(|ev| ev.messages.refs()),
-        )
-        .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
-        .filter_map(|m| m.id)
-}
-
 /// For each logical stream, the position in its `connections` of the connection by whose end all
 /// its requests were answered; `None` when never (a standalone GET stream always owes more).
-pub(super) fn answered_at(model: &Model, exchanges: &[Exchange]) -> Vec<Option<usize>> {
+/// `responses`: what each exchange delivered ([`super::session::responses`]).
+pub(super) fn answered_at(
+    model: &Model,
+    exchanges: &[Exchange],
+    responses: &super::session::Responses<'_>,
+) -> Vec<Option<usize>> {
     model
         .streams
         .iter()
@@ -57,7 +47,7 @@ pub(super) fn answered_at(model: &Model, exchanges: &[Exchange]) -> Vec<Option<u
             }
             let mut answered: HashSet<&str> = HashSet::default();
             for (k, &xi) in stream.connections.iter().enumerate() {
-                answered.extend(answer_ids(&exchanges[xi]));
+                answered.extend(responses[xi].iter().map(|&(id, _, _)| id));
                 if reqs.iter().all(|r| answered.contains(r)) {
                     return Some(k);
                 }

@@ -55,6 +55,8 @@ const PRIMING: u8 = 4;
 const HAS_RETRY: u8 = 8;
 /// `data_len` is 4 GiB or more: the fixed field holds `u32::MAX`, the length follows `retry`.
 const BIG_DATA: u8 = 16;
+/// A message of the event is a JSON-RPC response or error.
+const HAS_RESPONSE: u8 = 32;
 
 /// One SSE event with the JSON-RPC messages of its `data`: a view into an [`EventLog`].
 ///
@@ -95,6 +97,8 @@ pub struct Brief {
     pub priming: bool,
     /// Whether [`EventRec::data_len`] is not 0.
     pub has_data: bool,
+    /// Whether a message of the event is a JSON-RPC response or error.
+    pub has_response: bool,
 }
 
 impl Brief {
@@ -324,7 +328,11 @@ impl EventLog {
             | (ev.truncated as u8 * TRUNCATED)
             | (priming as u8 * PRIMING)
             | (ev.retry.is_some() as u8 * HAS_RETRY)
-            | (big as u8 * BIG_DATA);
+            | (big as u8 * BIG_DATA)
+            | (messages
+                .iter()
+                .any(|m| matches!(m.kind, Kind::Response | Kind::Error)) as u8
+                * HAS_RESPONSE);
         self.fixed.push(Fixed {
             offset: ev.offset,
             frame_first: ev.frame_first,
@@ -369,6 +377,7 @@ impl EventLog {
                     truncated: f.flags & TRUNCATED != 0,
                     priming: f.flags & PRIMING != 0,
                     has_data: f.data_len > 0,
+                    has_response: f.flags & HAS_RESPONSE != 0,
                 },
             )
         })
@@ -1029,6 +1038,10 @@ mod tests {
                     truncated: v.sse.truncated,
                     priming: v.priming,
                     has_data: v.data_len > 0,
+                    has_response: v
+                        .messages
+                        .refs()
+                        .any(|m| matches!(m.kind, Kind::Response | Kind::Error)),
                 });
                 prop_assert_eq!(b.carries_data(), v.carries_data());
                 prop_assert_eq!(log.id_of(i), v.sse.id);
