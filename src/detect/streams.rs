@@ -100,7 +100,8 @@ pub(super) fn duplicate_event_ids(model: &Model, exchanges: &[Exchange], out: &m
             let e = &exchanges[xi];
             // Events by index: only their fixed fields and ids are read, the rest of the two
             // events of a duplicate when there is one.
-            let mut seen: HashMap<(&str, u64), usize> = HashMap::default();
+            let mut seen: HashMap<(&str, u64), usize> =
+                HashMap::with_capacity_and_hasher(e.events.len(), Default::default());
             let mut dups: Vec<(usize, usize)> = Vec::new();
             for (ei, ev) in e
                 .events
