@@ -356,7 +356,6 @@ fn events_table(
     ex: &[Exchange],
     evs: &[(usize, crate::http::EventRec)],
 ) -> Table {
-    use std::fmt::Write as _;
     // Columns are made straight from the events; text goes into one buffer per column (no
     // allocation per cell: this is the largest table).
     let text = |f: &dyn Fn(&(usize, crate::http::EventRec), &mut String) -> bool| {
@@ -374,6 +373,29 @@ fn events_table(
     let mut ids = Text::with_capacity(evs.len());
     let mut tokens = Text::with_capacity(evs.len());
     let mut progress: Vec<Option<f64>> = Vec::with_capacity(evs.len());
+    // The columns of the event's exchange: written once per exchange, copied for each of its
+    // events.
+    let mut sessions = Text::with_capacity(evs.len());
+    let mut streams = Text::with_capacity(evs.len());
+    let mut flows = Text::with_capacity(evs.len());
+    let mut of: Option<(usize, Option<&str>, Option<String>, String)> = None;
+    for &(xi, _) in evs {
+        if of.as_ref().is_none_or(|o| o.0 != xi) {
+            of = Some((
+                xi,
+                m.sessions
+                    .get(m.exchange_session[xi])
+                    .map(|s| s.label_str()),
+                m.exchange_stream[xi].map(|s| format!("S{s}")),
+                FlowId(ex[xi].flow_index).to_string(),
+            ));
+        }
+        if let Some((_, session, stream, flow)) = &of {
+            sessions.push(*session);
+            streams.push(stream.as_deref());
+            flows.push(Some(flow));
+        }
+    }
     let mut msgs: Vec<MessageRef> = Vec::new();
     for (_, ev) in evs {
         msgs.clear();
@@ -406,25 +428,9 @@ fn events_table(
         name: "events",
         columns: vec![
             col!("ts", Ts, evs, |(_, ev)| Some(ev.sse.ts)),
-            (
-                "session_id",
-                text(&|(xi, _), b| {
-                    put(
-                        b,
-                        m.sessions
-                            .get(m.exchange_session[*xi])
-                            .map(|s| s.label_str()),
-                    )
-                }),
-            ),
-            (
-                "stream_id",
-                text(&|(xi, _), b| m.exchange_stream[*xi].map(|s| write!(b, "S{s}")).is_some()),
-            ),
-            (
-                "flow_id",
-                text(&|(xi, _), b| write!(b, "{}", FlowId(ex[*xi].flow_index)).is_ok()),
-            ),
+            ("session_id", Values::Str(sessions)),
+            ("stream_id", Values::Str(streams)),
+            ("flow_id", Values::Str(flows)),
             col!("trans_depth", U64, evs, |(xi, _)| Some(
                 ex[*xi].trans_depth as u64
             )),
