@@ -65,7 +65,26 @@ const KNOWN: [&str; 10] = [
 ];
 
 /// The index in [`KNOWN`] of `name`, compared case-insensitively.
+/// Inlined, so that a lookup by a lower-case literal (every caller's) resolves at compile time.
+#[inline(always)]
 fn known_index(name: &str) -> Option<usize> {
+    match name {
+        "mcp-session-id" => Some(0),
+        "last-event-id" => Some(1),
+        "content-type" => Some(2),
+        "content-encoding" => Some(3),
+        "transfer-encoding" => Some(4),
+        "upgrade" => Some(5),
+        "mcp-protocol-version" => Some(6),
+        "host" => Some(7),
+        "content-length" => Some(8),
+        "mcp-method" => Some(9),
+        _ => known_index_nocase(name),
+    }
+}
+
+/// [`known_index`] of a name in any case (as sent).
+fn known_index_nocase(name: &str) -> Option<usize> {
     KNOWN
         .iter()
         .position(|k| k.len() == name.len() && k.as_bytes().eq_ignore_ascii_case(name.as_bytes()))
@@ -754,6 +773,15 @@ fn find_start_line(b: &[u8], is_request: bool, first_at_line_start: bool) -> Opt
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn known_names_in_any_case() {
+        for (i, k) in KNOWN.iter().enumerate() {
+            assert_eq!(known_index(k), Some(i));
+            assert_eq!(known_index(&k.to_uppercase()), Some(i));
+        }
+        assert_eq!(known_index("x-backend"), None);
+    }
 
     #[derive(Debug, PartialEq)]
     enum Ev {
