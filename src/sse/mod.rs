@@ -318,21 +318,26 @@ impl SseParser {
             return;
         };
         if s.over {
-            if !self.too_large {
-                anomalies(Anomaly::new(
-                    "sse.event_too_large",
-                    Some(frame),
-                    None,
-                    format!(
-                        "event data over {} bytes; event skipped",
-                        self.limits.max_event
-                    ),
-                ));
-            }
-            self.too_large = true;
+            self.too_large(frame, anomalies);
             return;
         }
         self.data.push(b'\n');
+    }
+
+    /// A data value would take the event past its size limit: the event is skipped (said once).
+    fn too_large(&mut self, frame: u64, anomalies: &mut impl FnMut(Anomaly)) {
+        if !self.too_large {
+            anomalies(Anomaly::new(
+                "sse.event_too_large",
+                Some(frame),
+                None,
+                format!(
+                    "event data over {} bytes; event skipped",
+                    self.limits.max_event
+                ),
+            ));
+        }
+        self.too_large = true;
     }
 
     fn reset_event(&mut self) {
@@ -389,18 +394,7 @@ impl SseParser {
         match name {
             b"data" => {
                 if self.data.len() + value.len() + 1 > self.limits.max_event {
-                    if !self.too_large {
-                        anomalies(Anomaly::new(
-                            "sse.event_too_large",
-                            Some(frame),
-                            None,
-                            format!(
-                                "event data over {} bytes; event skipped",
-                                self.limits.max_event
-                            ),
-                        ));
-                    }
-                    self.too_large = true;
+                    self.too_large(frame, anomalies);
                     return;
                 }
                 self.data.extend_from_slice(value);
