@@ -196,6 +196,9 @@ pub struct FlowTable {
     /// them all to a buffer twice the size).
     pub flows: crate::chunks::Chunks<Flow>,
     active: crate::hash::FastMap<Key, usize>,
+    /// The address pair of the last segment and its flow (the entry of `active`): consecutive
+    /// segments are mostly of one connection, and skip the lookup.
+    last: Option<(Key, usize)>,
     /// Reassembly limits.
     pub limits: ReassemblyLimits,
     /// Reassembly anomalies: `tcp.ooo_buffer_full`, `tcp.overlap_conflict`.
@@ -270,7 +273,10 @@ impl FlowTable {
         let dst = (seg.dst, seg.dport);
         let key = key_of(src, dst);
         let pure_syn = seg.syn && !seg.ack;
-        let mut idx = self.active.get(&key).copied();
+        let mut idx = match self.last {
+            Some((k, i)) if k == key => Some(i),
+            _ => self.active.get(&key).copied(),
+        };
         let known = idx.is_some();
         if let Some(i) = idx {
             let f = &self.flows[i];
@@ -294,6 +300,7 @@ impl FlowTable {
                 }
                 f.ts_last = ts;
                 f.frame_last = frame;
+                self.last = Some((key, i));
                 return known;
             }
         }
@@ -334,6 +341,7 @@ impl FlowTable {
                 local
             }
         };
+        self.last = Some((key, i));
         let limits = self.limits;
         let flow = &mut self.flows[i];
         let d: Dir = if flow.ends[0] == src { 0 } else { 1 };
