@@ -488,6 +488,14 @@ fn a_response_with_an_unreadable_head_is_unverifiable_not_lost() {
     c.server_close(&mut cap);
     let fs = findings(&cap);
     assert_kinds(&fs, &[("response_unverifiable", "info")]);
+    // Nothing wrong was seen, but not everything could be: the session is not called intact.
+    let sessions = table_csv(&cap, "sessions");
+    let verdicts: Vec<&str> = sessions
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.rsplit(',').next())
+        .collect();
+    assert_eq!(verdicts, ["unverifiable"], "{sessions}");
 }
 
 #[test]

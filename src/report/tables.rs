@@ -72,9 +72,17 @@ pub fn sessions(a: &Analysis, ex: &[Exchange]) -> Table {
         }
     }
     let mut resumptions_of = vec![0u64; m.sessions.len()];
+    // Sessions with a resumption the capture could not judge.
+    let mut unjudged = vec![false; m.sessions.len()];
     for r in &a.resumptions {
-        if let Some(n) = resumptions_of.get_mut(m.resumptions[r.index].session) {
+        let si = m.resumptions[r.index].session;
+        if let Some(n) = resumptions_of.get_mut(si) {
             *n += 1;
+        }
+        if r.verdict == crate::detect::Verdict::Unverifiable {
+            if let Some(u) = unjudged.get_mut(si) {
+                *u = true;
+            }
         }
     }
     let rows: Vec<_> = m
@@ -98,10 +106,14 @@ pub fn sessions(a: &Analysis, ex: &[Exchange]) -> Table {
                 let e = &ex[x];
                 !e.req_messages.is_empty() || !e.resp_messages.is_empty() || !e.events.is_empty()
             });
+            // A request whose response the capture may not hold, or a resumption it could not
+            // judge: nothing wrong was seen, but not everything could be.
+            let unverifiable = unjudged[si] || fs.iter().any(|f| f.kind == "response_unverifiable");
             let verdict = match worst {
                 Some(Severity::Error) => "broken",
                 Some(Severity::Warning) => "suspect",
                 _ if !mcp => "not_mcp",
+                _ if unverifiable => "unverifiable",
                 _ => "intact",
             };
             let ts_first = s.exchanges.iter().map(|&x| ex[x].ts()).min();
