@@ -4,8 +4,7 @@
 //! sender; with no SYN captured it is the sender of the first packet until
 //! the HTTP layer says otherwise (see [`crate::http`]). A SYN on a 5-tuple
 //! whose connection ended (FIN both ways or RST), or with another ISN, starts
-//! a new connection. A connection a RST ended is closed 5 s of capture time
-//! after its last segment ([`RST_LINGER_US`]), as Zeek's `tcp_reset_delay`.
+//! a new connection.
 //! Everything above this module receives [`StreamEvent`]s, never headers.
 
 pub mod reassembly;
@@ -182,12 +181,6 @@ impl StreamSink for NoSink {
 
 type Key = ((IpAddr, u16), (IpAddr, u16));
 
-/// How long a connection ended by a RST stays open for segments the network still delivers
-/// after it (reordered, or held back by a middlebox), in microseconds of capture time after its
-/// last segment: then it is closed as at the end of the capture (Zeek's `tcp_reset_delay` is
-/// 5 s too), and its reassembly and HTTP state go.
-pub const RST_LINGER_US: i64 = 5_000_000;
-
 fn key_of(a: (IpAddr, u16), b: (IpAddr, u16)) -> Key {
     if a <= b {
         (a, b)
@@ -206,9 +199,6 @@ pub struct FlowTable {
     /// The address pair of the last segment and its flow (the entry of `active`): consecutive
     /// segments are mostly of one connection, and skip the lookup.
     last: Option<(Key, usize)>,
-    /// Flows a RST ended and not yet closed, with when they may be ([`RST_LINGER_US`] after
-    /// their last segment, as far as known when queued), roughly in that order.
-    reset: std::collections::VecDeque<(i64, usize)>,
     /// Reassembly limits.
     pub limits: ReassemblyLimits,
     /// Reassembly anomalies: `tcp.ooo_buffer_full`, `tcp.overlap_conflict`.
@@ -279,7 +269,6 @@ impl FlowTable {
         frame: u64,
         sink: &mut impl StreamSink,
     ) -> bool {
-        self.close_reset(ts, sink);
         let src = (seg.src, seg.sport);
         let dst = (seg.dst, seg.dport);
         let key = key_of(src, dst);
@@ -366,14 +355,9 @@ impl FlowTable {
             flow.dirs[d].syn(seg.seq);
         }
         if seg.rst {
-            if !flow.rst[0] && !flow.rst[1] {
-                self.reset.push_back((ts.saturating_add(RST_LINGER_US), i));
-            }
-            let flow = &mut self.flows[i];
             flow.rst[d] = true;
             flow.note(d, 'r');
         }
-        let flow = &mut self.flows[i];
         if seg.fin {
             flow.fin[d] = true;
             flow.note(d, 'f');
@@ -425,10 +409,9 @@ impl FlowTable {
                 detail,
             ));
         }
-        // After a RST the connection is closed when a new SYN reuses the 5-tuple, when
-        // `RST_LINGER_US` passed after its last segment, or at the end of the capture: segments
-        // the network still delivers after it (reordered or held back by a middlebox) are in the
-        // capture and must reach the stream, not be called missed.
+        // After a RST the connection is closed when a new SYN reuses the 5-tuple or the capture
+        // ends: segments the network still delivers after it (reordered or held back by a
+        // middlebox) are in the capture and must reach the stream, not be called missed.
         let flow = &mut self.flows[i];
         if flow.dirs[d].finished() && !flow.ended[d] {
             flow.ended[d] = true;
@@ -447,28 +430,6 @@ impl FlowTable {
             }
         }
         known
-    }
-
-    /// Close the flows a RST ended whose linger passed by `now` (at their own last segment, as
-    /// at the end of the capture); one that got segments since it was queued goes back in line.
-    fn close_reset(&mut self, now: i64, sink: &mut impl StreamSink) {
-        while let Some(&(due, i)) = self.reset.front() {
-            if now < due {
-                break;
-            }
-            self.reset.pop_front();
-            let f = &self.flows[i];
-            if f.closed {
-                continue;
-            }
-            let (ts, frame) = (f.ts_last, f.frame_last);
-            let again = ts.saturating_add(RST_LINGER_US);
-            if now < again {
-                self.reset.push_back((again, i));
-                continue;
-            }
-            self.close(i, ts, frame, sink);
-        }
     }
 
     /// End a connection: flush both directions, emit the End and Close events.
@@ -516,88 +477,5 @@ impl FlowTable {
             }
             self.close(i, ts, frame, sink);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Records each event: (flow index, what, time, frame).
-    #[derive(Default)]
-    struct Rec(Vec<(usize, String, i64, u64)>);
-
-    impl StreamSink for Rec {
-        fn event(&mut self, flow: FlowMeta, ev: StreamEvent<'_>, ts: i64, frame: u64) {
-            let what = match ev {
-                StreamEvent::Open => "open".to_string(),
-                StreamEvent::Chunk(d, Chunk::Data { bytes, .. }) => {
-                    format!("data{d} {}", String::from_utf8_lossy(bytes))
-                }
-                StreamEvent::Chunk(d, Chunk::Gap { .. }) => format!("gap{d}"),
-                StreamEvent::End { dir, .. } => format!("end{dir}"),
-                StreamEvent::CaptureEnd => "capture_end".to_string(),
-                StreamEvent::Close => "close".to_string(),
-            };
-            self.0.push((flow.index, what, ts, frame));
-        }
-    }
-
-    fn seg<'a>(
-        port: u16,
-        to_server: bool,
-        seq: u32,
-        flags: &str,
-        payload: &'a [u8],
-    ) -> Segment<'a> {
-        let (c, s) = (IpAddr::from([10, 0, 0, 1]), IpAddr::from([10, 0, 0, 2]));
-        let (src, dst, sport, dport) = if to_server {
-            (c, s, port, 80)
-        } else {
-            (s, c, 80, port)
-        };
-        Segment {
-            src,
-            dst,
-            sport,
-            dport,
-            seq,
-            ack_no: 0,
-            syn: flags.contains('S'),
-            ack: false,
-            fin: flags.contains('F'),
-            rst: flags.contains('R'),
-            payload,
-            wire_len: payload.len() as u32,
-        }
-    }
-
-    /// A connection ended by a RST takes segments for `RST_LINGER_US` after its last one, then
-    /// is closed at that last segment, as at the end of the capture: its state does not wait
-    /// for the end of the capture.
-    #[test]
-    fn a_reset_connection_closes_after_its_linger() {
-        let mut t = FlowTable::new(ReassemblyLimits::default());
-        let mut rec = Rec::default();
-        let s = 1_000_000;
-        t.segment(&seg(1000, true, 0, "S", b""), 0, 1, &mut rec);
-        t.segment(&seg(1000, true, 1, "", b"GET"), s, 2, &mut rec);
-        t.segment(&seg(1000, false, 0, "R", b""), 2 * s, 3, &mut rec);
-        // Held back by the network, after the RST: still the stream's.
-        t.segment(&seg(1000, true, 4, "", b" /"), 3 * s, 4, &mut rec);
-        // Another connection, within the linger of the last segment, then past it.
-        t.segment(&seg(2000, true, 0, "S", b""), 7 * s, 5, &mut rec);
-        assert!(!rec.0.iter().any(|e| e.1 == "close"));
-        t.segment(&seg(2000, true, 1, "", b"x"), 8 * s + 1, 6, &mut rec);
-        let first: Vec<_> = rec.0.iter().filter(|e| e.0 == 0).cloned().collect();
-        let close = first.iter().find(|e| e.1 == "close").expect("closed");
-        assert_eq!((close.2, close.3), (3 * s, 4), "at its last segment");
-        assert!(first.iter().any(|e| e.1 == "data0  /"), "{first:?}");
-        // After the close, a late segment is not delivered.
-        let n = rec.0.len();
-        t.segment(&seg(1000, true, 6, "", b"late"), 9 * s, 7, &mut rec);
-        assert_eq!(rec.0.len(), n);
-        t.finish(&mut rec);
-        assert_eq!(rec.0.iter().filter(|e| e.1 == "close").count(), 2);
     }
 }
