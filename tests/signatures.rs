@@ -1078,6 +1078,12 @@ fn a_redirected_resumption_is_no_rejection() {
     resume_from_3(&mut cap);
     assert_kinds(&analyze(&cap, &[]), &[("resume_ok", "info")]);
     assert_eq!(resumption_verdicts(&cap), ["unverifiable", "resumed"]);
+    // The redirect is no resumption the capture failed to judge: the session is intact.
+    let sessions = table_csv(&cap, "sessions");
+    assert!(
+        sessions.lines().skip(1).all(|l| l.ends_with(",intact")),
+        "{sessions}"
+    );
 
     // Other sessions resuming in between (a proxy restart cuts every client at once) do not
     // hide the follow.

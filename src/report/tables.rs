@@ -79,7 +79,9 @@ pub fn sessions(a: &Analysis, ex: &[Exchange]) -> Table {
         if let Some(n) = resumptions_of.get_mut(si) {
             *n += 1;
         }
-        if r.verdict == crate::detect::Verdict::Unverifiable {
+        // A redirect the client followed is no resumption of its own: the GET that follows is.
+        let redirect = (300..400).contains(&ex[m.resumptions[r.index].exchange].status());
+        if r.verdict == crate::detect::Verdict::Unverifiable && !redirect {
             if let Some(u) = unjudged.get_mut(si) {
                 *u = true;
             }
