@@ -33,6 +33,8 @@ struct Owned {
     payload: std::ops::Range<usize>,
     wire_len: u32,
     ts: i64,
+    /// The capture's clock at this segment: the latest time of every segment read up to it.
+    clock: i64,
     frame: u64,
     order: u64,
 }
@@ -78,8 +80,10 @@ impl Done {
             created: Vec::new(),
         }
     }
-    /// Stages 3–4 for one segment, the `order`-th of the run.
-    fn segment(&mut self, seg: &Segment<'_>, ts: i64, frame: u64, order: u64) {
+    /// Stages 3–4 for one segment, the `order`-th of the run, read when the capture's clock
+    /// stood at `clock` ([`FlowTable::advance_clock`]).
+    fn segment(&mut self, seg: &Segment<'_>, ts: i64, clock: i64, frame: u64, order: u64) {
+        self.flows.advance_clock(clock);
         let before = self.flows.flows.len();
         self.flows.segment(seg, ts, frame, &mut self.http);
         while self.created.len() < self.flows.flows.len() && self.flows.flows.len() > before {
@@ -141,6 +145,8 @@ pub struct Shards {
     /// Emptied batches the workers sent back.
     spare: Receiver<Batch>,
     order: u64,
+    /// The latest segment time read so far (the capture's clock, [`FlowTable::advance_clock`]).
+    clock: i64,
     /// The reading thread's own shard.
     local: Done,
     /// Flows and exchanges of `local` already counted in `live`.
@@ -175,7 +181,7 @@ fn worker(
                 payload: batch.bytes.get(s.payload.clone()).unwrap_or_default(),
                 wire_len: s.wire_len,
             };
-            d.segment(&seg, s.ts, s.frame, s.order);
+            d.segment(&seg, s.ts, s.clock, s.frame, s.order);
         }
         d.publish(&live, &mut counted);
         batch.segs.clear();
@@ -227,6 +233,7 @@ impl Shards {
             handles,
             spare,
             order: 0,
+            clock: i64::MIN,
             local: Done::new(limits, http),
             local_counted: (0, 0),
             live,
@@ -240,11 +247,12 @@ impl Shards {
         let mut h = crate::hash::FastHasher::default();
         crate::conn_key(seg).hash(&mut h);
         self.order += 1;
+        self.clock = self.clock.max(ts);
         // The reading thread also decodes every frame: it takes one share of the flows where a
         // worker takes two.
         let slot = (h.finish() % (2 * self.senders.len() as u64 + 1)) as usize;
         if slot == 0 {
-            self.local.segment(seg, ts, frame, self.order);
+            self.local.segment(seg, ts, self.clock, frame, self.order);
             if self.order.is_multiple_of(1024) {
                 self.local.publish(&self.live, &mut self.local_counted);
             }
@@ -268,6 +276,7 @@ impl Shards {
             payload: start..b.bytes.len(),
             wire_len: seg.wire_len,
             ts,
+            clock: self.clock,
             frame,
             order: self.order,
         });

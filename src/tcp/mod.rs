@@ -4,7 +4,8 @@
 //! sender; with no SYN captured it is the sender of the first packet until
 //! the HTTP layer says otherwise (see [`crate::http`]). A SYN on a 5-tuple
 //! whose connection ended (FIN both ways or RST), or with another ISN, starts
-//! a new connection.
+//! a new connection. A connection a RST ended is closed 5 s of capture time
+//! after its last segment ([`RST_LINGER_US`]), as Zeek's `tcp_reset_delay`.
 //! Everything above this module receives [`StreamEvent`]s, never headers.
 
 pub mod reassembly;
@@ -37,6 +38,8 @@ pub struct Flow {
     pub ts_first: i64,
     /// Last packet time.
     pub ts_last: i64,
+    /// Latest packet time (`ts_last` unless the capture's times went backwards).
+    pub ts_max: i64,
     /// First and last frame numbers.
     pub frame_first: u64,
     /// Last frame number.
@@ -181,6 +184,14 @@ impl StreamSink for NoSink {
 
 type Key = ((IpAddr, u16), (IpAddr, u16));
 
+/// How long a connection ended by a RST stays open for segments the network still delivers
+/// after it (reordered, or held back by a middlebox), in microseconds of capture time after its
+/// latest segment: then it is closed as at the end of the capture (Zeek's `tcp_reset_delay` is
+/// 5 s too), and its reassembly and HTTP state go. Capture time is the latest time of any
+/// segment so far ([`FlowTable::advance_clock`]), so that a connection's fate depends on the
+/// capture alone, not on which thread saw which segments.
+pub const RST_LINGER_US: i64 = 5_000_000;
+
 fn key_of(a: (IpAddr, u16), b: (IpAddr, u16)) -> Key {
     if a <= b {
         (a, b)
@@ -199,6 +210,11 @@ pub struct FlowTable {
     /// The address pair of the last segment and its flow (the entry of `active`): consecutive
     /// segments are mostly of one connection, and skip the lookup.
     last: Option<(Key, usize)>,
+    /// Flows a RST ended and not yet closed, by when they may be ([`RST_LINGER_US`] after
+    /// their latest segment, as far as known when queued: never later than that).
+    reset: std::collections::BinaryHeap<std::cmp::Reverse<(i64, usize)>>,
+    /// The latest segment time of the capture so far (µs since the Unix epoch).
+    clock: i64,
     /// Reassembly limits.
     pub limits: ReassemblyLimits,
     /// Reassembly anomalies: `tcp.ooo_buffer_full`, `tcp.overlap_conflict`.
@@ -213,6 +229,7 @@ impl FlowTable {
     pub fn new(limits: ReassemblyLimits) -> Self {
         FlowTable {
             limits,
+            clock: i64::MIN,
             ..Default::default()
         }
     }
@@ -226,6 +243,7 @@ impl FlowTable {
         FlowTable {
             limits,
             ids: Some(ids),
+            clock: i64::MIN,
             ..Default::default()
         }
     }
@@ -269,6 +287,8 @@ impl FlowTable {
         frame: u64,
         sink: &mut impl StreamSink,
     ) -> bool {
+        self.clock = self.clock.max(ts);
+        self.close_reset(sink);
         let src = (seg.src, seg.sport);
         let dst = (seg.dst, seg.dport);
         let key = key_of(src, dst);
@@ -299,6 +319,7 @@ impl FlowTable {
                     f.dirs[d].stats.retransmitted += 1;
                 }
                 f.ts_last = ts;
+                f.ts_max = f.ts_max.max(ts);
                 f.frame_last = frame;
                 self.last = Some((key, i));
                 return known;
@@ -327,6 +348,7 @@ impl FlowTable {
                     wire_bytes: [0; 2],
                     ts_first: ts,
                     ts_last: ts,
+                    ts_max: ts,
                     frame_first: frame,
                     frame_last: frame,
                     syn: [false; 2],
@@ -348,6 +370,7 @@ impl FlowTable {
         flow.packets[d] += 1;
         flow.wire_bytes[d] += seg.wire_len as u64;
         flow.ts_last = ts;
+        flow.ts_max = flow.ts_max.max(ts);
         flow.frame_last = frame;
         if seg.syn {
             flow.syn[d] = true;
@@ -355,9 +378,15 @@ impl FlowTable {
             flow.dirs[d].syn(seg.seq);
         }
         if seg.rst {
+            if !flow.rst[0] && !flow.rst[1] {
+                let due = flow.ts_max.saturating_add(RST_LINGER_US);
+                self.reset.push(std::cmp::Reverse((due, i)));
+            }
+            let flow = &mut self.flows[i];
             flow.rst[d] = true;
             flow.note(d, 'r');
         }
+        let flow = &mut self.flows[i];
         if seg.fin {
             flow.fin[d] = true;
             flow.note(d, 'f');
@@ -409,9 +438,10 @@ impl FlowTable {
                 detail,
             ));
         }
-        // After a RST the connection is closed when a new SYN reuses the 5-tuple or the capture
-        // ends: segments the network still delivers after it (reordered or held back by a
-        // middlebox) are in the capture and must reach the stream, not be called missed.
+        // After a RST the connection is closed when a new SYN reuses the 5-tuple, when
+        // `RST_LINGER_US` passed after its last segment, or at the end of the capture: segments
+        // the network still delivers after it (reordered or held back by a middlebox) are in the
+        // capture and must reach the stream, not be called missed.
         let flow = &mut self.flows[i];
         if flow.dirs[d].finished() && !flow.ended[d] {
             flow.ended[d] = true;
@@ -430,6 +460,36 @@ impl FlowTable {
             }
         }
         known
+    }
+
+    /// Move the capture's clock to `ts` if later: the time of a segment read elsewhere (another
+    /// worker's, [`crate::shard`]). [`FlowTable::segment`] moves it to each segment's own time.
+    pub fn advance_clock(&mut self, ts: i64) {
+        self.clock = self.clock.max(ts);
+    }
+
+    /// Close the flows a RST ended whose linger the clock passed (at their own last segment,
+    /// as at the end of the capture); one that got segments since it was queued goes back in
+    /// line. Every flow due is looked at: whether a flow is closed before one of its segments
+    /// depends only on its own segments and the clock at that segment.
+    fn close_reset(&mut self, sink: &mut impl StreamSink) {
+        while let Some(&std::cmp::Reverse((due, i))) = self.reset.peek() {
+            if self.clock < due {
+                break;
+            }
+            self.reset.pop();
+            let f = &self.flows[i];
+            if f.closed {
+                continue;
+            }
+            let again = f.ts_max.saturating_add(RST_LINGER_US);
+            if self.clock < again {
+                self.reset.push(std::cmp::Reverse((again, i)));
+                continue;
+            }
+            let (ts, frame) = (f.ts_last, f.frame_last);
+            self.close(i, ts, frame, sink);
+        }
     }
 
     /// End a connection: flush both directions, emit the End and Close events.
@@ -477,5 +537,127 @@ impl FlowTable {
             }
             self.close(i, ts, frame, sink);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records each event: (flow index, what, time, frame).
+    #[derive(Default)]
+    struct Rec(Vec<(usize, String, i64, u64)>);
+
+    impl StreamSink for Rec {
+        fn event(&mut self, flow: FlowMeta, ev: StreamEvent<'_>, ts: i64, frame: u64) {
+            let what = match ev {
+                StreamEvent::Open => "open".to_string(),
+                StreamEvent::Chunk(d, Chunk::Data { bytes, .. }) => {
+                    format!("data{d} {}", String::from_utf8_lossy(bytes))
+                }
+                StreamEvent::Chunk(d, Chunk::Gap { .. }) => format!("gap{d}"),
+                StreamEvent::End { dir, .. } => format!("end{dir}"),
+                StreamEvent::CaptureEnd => "capture_end".to_string(),
+                StreamEvent::Close => "close".to_string(),
+            };
+            self.0.push((flow.index, what, ts, frame));
+        }
+    }
+
+    fn seg<'a>(
+        port: u16,
+        to_server: bool,
+        seq: u32,
+        flags: &str,
+        payload: &'a [u8],
+    ) -> Segment<'a> {
+        let (c, s) = (IpAddr::from([10, 0, 0, 1]), IpAddr::from([10, 0, 0, 2]));
+        let (src, dst, sport, dport) = if to_server {
+            (c, s, port, 80)
+        } else {
+            (s, c, 80, port)
+        };
+        Segment {
+            src,
+            dst,
+            sport,
+            dport,
+            seq,
+            ack_no: 0,
+            syn: flags.contains('S'),
+            ack: false,
+            fin: flags.contains('F'),
+            rst: flags.contains('R'),
+            payload,
+            wire_len: payload.len() as u32,
+        }
+    }
+
+    /// A connection ended by a RST takes segments for `RST_LINGER_US` after its last one, then
+    /// is closed at that last segment, as at the end of the capture: its state does not wait
+    /// for the end of the capture.
+    #[test]
+    fn a_reset_connection_closes_after_its_linger() {
+        let mut t = FlowTable::new(ReassemblyLimits::default());
+        let mut rec = Rec::default();
+        let s = 1_000_000;
+        t.segment(&seg(1000, true, 0, "S", b""), 0, 1, &mut rec);
+        t.segment(&seg(1000, true, 1, "", b"GET"), s, 2, &mut rec);
+        t.segment(&seg(1000, false, 0, "R", b""), 2 * s, 3, &mut rec);
+        // Held back by the network, after the RST: still the stream's.
+        t.segment(&seg(1000, true, 4, "", b" /"), 3 * s, 4, &mut rec);
+        // Another connection, within the linger of the last segment, then past it.
+        t.segment(&seg(2000, true, 0, "S", b""), 7 * s, 5, &mut rec);
+        assert!(!rec.0.iter().any(|e| e.1 == "close"));
+        t.segment(&seg(2000, true, 1, "", b"x"), 8 * s + 1, 6, &mut rec);
+        let first: Vec<_> = rec.0.iter().filter(|e| e.0 == 0).cloned().collect();
+        let close = first.iter().find(|e| e.1 == "close").expect("closed");
+        assert_eq!((close.2, close.3), (3 * s, 4), "at its last segment");
+        assert!(first.iter().any(|e| e.1 == "data0  /"), "{first:?}");
+        // After the close, a late segment is not delivered.
+        let n = rec.0.len();
+        t.segment(&seg(1000, true, 6, "", b"late"), 9 * s, 7, &mut rec);
+        assert_eq!(rec.0.len(), n);
+        t.finish(&mut rec);
+        assert_eq!(rec.0.iter().filter(|e| e.1 == "close").count(), 2);
+    }
+
+    /// A table that sees only a connection's segments (a worker of `--threads N`), its clock
+    /// moved by the capture's, makes the same events for it as one that sees every segment:
+    /// also when another connection's times jump ahead and back.
+    #[test]
+    fn the_linger_does_not_depend_on_the_segments_a_table_sees() {
+        let s = 1_000_000;
+        let segs = [
+            (1000, true, 0, "S", &b""[..], 0),
+            (1000, true, 1, "", b"GET", s),
+            (1000, false, 0, "R", b"", 2 * s),
+            (2000, true, 0, "S", b"", 100 * s),
+            (1000, true, 4, "", b" /", 2 * s + 1),
+            (2000, true, 1, "", b"x", 3 * s),
+            (1000, true, 6, "", b" H", 3 * s),
+        ];
+        let mut all = FlowTable::new(ReassemblyLimits::default());
+        let mut one = FlowTable::new(ReassemblyLimits::default());
+        let (mut ra, mut ro) = (Rec::default(), Rec::default());
+        let mut clock = i64::MIN;
+        for (k, &(port, up, seq, flags, payload, ts)) in segs.iter().enumerate() {
+            clock = clock.max(ts);
+            let frame = k as u64 + 1;
+            all.segment(&seg(port, up, seq, flags, payload), ts, frame, &mut ra);
+            if port == 1000 {
+                one.advance_clock(clock);
+                one.segment(&seg(port, up, seq, flags, payload), ts, frame, &mut ro);
+            }
+        }
+        all.finish(&mut ra);
+        one.finish(&mut ro);
+        let of_first = |r: &Rec| -> Vec<(String, i64, u64)> {
+            r.0.iter()
+                .filter(|e| e.0 == 0)
+                .map(|e| (e.1.clone(), e.2, e.3))
+                .collect()
+        };
+        assert_eq!(of_first(&ra), of_first(&ro));
     }
 }
