@@ -81,11 +81,10 @@ impl Done {
         }
     }
     /// Stages 3–4 for one segment, the `order`-th of the run, read when the capture's clock
-    /// stood at `clock` ([`FlowTable::advance_clock`]).
+    /// stood at `clock` ([`crate::tcp::clock_after`]).
     fn segment(&mut self, seg: &Segment<'_>, ts: i64, clock: i64, frame: u64, order: u64) {
-        self.flows.advance_clock(clock);
         let before = self.flows.flows.len();
-        self.flows.segment(seg, ts, frame, &mut self.http);
+        self.flows.segment_at(seg, ts, clock, frame, &mut self.http);
         while self.created.len() < self.flows.flows.len() && self.flows.flows.len() > before {
             self.created.push(order);
         }
@@ -145,7 +144,7 @@ pub struct Shards {
     /// Emptied batches the workers sent back.
     spare: Receiver<Batch>,
     order: u64,
-    /// The latest segment time read so far (the capture's clock, [`FlowTable::advance_clock`]).
+    /// The capture's clock ([`crate::tcp::clock_after`] over every segment so far).
     clock: i64,
     /// The reading thread's own shard.
     local: Done,
@@ -247,7 +246,7 @@ impl Shards {
         let mut h = crate::hash::FastHasher::default();
         crate::conn_key(seg).hash(&mut h);
         self.order += 1;
-        self.clock = self.clock.max(ts);
+        self.clock = crate::tcp::clock_after(self.clock, ts);
         // The reading thread also decodes every frame: it takes one share of the flows where a
         // worker takes two.
         let slot = (h.finish() % (2 * self.senders.len() as u64 + 1)) as usize;

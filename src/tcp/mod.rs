@@ -188,9 +188,23 @@ type Key = ((IpAddr, u16), (IpAddr, u16));
 /// after it (reordered, or held back by a middlebox), in microseconds of capture time after its
 /// latest segment: then it is closed as at the end of the capture (Zeek's `tcp_reset_delay` is
 /// 5 s too), and its reassembly and HTTP state go. Capture time is the latest time of any
-/// segment so far ([`FlowTable::advance_clock`]), so that a connection's fate depends on the
-/// capture alone, not on which thread saw which segments.
+/// segment so far, moving at most [`CLOCK_STEP_US`] a segment ([`clock_after`]), so that a
+/// connection's fate depends on the capture alone, not on which thread saw which segments, and
+/// one frame stamped far ahead does not close every reset connection at once.
 pub const RST_LINGER_US: i64 = 5_000_000;
+
+/// The most the capture's clock moves on one segment, in microseconds: a jump ahead (a frame
+/// with a bad time) counts as this much; a real pause in the traffic is caught up on over the
+/// next segments.
+pub const CLOCK_STEP_US: i64 = 1_000_000;
+
+/// The capture's clock after a segment of time `ts`, from `clock` (`i64::MIN` before the first).
+pub fn clock_after(clock: i64, ts: i64) -> i64 {
+    if clock == i64::MIN {
+        return ts;
+    }
+    clock.max(ts.min(clock.saturating_add(CLOCK_STEP_US)))
+}
 
 fn key_of(a: (IpAddr, u16), b: (IpAddr, u16)) -> Key {
     if a <= b {
@@ -287,7 +301,22 @@ impl FlowTable {
         frame: u64,
         sink: &mut impl StreamSink,
     ) -> bool {
-        self.clock = self.clock.max(ts);
+        let clock = clock_after(self.clock, ts);
+        self.segment_at(seg, ts, clock, frame, sink)
+    }
+
+    /// [`FlowTable::segment`] with the capture's clock given: [`clock_after`] over every
+    /// segment of the capture up to this one, of which this table may see only some (a worker
+    /// of [`crate::shard`]).
+    pub fn segment_at(
+        &mut self,
+        seg: &Segment<'_>,
+        ts: i64,
+        clock: i64,
+        frame: u64,
+        sink: &mut impl StreamSink,
+    ) -> bool {
+        self.clock = self.clock.max(clock);
         self.close_reset(sink);
         let src = (seg.src, seg.sport);
         let dst = (seg.dst, seg.dport);
@@ -462,12 +491,6 @@ impl FlowTable {
         known
     }
 
-    /// Move the capture's clock to `ts` if later: the time of a segment read elsewhere (another
-    /// worker's, [`crate::shard`]). [`FlowTable::segment`] moves it to each segment's own time.
-    pub fn advance_clock(&mut self, ts: i64) {
-        self.clock = self.clock.max(ts);
-    }
-
     /// Close the flows a RST ended whose linger the clock passed (at their own last segment,
     /// as at the end of the capture); one that got segments since it was queued goes back in
     /// line. Every flow due is looked at: whether a flow is closed before one of its segments
@@ -606,8 +629,11 @@ mod tests {
         t.segment(&seg(1000, false, 0, "R", b""), 2 * s, 3, &mut rec);
         // Held back by the network, after the RST: still the stream's.
         t.segment(&seg(1000, true, 4, "", b" /"), 3 * s, 4, &mut rec);
-        // Another connection, within the linger of the last segment, then past it.
-        t.segment(&seg(2000, true, 0, "S", b""), 7 * s, 5, &mut rec);
+        // Another connection, every second within the linger of the last segment, then past it.
+        t.segment(&seg(2000, true, 0, "S", b""), 4 * s, 5, &mut rec);
+        for k in 5..=7 {
+            t.segment(&seg(2000, true, 1, "", b""), k * s, 5, &mut rec);
+        }
         assert!(!rec.0.iter().any(|e| e.1 == "close"));
         t.segment(&seg(2000, true, 1, "", b"x"), 8 * s + 1, 6, &mut rec);
         let first: Vec<_> = rec.0.iter().filter(|e| e.0 == 0).cloned().collect();
@@ -642,12 +668,12 @@ mod tests {
         let (mut ra, mut ro) = (Rec::default(), Rec::default());
         let mut clock = i64::MIN;
         for (k, &(port, up, seq, flags, payload, ts)) in segs.iter().enumerate() {
-            clock = clock.max(ts);
+            clock = clock_after(clock, ts);
             let frame = k as u64 + 1;
             all.segment(&seg(port, up, seq, flags, payload), ts, frame, &mut ra);
             if port == 1000 {
-                one.advance_clock(clock);
-                one.segment(&seg(port, up, seq, flags, payload), ts, frame, &mut ro);
+                let s = seg(port, up, seq, flags, payload);
+                one.segment_at(&s, ts, clock, frame, &mut ro);
             }
         }
         all.finish(&mut ra);
@@ -659,5 +685,9 @@ mod tests {
                 .collect()
         };
         assert_eq!(of_first(&ra), of_first(&ro));
+        // One frame stamped 98 s ahead moves the clock by `CLOCK_STEP_US`: the reset connection
+        // still takes its late segments.
+        let got: Vec<String> = of_first(&ra).into_iter().map(|e| e.0).collect();
+        assert!(got.contains(&"data0  /".to_string()) && got.contains(&"data0  H".to_string()));
     }
 }
