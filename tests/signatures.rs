@@ -334,6 +334,14 @@ fn resume_from_3(cap: &mut Capture) {
     g.close(cap);
 }
 
+/// A GET resuming the session's stream from `cursor`, answered by `evs` and closed.
+fn resume_with(cap: &mut Capture, cursor: &str, evs: &[Ev]) {
+    let mut g = cap.connect();
+    g.client(cap, &get(Some(SID), Some(cursor)));
+    g.server(cap, &sse_response(None, evs, true));
+    g.close(cap);
+}
+
 /// A session whose tools/call stream has delivered ids 1..3 (progress 1..3 of 5) and is still
 /// open: the capture and that connection.
 fn call_under_way() -> (Capture, Conn) {
@@ -976,13 +984,7 @@ fn a_cursor_delivered_on_hundreds_of_streams_still_finds_the_cut_one() {
     for id in 3..303 {
         call(&mut cap, id);
     }
-    let mut g = cap.connect();
-    g.client(&mut cap, &get(Some(SID), Some("0")));
-    g.server(
-        &mut cap,
-        &sse_response(None, &[Ev::id("1", result(2))], true),
-    );
-    g.close(&mut cap);
+    resume_with(&mut cap, "0", &[Ev::id("1", result(2))]);
     assert_kinds(&analyze(&cap, &[]), &[("resume_ok", "info")]);
     // The deliveries left out of the lookup are said.
     assert!(table_csv(&cap, "anomalies").contains("model.deliveries"));
@@ -1445,13 +1447,7 @@ fn response_replayed_on_the_standalone_stream() {
     evs.push(Ev::id("3", result(2)));
     c.server(&mut cap, &sse_response(None, &evs, true));
     c.close(&mut cap);
-    let mut r = cap.connect();
-    r.client(&mut cap, &get(Some(SID), Some("g1")));
-    r.server(
-        &mut cap,
-        &sse_response(None, &[Ev::id("g2", result(2))], true),
-    );
-    r.close(&mut cap);
+    resume_with(&mut cap, "g1", &[Ev::id("g2", result(2))]);
     let fs = analyze(&cap, &[]);
     assert!(
         fs.iter().any(|f| f["kind"] == "cross_stream_replay"),
@@ -1496,13 +1492,7 @@ fn absurd_retry_does_not_overflow() {
     body.extend(chunk(b"id: 0\nretry: 4000000000000000000\ndata: \n\n"));
     body.extend_from_slice(LAST_CHUNK);
     c.server(&mut cap, &body);
-    let mut g = cap.connect();
-    g.client(&mut cap, &get(Some(SID), Some("0")));
-    g.server(
-        &mut cap,
-        &sse_response(None, &[Ev::id("1", result(2))], true),
-    );
-    g.close(&mut cap);
+    resume_with(&mut cap, "0", &[Ev::id("1", result(2))]);
     c.close(&mut cap);
     let fs = analyze(&cap, &[]);
     assert!(fs.iter().all(|f| f["severity"] == "info"), "{fs:#?}");
