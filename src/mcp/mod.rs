@@ -506,7 +506,8 @@ impl Model {
         self.streams.len() - 1
     }
 
-    /// The `id_format` column of a stream: the format's name, and for plain integers whether the
+    /// The `id_format` column of a stream: the name of the format every id it carried shares
+    /// (`opaque` when they mix formats), and for plain integers whether the
     /// stream's own ids stepped by one (`integer_dense`) or not (`integer_sparse`, e.g. a
     /// counter shared by the whole server), or just `integer` when one id cannot tell; `none`
     /// when the stream carried no id.
@@ -547,23 +548,6 @@ impl Model {
             },
             Some(f) => f.as_str(),
         }
-    }
-
-    /// The id format of a stream: the one shared by every id it carried, `None` when it carried none,
-    /// `Opaque` when formats or prefixes are mixed.
-    pub fn stream_id_format(&self, st: usize, exchanges: &[Exchange]) -> Option<IdFormat> {
-        let mut fmt: Option<IdFormat> = None;
-        for &xi in &self.streams[st].connections {
-            for (_, id) in exchanges[xi].events.own_ids() {
-                let f = ids::parse(id).format;
-                match fmt {
-                    None => fmt = Some(f),
-                    Some(g) if g != f => return Some(IdFormat::Opaque),
-                    _ => {}
-                }
-            }
-        }
-        fmt
     }
 }
 
