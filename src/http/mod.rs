@@ -183,6 +183,15 @@ impl Exchange {
     pub fn frame(&self) -> u64 {
         self.frame_request.or(self.frame_response).unwrap_or(0)
     }
+    /// An anomaly `code` whose evidence starts at this exchange (its frame and flow).
+    pub(crate) fn anomaly(&self, code: &'static str, detail: String) -> Anomaly {
+        Anomaly::new(
+            code,
+            Some(self.frame()),
+            Some(FlowId(self.flow_index).to_string()),
+            detail,
+        )
+    }
 }
 
 /// Options of the HTTP stage.

@@ -200,12 +200,11 @@ pub fn link(exchanges: &[Exchange], backend_headers: &[String]) -> Hops {
     for (_, members) in keys.iter().filter(|(_, v)| v.len() > 1) {
         let next_other = next_on_other_flow(exchanges, members);
         let others = |i| later_on_other_flows(exchanges, members, &next_other, i);
-        // Whether the candidates of member `i` within `window` µs of it went past the limit.
-        let capped = |i: usize, window: i64| {
+        // Whether the candidate after the last one compared with member `i` (`next`) was still
+        // within `window` µs of it: the limit cut it off.
+        let capped = |i: usize, next: Option<usize>, window: i64| {
             let end = exchanges[members[i]].ts().saturating_add(window);
-            others(i)
-                .nth(MAX_CANDIDATES)
-                .is_some_and(|b| exchanges[b].ts() <= end)
+            next.is_some_and(|b| exchanges[b].ts() <= end)
         };
         let mut cut: Vec<usize> = Vec::new();
         // The same connection seen twice (two vantage points): keep the better copy.
@@ -214,7 +213,8 @@ pub fn link(exchanges: &[Exchange], backend_headers: &[String]) -> Hops {
                 continue;
             }
             let mut within = true;
-            for b in others(i).take(MAX_CANDIDATES) {
+            let mut cands = others(i);
+            for b in cands.by_ref().take(MAX_CANDIDATES) {
                 let (ea, eb) = (&exchanges[a], &exchanges[b]);
                 // Members are in time order: nothing later than a second can be a copy.
                 if eb.ts() > ea.ts().saturating_add(1_000_000) {
@@ -230,7 +230,7 @@ pub fn link(exchanges: &[Exchange], backend_headers: &[String]) -> Hops {
                     hops.primary[b] = Some(a);
                 }
             }
-            if within && capped(i, 1_000_000) {
+            if within && capped(i, cands.next(), 1_000_000) {
                 cut.push(a);
             }
         }
@@ -241,7 +241,8 @@ pub fn link(exchanges: &[Exchange], backend_headers: &[String]) -> Hops {
             }
             let mut last = a;
             let mut within = true;
-            for b in others(i).take(MAX_CANDIDATES) {
+            let mut cands = others(i);
+            for b in cands.by_ref().take(MAX_CANDIDATES) {
                 // A proxy forwards within the window (and before its answer, see `forwards`).
                 if exchanges[b].ts() > exchanges[a].ts().saturating_add(FORWARD_WINDOW_US) {
                     within = false;
@@ -258,7 +259,7 @@ pub fn link(exchanges: &[Exchange], backend_headers: &[String]) -> Hops {
                     last = b;
                 }
             }
-            if within && capped(i, FORWARD_WINDOW_US) {
+            if within && capped(i, cands.next(), FORWARD_WINDOW_US) {
                 cut.push(a);
             }
         }
@@ -266,11 +267,8 @@ pub fn link(exchanges: &[Exchange], backend_headers: &[String]) -> Hops {
         cut.sort_unstable();
         cut.dedup();
         if let Some(&first) = cut.first() {
-            let e = &exchanges[first];
-            hops.anomalies.add(crate::anomaly::Anomaly::new(
+            hops.anomalies.add(exchanges[first].anomaly(
                 "model.hop_candidates",
-                Some(e.frame()),
-                Some(crate::tcp::FlowId(e.flow_index).to_string()),
                 format!(
                     "{} of {} identical requests were compared with only the next {MAX_CANDIDATES} on other connections: a copy or forwarded request beyond them is not linked as a hop",
                     cut.len(),

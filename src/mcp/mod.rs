@@ -478,11 +478,8 @@ impl Model {
         }
         m.anomalies = std::mem::take(&mut m.hops.anomalies);
         if let (n, Some(x)) = dropped {
-            let e = &exchanges[x];
-            m.anomalies.add(crate::anomaly::Anomaly::new(
+            m.anomalies.add(exchanges[x].anomaly(
                 "model.deliveries",
-                Some(e.frame()),
-                Some(crate::tcp::FlowId(e.flow_index).to_string()),
                 format!(
                     "event ids delivered more than {MAX_DELIVERIES} times: {n} of their deliveries (on connections that ended cleanly, the oldest first) were left out of the Last-Event-ID lookup"
                 ),
