@@ -175,7 +175,7 @@ pub fn read_capture_while<R: Read + Send>(
                                         None,
                                         format!("timestamp {ts} µs is outside the years 1 to 9999; taken as the nearest end"),
                                     ));
-                                    ts = ts.clamp(TS_MIN_US, TS_MAX_US);
+                                    ts = clamp_ts(ts);
                                 }
                                 let caplen = (epb.caplen as usize).min(epb.data.len());
                                 go_on = sink(Frame {
@@ -302,6 +302,11 @@ pub fn ts_resolution(if_tsresol: u8) -> Option<u64> {
 pub const TS_MIN_US: i64 = -62_135_596_800_000_000;
 /// The latest time a frame may have: 9999-12-31T23:59:59.999999Z (see [`TS_MIN_US`]).
 pub const TS_MAX_US: i64 = 253_402_300_799_999_999;
+
+/// `us` taken into [`TS_MIN_US`, `TS_MAX_US`], the times every output format can write.
+pub fn clamp_ts(us: i64) -> i64 {
+    us.clamp(TS_MIN_US, TS_MAX_US)
+}
 
 /// Convert a pcapng timestamp in `resolution` units per second, plus `if_tsoffset` seconds,
 /// to microseconds since the Unix epoch, saturating instead of overflowing.

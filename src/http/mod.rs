@@ -566,20 +566,16 @@ fn on_event(
                 // Responses lost in the gap: this one answers the latest request sent before it
                 // (a client that does not pipeline sends the next request only after the previous
                 // answer); the requests skipped lost their responses to the capture.
-                let sent_by = |i: usize| conn.exchanges[i].ts_request.is_some_and(|t| t <= ts);
+                let sent_by = |e: &Exchange| e.ts_request.is_some_and(|t| t <= ts);
+                let waiting = conn.exchanges.get(conn.next_resp..).unwrap_or_default();
                 let latest = if conn.requests_ordered {
                     // Requests awaiting a response are in time order: the ones sent by now are a
                     // prefix of them.
-                    let waiting = conn.exchanges.get(conn.next_resp..).unwrap_or_default();
-                    waiting
-                        .partition_point(|e| e.ts_request.is_some_and(|t| t <= ts))
-                        .checked_sub(1)
-                        .map(|i| i + conn.next_resp)
+                    waiting.partition_point(sent_by).checked_sub(1)
                 } else {
-                    (conn.next_resp..conn.exchanges.len())
-                        .rev()
-                        .find(|&i| sent_by(i))
-                };
+                    waiting.iter().rposition(sent_by)
+                }
+                .map(|i| i + conn.next_resp);
                 if let Some(latest) = latest {
                     for i in conn.next_resp..latest {
                         conn.exchanges[i].resp_gap = true;

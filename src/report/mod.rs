@@ -154,9 +154,7 @@ impl Table {
                 // 1 to 9999 as frames are (a time shifted past them cannot be formatted).
                 Values::Ts(x) => Int64Chunked::from_iter_options(
                     name,
-                    x.iter().map(|t| {
-                        t.map(|t| t.clamp(crate::capture::TS_MIN_US, crate::capture::TS_MAX_US))
-                    }),
+                    x.iter().map(|t| t.map(crate::capture::clamp_ts)),
                 )
                 .into_datetime(TimeUnit::Microseconds, zoned.then_some(TimeZone::UTC))
                 .into_series(),
@@ -179,10 +177,8 @@ impl Table {
                         .and_then(serde_json::Number::from_f64)
                         .map(serde_json::Value::Number),
                     Values::Bool(x) => x[i].map(Into::into),
-                    Values::Ts(x) => x[i].map(|t| {
-                        let t = t.clamp(crate::capture::TS_MIN_US, crate::capture::TS_MAX_US);
-                        serde_json::Value::String(format_ts(t))
-                    }),
+                    Values::Ts(x) => x[i]
+                        .map(|t| serde_json::Value::String(format_ts(crate::capture::clamp_ts(t)))),
                 };
                 obj.insert((*name).to_string(), val.unwrap_or(serde_json::Value::Null));
             }
