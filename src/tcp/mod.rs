@@ -231,7 +231,7 @@ pub struct FlowTable {
     clock: i64,
     /// Reassembly limits.
     pub limits: ReassemblyLimits,
-    /// Reassembly anomalies: `tcp.ooo_buffer_full`, `tcp.overlap_conflict`.
+    /// Reassembly anomalies: `tcp.ooo_buffer_full`, `tcp.overlap_conflict`, `tcp.data_after_close`.
     pub anomalies: Anomalies,
     /// Source of flow indices shared with other tables (one per vantage point), so `F<n>` is
     /// unique across them; `None`: the index is the position in `flows`.
@@ -350,6 +350,21 @@ impl FlowTable {
                 f.ts_last = ts;
                 f.ts_max = f.ts_max.max(ts);
                 f.frame_last = frame;
+                // New bytes after the close (past a RST's linger, or after both FINs) are not
+                // delivered: said, not dropped silently.
+                let late = match seg.wire_len {
+                    0 => 0,
+                    n => f.dirs[d].beyond(seg.seq, u64::from(n)),
+                };
+                if late > 0 {
+                    let flow_id = f.meta().flow_id();
+                    self.anomalies.add(Anomaly::new(
+                        "tcp.data_after_close",
+                        Some(frame),
+                        Some(flow_id),
+                        format!("{late} bytes past the stream's end arrived after the connection was closed; not delivered"),
+                    ));
+                }
                 self.last = Some((key, i));
                 return known;
             }
@@ -640,10 +655,12 @@ mod tests {
         let close = first.iter().find(|e| e.1 == "close").expect("closed");
         assert_eq!((close.2, close.3), (3 * s, 4), "at its last segment");
         assert!(first.iter().any(|e| e.1 == "data0  /"), "{first:?}");
-        // After the close, a late segment is not delivered.
+        // After the close, a late segment is not delivered, but said.
         let n = rec.0.len();
         t.segment(&seg(1000, true, 6, "", b"late"), 9 * s, 7, &mut rec);
         assert_eq!(rec.0.len(), n);
+        let codes: Vec<_> = t.anomalies.rows.iter().map(|a| (a.code, a.frame)).collect();
+        assert_eq!(codes, [("tcp.data_after_close", Some(7))]);
         t.finish(&mut rec);
         assert_eq!(rec.0.iter().filter(|e| e.1 == "close").count(), 2);
     }

@@ -142,6 +142,13 @@ impl Reassembler {
         self.next
     }
 
+    /// Bytes of a segment at `seq`, `len` long on the wire, past what this direction delivered
+    /// or declared a gap (0 for a retransmission).
+    pub fn beyond(&self, seq: u32, len: u64) -> u64 {
+        let end = self.offset_of(seq).saturating_add(len as i64);
+        end.saturating_sub(self.next as i64).max(0) as u64
+    }
+
     /// Whether a FIN was seen and every byte before it delivered.
     pub fn finished(&self) -> bool {
         self.fin.is_some_and(|f| self.next >= f)
