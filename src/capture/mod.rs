@@ -222,7 +222,9 @@ pub fn read_capture_while<R: Read + Send>(
                     PcapBlockOwned::NG(_) => {}
                 }
                 position += offset as u64;
-                reader.consume(offset);
+                // No shift here: `refill` moves the unparsed rest to the front once per read,
+                // where `consume` would move half the buffer each time it passes the middle.
+                reader.consume_noshift(offset);
                 if !go_on {
                     break;
                 }

@@ -105,6 +105,8 @@ impl Head {
     }
 
     /// First value of a header, matched case-insensitively (RFC 9110 §5.1).
+    /// Inlined, so that a known name given as a literal resolves to its index at compile time.
+    #[inline(always)]
     pub fn header(&self, name: &str) -> Option<&str> {
         if let Some(k) = known_index(name) {
             match self.known[k] {
@@ -116,6 +118,12 @@ impl Head {
                 }
             }
         }
+        self.scan(name)
+    }
+
+    /// [`Head::header`] by a walk over the fields: names not in [`KNOWN`], and known names
+    /// that occur past field 254.
+    fn scan(&self, name: &str) -> Option<&str> {
         // As `headers().find(..)`, comparing lengths before bytes.
         let mut start = 0usize;
         for &(n, v) in &self.fields {

@@ -157,10 +157,12 @@ impl Exchange {
         self.events.shift_time(delta_us);
     }
     /// A request header, case-insensitively.
+    #[inline(always)]
     pub fn req_header(&self, name: &str) -> Option<&str> {
         self.request.as_ref().and_then(|h| h.header(name))
     }
     /// A response header, case-insensitively.
+    #[inline(always)]
     pub fn resp_header(&self, name: &str) -> Option<&str> {
         self.response.as_ref().and_then(|h| h.header(name))
     }
