@@ -39,19 +39,19 @@ pub fn findings(a: &Analysis) -> Table {
         name: "findings",
         columns: vec![
             col!("ts", Ts, r, |f| Some(f.ts)),
-            col!("session_id", Str, r, |f| Some(f.session_id.clone())),
-            col!("kind", Str, r, |f| Some(f.kind.to_string())),
+            col!("session_id", Str, r, |f| Some(f.session_id.as_str())),
+            col!("kind", Str, r, |f| Some(f.kind)),
             col!("severity", Str, r, |f| Some(
                 f.severity.as_str().to_string()
             )),
-            col!("flow_id", Str, r, |f| Some(f.flow_id.clone())),
+            col!("flow_id", Str, r, |f| Some(f.flow_id.as_str())),
             col!("frame", U64, r, |f| Some(f.frame)),
-            col!("last_event_id", Str, r, |f| f.last_event_id.clone()),
-            col!("event_id", Str, r, |f| f.event_id.clone()),
-            col!("request_id", Str, r, |f| f.request_id.clone()),
-            col!("expected", Str, r, |f| f.expected.clone()),
-            col!("observed", Str, r, |f| f.observed.clone()),
-            col!("detail", Str, r, |f| Some(f.detail.clone())),
+            col!("last_event_id", Str, r, |f| f.last_event_id.as_deref()),
+            col!("event_id", Str, r, |f| f.event_id.as_deref()),
+            col!("request_id", Str, r, |f| f.request_id.as_deref()),
+            col!("expected", Str, r, |f| f.expected.as_deref()),
+            col!("observed", Str, r, |f| f.observed.as_deref()),
+            col!("detail", Str, r, |f| Some(f.detail.as_str())),
         ],
     }
 }
@@ -144,9 +144,9 @@ pub fn sessions(a: &Analysis, ex: &[Exchange]) -> Table {
     Table {
         name: "sessions",
         columns: vec![
-            col!("session_id", Str, rows, |r| Some(r.0.clone())),
-            col!("protocol_version", Str, rows, |r| r.1.clone()),
-            col!("era", Str, rows, |r| Some(r.12.to_string())),
+            col!("session_id", Str, rows, |r| Some(r.0.as_str())),
+            col!("protocol_version", Str, rows, |r| r.1.as_deref()),
+            col!("era", Str, rows, |r| Some(r.12)),
             col!("ts_first", Ts, rows, |r| r.2),
             col!("ts_last", Ts, rows, |r| r.3),
             col!("exchanges", U64, rows, |r| Some(r.4)),
@@ -156,7 +156,7 @@ pub fn sessions(a: &Analysis, ex: &[Exchange]) -> Table {
             col!("errors", U64, rows, |r| Some(r.8)),
             col!("warnings", U64, rows, |r| Some(r.9)),
             col!("infos", U64, rows, |r| Some(r.10)),
-            col!("verdict", Str, rows, |r| Some(r.11.to_string())),
+            col!("verdict", Str, rows, |r| Some(r.11)),
         ],
     }
 }
@@ -235,20 +235,20 @@ pub fn streams(a: &Analysis, ex: &[Exchange]) -> Table {
     Table {
         name: "streams",
         columns: vec![
-            col!("stream_id", Str, rows, |r| Some(r.0.clone())),
-            col!("session_id", Str, rows, |r| Some(r.1.clone())),
-            col!("kind", Str, rows, |r| Some(r.2.to_string())),
-            col!("flow_id", Str, rows, |r| Some(r.3.clone())),
+            col!("stream_id", Str, rows, |r| Some(r.0.as_str())),
+            col!("session_id", Str, rows, |r| Some(r.1.as_str())),
+            col!("kind", Str, rows, |r| Some(r.2)),
+            col!("flow_id", Str, rows, |r| Some(r.3.as_str())),
             col!("trans_depth", U64, rows, |r| Some(r.4)),
             col!("ts", Ts, rows, |r| Some(r.5)),
-            col!("request_ids", Str, rows, |r| r.6.clone()),
-            col!("id_format", Str, rows, |r| Some(r.7.to_string())),
+            col!("request_ids", Str, rows, |r| r.6.as_deref()),
+            col!("id_format", Str, rows, |r| Some(r.7)),
             col!("connections", U64, rows, |r| Some(r.8)),
             col!("events", U64, rows, |r| Some(r.9)),
             col!("messages", U64, rows, |r| Some(r.10)),
             col!("resumptions", U64, rows, |r| Some(r.11)),
-            col!("verdict", Str, rows, |r| Some(r.12.to_string())),
-            col!("backend", Str, rows, |r| r.13.clone()),
+            col!("verdict", Str, rows, |r| Some(r.12)),
+            col!("backend", Str, rows, |r| r.13.as_deref()),
         ],
     }
 }
@@ -285,18 +285,18 @@ pub fn resumptions(a: &Analysis, ex: &[Exchange]) -> Table {
         name: "resumptions",
         columns: vec![
             col!("ts", Ts, rows, |r| Some(r.0)),
-            col!("session_id", Str, rows, |r| Some(r.1.clone())),
-            col!("flow_id", Str, rows, |r| Some(r.2.clone())),
+            col!("session_id", Str, rows, |r| Some(r.1.as_str())),
+            col!("flow_id", Str, rows, |r| Some(r.2.as_str())),
             col!("frame", U64, rows, |r| Some(r.3)),
-            col!("last_event_id", Str, rows, |r| Some(r.4.clone())),
-            col!("stream_id", Str, rows, |r| r.5.clone()),
+            col!("last_event_id", Str, rows, |r| Some(r.4.as_str())),
+            col!("stream_id", Str, rows, |r| r.5.as_deref()),
             col!("status", U64, rows, |r| Some(r.6)),
-            col!("first_event_id", Str, rows, |r| r.7.clone()),
+            col!("first_event_id", Str, rows, |r| r.7.as_deref()),
             col!("events", U64, rows, |r| Some(r.8)),
-            col!("verdict", Str, rows, |r| Some(r.9.to_string())),
-            col!("reason", Str, rows, |r| Some(r.10.clone())),
-            col!("backend", Str, rows, |r| r.11.clone()),
-            col!("cursor_backend", Str, rows, |r| r.12.clone()),
+            col!("verdict", Str, rows, |r| Some(r.9)),
+            col!("reason", Str, rows, |r| Some(r.10.as_str())),
+            col!("backend", Str, rows, |r| r.11.as_deref()),
+            col!("cursor_backend", Str, rows, |r| r.12.as_deref()),
         ],
     }
 }
@@ -643,7 +643,7 @@ pub fn flows(parts: &[FlowsPart<'_>]) -> Table {
         name: "flows",
         columns: vec![
             col!("flow_id", Str, rows, |(f, ..)| Some(f.flow_id())),
-            col!("vantage", Str, rows, |(_, _, v, _)| Some(v.to_string())),
+            col!("vantage", Str, rows, |(_, _, v, _)| Some(v)),
             col!("ts_first", Ts, rows, |(f, _, _, o)| Some(f.ts_first - o)),
             col!("ts_last", Ts, rows, |(f, _, _, o)| Some(f.ts_last - o)),
             col!("orig_h", Str, rows, |(f, c, ..)| Some(
@@ -716,15 +716,15 @@ pub fn files(rows: &[FileRow]) -> Table {
     Table {
         name: "files",
         columns: vec![
-            col!("file", Str, rows, |r| Some(r.file.clone())),
-            col!("vantage", Str, rows, |r| Some(r.vantage.clone())),
+            col!("file", Str, rows, |r| Some(r.file.as_str())),
+            col!("vantage", Str, rows, |r| Some(r.vantage.as_str())),
             col!("frame_first", U64, rows, |r| r.frame_first),
             col!("frame_last", U64, rows, |r| r.frame_last),
             col!("frames", U64, rows, |r| Some(r.frames)),
             col!("bytes", U64, rows, |r| Some(r.bytes)),
             col!("ts_first", Ts, rows, |r| r.ts_first),
             col!("ts_last", Ts, rows, |r| r.ts_last),
-            col!("stopped", Str, rows, |r| r.stopped.clone()),
+            col!("stopped", Str, rows, |r| r.stopped.as_deref()),
         ],
     }
 }
@@ -753,7 +753,7 @@ pub fn vantages(rows: &[VantageRow]) -> Table {
     Table {
         name: "vantages",
         columns: vec![
-            col!("vantage", Str, rows, |r| Some(r.name.clone())),
+            col!("vantage", Str, rows, |r| Some(r.name.as_str())),
             col!("files", Str, rows, |r| Some(r.files.join(","))),
             col!("frames", U64, rows, |r| Some(r.frames)),
             col!("flows", U64, rows, |r| Some(r.flows)),
@@ -782,10 +782,10 @@ pub fn anomalies(sets: &[&Anomalies]) -> Table {
     Table {
         name: "anomalies",
         columns: vec![
-            col!("code", Str, rows, |a| Some(a.code.to_string())),
+            col!("code", Str, rows, |a| Some(a.code)),
             col!("frame", U64, rows, |a| a.frame),
-            col!("flow_id", Str, rows, |a| a.flow_id.clone()),
-            col!("detail", Str, rows, |a| Some(a.detail.clone())),
+            col!("flow_id", Str, rows, |a| a.flow_id.as_deref()),
+            col!("detail", Str, rows, |a| Some(a.detail.as_str())),
         ],
     }
 }
