@@ -1533,3 +1533,47 @@ fn batch_outside_2025_03_26() {
 fn batch_in_2025_03_26() {
     assert_kinds(&batch_in("2025-03-26"), &[]);
 }
+
+/// A POST stream cut right after its priming event (2025-11-25), resumed from the priming id.
+/// The resumed stream carries `resumed` for request 2, whose progress the client never saw
+/// before the cut.
+fn cut_at_priming_then(resumed: &[Ev]) -> Vec<Value> {
+    let mut cap = Capture::new();
+    handshake_version(&mut cap, SID, "2025-11-25");
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
+    c.server(&mut cap, &raw_sse("id: 1\ndata: \n\n"));
+    c.server_reset(&mut cap);
+    resume_with(&mut cap, "1", resumed);
+    analyze(&cap, &[])
+}
+
+/// Seed 2's terminal provenance when nothing of the application sequence came before the cut:
+/// the replica without the log sends one invented progress value, half-way, and the result.
+#[test]
+fn a_result_after_the_first_progress_short_of_its_total_is_a_suspect_terminal() {
+    let mut evs = progs(2, &["2"], 10, 20);
+    evs.push(Ev::id("3", result(2)));
+    let fs = cut_at_priming_then(&evs);
+    assert_kinds(&fs, &[("suspect_terminal", "error")]);
+    let f = one(&fs, "suspect_terminal");
+    assert_eq!(f["observed"], "response after progress 10 of 20");
+    assert!(f["detail"]
+        .as_str()
+        .unwrap()
+        .contains("none before the cut"));
+
+    // Negative: the replay carries the progress from its first value to its total.
+    let mut evs = progs(2, &["2", "3", "4"], 1, 3);
+    evs.push(Ev::id("5", result(2)));
+    assert_kinds(&cut_at_priming_then(&evs), &[("resume_ok", "info")]);
+    // Negative: one value that is the total (a tool that reports only its end).
+    let mut evs = progs(2, &["2"], 20, 20);
+    evs.push(Ev::id("3", result(2)));
+    assert_kinds(&cut_at_priming_then(&evs), &[("resume_ok", "info")]);
+    // Negative: the result alone, with no progress to judge by.
+    assert_kinds(
+        &cut_at_priming_then(&[Ev::id("2", result(2))]),
+        &[("resume_ok", "info")],
+    );
+}

@@ -760,7 +760,51 @@ pub(super) fn check(
                 .filter(|x| x.progress_token.as_deref() == Some(token))
                 .filter_map(|x| Some((x.progress?, x.progress_total)))
                 .collect();
+            // The progress for the request between L and the response, also ahead of it in its
+            // own batch (2025-03-26: one event may carry the last notifications and the result).
+            let progress_after: Vec<(f64, Option<f64>)> = after
+                .iter()
+                .take_while(|x| !x.is(&ev))
+                .flat_map(|x| x.messages.iter())
+                .chain(ev.messages.iter().take(j))
+                .filter(|x| x.progress_token.as_deref() == Some(token))
+                .filter_map(|x| Some((x.progress?, x.progress_total)))
+                .collect();
             let Some(&(last, total)) = progress_before.last() else {
+                // No progress before the cut (it came right after the priming event), but the
+                // response came on the resumed stream right after a progress value short of its
+                // total: seed 2's terminal provenance. A replay of the original log would carry
+                // the request's progress from its first value on; a replica without the log
+                // invents a value and a result. (After a planned poll, one step short of the
+                // total is a tool that finished while the client was away.)
+                if let Some(&(reached, Some(t))) = progress_after.last() {
+                    let step = match progress_after.as_slice() {
+                        [.., (a, _), (b, _)] if b > a => b - a,
+                        _ => 1.0,
+                    };
+                    let tol = 1e-9 * t.abs().max(1.0);
+                    let near_end = reached + step + tol >= t;
+                    if reached + tol < t && !(planned && near_end) {
+                        let mut f = ctx.finding("suspect_terminal", Severity::Error, Some(ev), format!(
+                            "The final response to request {} arrived on the resumed stream right after Last-Event-ID {} (event {}, frame {}) while its progress stood at {} of {}, the first progress the client got for it ({} notification(s) in between, none before the cut): a terminal event not attributable to the original stream.",
+                            rid, r.last_event_id, ev.sse.id.unwrap_or("-"), ev.sse.frame_first, fmt_num(reached), fmt_num(t), progress_after.len()));
+                        f.request_id = Some(rid.to_string());
+                        f.expected = Some(format!(
+                            "progress reaching {} before the result",
+                            fmt_num(t)
+                        ));
+                        f.observed = Some(format!(
+                            "response after progress {} of {}",
+                            fmt_num(reached),
+                            fmt_num(t)
+                        ));
+                        out.push(f);
+                        gap = true;
+                        terminal_suspect = true;
+                        reasons.push("terminal result with its progress short of its total");
+                        continue;
+                    }
+                }
                 // No progress for the request: an application sequence under way on the stream
                 // (`/params/app_seq`, `--app-seq`) speaks the same way — seed 2's own case, a
                 // message counter, with the result at Last-Event-ID + 1.
@@ -808,17 +852,10 @@ pub(super) fn check(
             if total.is_some_and(|t| last >= t) || (planned && !desynced && near_end) {
                 continue;
             }
-            // The progress between L and the response, also ahead of it in its own batch
-            // (2025-03-26: one event may carry the last notifications and the result).
-            let progress_after: Vec<f64> = after
+            let reached = progress_after
                 .iter()
-                .take_while(|x| !x.is(&ev))
-                .flat_map(|x| x.messages.iter())
-                .chain(ev.messages.iter().take(j))
-                .filter(|x| x.progress_token.as_deref() == Some(token))
-                .filter_map(|x| x.progress)
-                .collect();
-            let reached = progress_after.iter().copied().fold(f64::NAN, f64::max);
+                .map(|&(p, _)| p)
+                .fold(f64::NAN, f64::max);
             let incomplete = progress_after.is_empty()
                 || desynced
                 || total.is_some_and(|t| reached.is_nan() || reached < t);
