@@ -357,6 +357,9 @@ pub(super) fn check(
     };
     let pl = ids::parse(&r.last_event_id);
     let mut continuity_claimed = false;
+    // Whether the first id after L shows, by its format's order, that the log went on from L
+    // (`None`: ids that cannot show order, or no id).
+    let mut ids_go_on: Option<bool> = None;
     if let (Some(fev), Some(fid)) = (first, first_id.as_deref()) {
         let pf = ids::parse(fid);
         let comparable = pf.format == pl.format
@@ -439,21 +442,29 @@ pub(super) fn check(
             primed || int_ids.elsewhere(model, exchanges, st, (ls, fs), (l_ev.sse.ts, fev.sse.ts))
         };
         // Or when the application's own regular counter went on by exactly its step across the
-        // skip: nothing the application numbered is missing, and a counter shared with streams
-        // the capture did not see (the Python v2 store counts across every session) skips ids
-        // this way; seed 2's coherence test holds.
-        let mut app_vouches = false;
+        // skip, or its progress had reached its total and the result came next: nothing the
+        // application numbered is missing, and a counter shared with streams the capture did
+        // not see (the Python v2 store counts across every session) skips ids this way; seed
+        // 2's coherence test holds.
+        let mut app_vouches = None;
         let dense = comparable
             && (pf.format.dense_by_format()
                 || (pf.format == IdFormat::Integer
                     && stream_dense(upto)
                     && !(fs > ls + 1 && {
                         let used = skipped_used();
-                        app_vouches = !used && app_counter_continues(upto_series(), upto, &after);
-                        used || app_vouches
+                        if !used {
+                            app_vouches = app_counter_continues(
+                                upto_series(),
+                                upto,
+                                &after,
+                                session_requests,
+                            );
+                        }
+                        used || app_vouches.is_some()
                     })));
-        if app_vouches {
-            reasons.push("integer ids skipped while the application counter went on by one step (a shared counter)");
+        if let Some(why) = app_vouches {
+            reasons.push(why);
         }
         if !regression && dense && fs > ls + 1 {
             let mut f = ctx.finding("id_gap", Severity::Error, Some(fev), format!(
@@ -478,6 +489,9 @@ pub(super) fn check(
                 pf.format == pl.format && pf.format.ordered() && pf.prefix != pl.prefix;
             !ids_upto.contains(fid) && !other_stream
         };
+        if comparable {
+            ids_go_on = Some(continuity_claimed);
+        }
     }
 
     // A priming event that opens the resumed connection with an ordered id of L's format and
@@ -652,12 +666,17 @@ pub(super) fn check(
                             r.last_event_id, label, fmt_num(prev.0), prev.1.sse.frame_first, fmt_num(next), ev.sse.frame_first)
                     } else if i == 0 {
                         format!(
-                            "Across the resume from Last-Event-ID {} the transport ids continue (next id {}) but {} went from {} (frame {}) to {} (frame {}), {} the stream's usual step of {}: the continuation was synthesized, not replayed.",
-                            r.last_event_id, first_id.as_deref().unwrap_or("-"), label, fmt_num(prev.0), prev.1.sse.frame_first, fmt_num(next), ev.sse.frame_first, how, fmt_num(step))
+                            "Across the resume from Last-Event-ID {} {} (next id {}) but {} went from {} (frame {}) to {} (frame {}), {} the stream's usual step of {}: the continuation was synthesized, not replayed.",
+                            r.last_event_id, if ids_go_on == Some(true) { "the transport ids continue" } else { "the transport claims a continuation with ids new to the stream" }, first_id.as_deref().unwrap_or("-"), label, fmt_num(prev.0), prev.1.sse.frame_first, fmt_num(next), ev.sse.frame_first, how, fmt_num(step))
                     } else {
                         format!(
-                            "Inside the stream resumed from Last-Event-ID {} {} went from {} (event {}, frame {}) to {} (event {}, frame {}), {} the stream's usual step of {}: events in between were never delivered although the ids carry on.",
-                            r.last_event_id, label, fmt_num(prev.0), prev.2, prev.1.sse.frame_first, fmt_num(next), ev.sse.id.unwrap_or("-"), ev.sse.frame_first, how, fmt_num(step))
+                            "Inside the stream resumed from Last-Event-ID {} {} went from {} (event {}, frame {}) to {} (event {}, frame {}), {} the stream's usual step of {}: events in between were never delivered{}.",
+                            r.last_event_id, label, fmt_num(prev.0), prev.2, prev.1.sse.frame_first, fmt_num(next), ev.sse.id.unwrap_or("-"), ev.sse.frame_first, how, fmt_num(step),
+                            match ids_step(&prev.2, ev.sse.id.unwrap_or("")) {
+                                Some(true) => ", although the ids carry on",
+                                Some(false) => ", and the ids skip too",
+                                None => "",
+                            })
                     };
                     let mut f = ctx.finding("app_seq_desync", Severity::Error, Some(ev), detail);
                     // The cursor the client held just before the jump.
@@ -900,12 +919,38 @@ pub(super) fn check(
             r.last_event_id, e.frame(), flow_id(e), after.len(), first_id.as_deref().map(|i| format!(", first id {i}")).unwrap_or_default()));
         f.observed = first_id.clone();
         out.push(f);
-        reasons.push("ids and application sequence continue");
+        // What the boundary was judged by: ordered ids, the application's sequence, or neither.
+        let app = !upto_series().is_empty();
+        reasons.push(match (ids_go_on, app, gap) {
+            (Some(true), true, false) => "ids and application sequence continue",
+            (Some(true), true, true) => "at the cursor, ids and application sequence continue",
+            (Some(true), false, _) => "ids continue; no application sequence before the cut to check",
+            (_, true, false) => "application sequence continues; the ids cannot show order",
+            (_, true, true) => "at the cursor, the application sequence continues; the ids cannot show order",
+            (_, false, _) => "nothing contradicts a continuation, but neither the ids nor an application sequence before the cut can show one",
+        });
     }
     if duplicated {
         reasons.push("events the client already had were delivered again");
     }
     result(verdict, first_id, &reasons.join("; "))
+}
+
+/// Whether event id `b` is the next after `a` in an ordered format that numbers events densely
+/// (same format and prefix): `Some(true)` when it is, `Some(false)` when ids were skipped between
+/// them, `None` when the ids cannot tell (unordered formats, other prefixes, plain integers
+/// that skip: the counter may be shared).
+fn ids_step(a: &str, b: &str) -> Option<bool> {
+    let (pa, pb) = (ids::parse(a), ids::parse(b));
+    let (x, y) = (pa.seq?, pb.seq?);
+    if pa.format != pb.format || pa.prefix != pb.prefix || y <= x {
+        return None;
+    }
+    match pa.format {
+        IdFormat::Integer => (y == x + 1).then_some(true),
+        f if f.dense_by_format() => Some(y == x + 1),
+        _ => None,
+    }
 }
 
 /// An application sequence: progress per token, or a `--app-seq` pointer per method.
@@ -1041,31 +1086,61 @@ fn history_positions(
     }
 }
 
-/// Whether some regular application counter of the stream (progress per token, or an
-/// `--app-seq` field: at least two equal steps, or one step of 1) has its first value after the
-/// cut exactly one step past its last value up to the cursor — a counter that every message
-/// event up to the cursor, and the first one after it, carried: then an event lost in the skip
-/// would have shown as a skip of the counter too.
-fn app_counter_continues(series: &[Series], upto: &[Ev], after: &[EventRec]) -> bool {
-    series.iter().any(|(key, vals)| {
-        let (Some(&(last, _)), Some(step)) = (vals.last(), regular_step(vals)) else {
-            return false;
-        };
+/// How the application vouches for the events between the cursor and the first event after it,
+/// with a counter that every message event up to the cursor carried: `Some(reason)` when some
+/// regular application counter of the stream (progress per token, or an `--app-seq` field: at
+/// least two equal steps, or one step of 1), also carried by the first message event after the
+/// cut, has its first value there exactly one step past its last value up to the cursor; or
+/// when the progress had reached its total and the first message after the cut is the result
+/// of the request it belongs to (`session_requests`: request id → progress token). An event
+/// lost in the skip would then have shown in the application's sequence too.
+fn app_counter_continues(
+    series: &[Series],
+    upto: &[Ev],
+    after: &[EventRec],
+    session_requests: &HashMap<String, String>,
+) -> Option<&'static str> {
+    series.iter().find_map(|(key, vals)| {
+        let &(last, last_ev) = vals.last()?;
         let carries = |ev: &EventRec| seq_values(ev).iter().any(|(k, _)| k == key);
         let every_before = upto
             .iter()
             .filter(|(_, _, ev)| !ev.messages.is_empty())
             .all(|(_, _, ev)| carries(ev));
         let first_after = after.iter().find(|ev| !ev.messages.is_empty());
-        if !every_before || !first_after.is_some_and(carries) {
-            return false;
+        if !every_before {
+            return None;
+        }
+        // Progress that had reached its total, and the result of its request as the next
+        // message: the application's sequence ended where it should (seed 2's terminal
+        // provenance holds).
+        if let SeqKey::Progress(token) = key {
+            let at_total = last_ev.messages.iter().any(|m| {
+                m.progress_token.as_deref() == Some(token.as_str())
+                    && m.progress_total.is_some_and(|t| last + 1e-9 * t.abs().max(1.0) >= t)
+            });
+            let result_next = first_after.is_some_and(|ev| {
+                ev.messages.iter().next().is_some_and(|m| {
+                    matches!(m.kind, Kind::Response | Kind::Error)
+                        && m.id.as_deref().and_then(|id| session_requests.get(id))
+                            == Some(&token.to_string())
+                })
+            });
+            if at_total && result_next {
+                return Some("integer ids skipped while the progress had reached its total and the result followed (a shared counter)");
+            }
+        }
+        let step = regular_step(vals)?;
+        if !first_after.is_some_and(carries) {
+            return None;
         }
         let next = after
             .iter()
             .flat_map(|ev| seq_values(ev))
             .find(|(k, _)| k == key)
             .map(|(_, v)| v);
-        next.is_some_and(|n| (n - (last + step)).abs() < 1e-9)
+        next.filter(|n| (n - (last + step)).abs() < 1e-9)
+            .map(|_| "integer ids skipped while the application counter went on by one step (a shared counter)")
     })
 }
 
