@@ -1538,14 +1538,50 @@ fn batch_in_2025_03_26() {
 /// The resumed stream carries `resumed` for request 2, whose progress the client never saw
 /// before the cut.
 fn cut_at_priming_then(resumed: &[Ev]) -> Vec<Value> {
+    cut_at_priming_id_then("1", resumed)
+}
+
+/// [`cut_at_priming_then`] with priming id `priming`.
+fn cut_at_priming_id_then(priming: &str, resumed: &[Ev]) -> Vec<Value> {
     let mut cap = Capture::new();
     handshake_version(&mut cap, SID, "2025-11-25");
     let mut c = cap.connect();
     c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
-    c.server(&mut cap, &raw_sse("id: 1\ndata: \n\n"));
+    c.server(&mut cap, &raw_sse(&format!("id: {priming}\ndata: \n\n")));
     c.server_reset(&mut cap);
-    resume_with(&mut cap, "1", resumed);
+    resume_with(&mut cap, priming, resumed);
     analyze(&cap, &[])
+}
+
+/// uuid4 ids (the Python SDK's example store) show no order, and a cut right after the priming
+/// event leaves no application sequence before it: `resume_ok` says the continuation is not
+/// contradicted, not that it is shown. Integer ids show it.
+#[test]
+fn a_resume_with_unordered_ids_and_nothing_before_the_cut_is_not_shown_to_continue() {
+    let uuid = |n: u32| format!("7c9e6679-7425-40de-944b-e07fc1f9{n:04x}");
+    let mut evs: Vec<Ev> = (1..=3)
+        .map(|k| Ev::id(uuid(k), progress(&token(2), k.into(), 3)))
+        .collect();
+    evs.push(Ev::id(uuid(4), result(2)));
+    let fs = cut_at_priming_id_then(&uuid(0), &evs);
+    assert_kinds(&fs, &[("resume_ok", "info")]);
+    let detail = one(&fs, "resume_ok")["detail"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        detail.contains("the continuation is not shown either"),
+        "{detail}"
+    );
+
+    let mut evs = progs(2, &["2", "3", "4"], 1, 3);
+    evs.push(Ev::id("5", result(2)));
+    let fs = cut_at_priming_then(&evs);
+    let detail = one(&fs, "resume_ok")["detail"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(detail.contains("continued the stream"), "{detail}");
 }
 
 /// Seed 2's terminal provenance when nothing of the application sequence came before the cut:

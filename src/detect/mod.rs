@@ -158,6 +158,9 @@ pub struct ResumptionResult {
     pub events: usize,
     /// Why the verdict, in a few words.
     pub reason: String,
+    /// Verdict `resumed` with nothing against it, but with ids that cannot show order and no
+    /// application sequence before the cut: the continuation is not shown, only not contradicted.
+    pub continuity_unshown: bool,
 }
 
 /// Everything the detectors concluded.

@@ -181,6 +181,9 @@ pub(super) fn backend_switch(
             match result.verdict {
                 Verdict::Forked => ": the other backend did not hold the stream's log and forked it",
                 Verdict::Gap => ": events were lost or fabricated across the switch",
+                Verdict::Resumed if result.continuity_unshown => {
+                    "; nothing contradicts a continuation, but nothing shows one either"
+                }
                 Verdict::Resumed => "; the log continued",
                 Verdict::Rejected => ", which refused it",
                 Verdict::Unverifiable => "",

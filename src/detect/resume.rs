@@ -86,6 +86,7 @@ pub(super) fn check(
         first_event_id: first,
         events: e.events.len(),
         reason: reason.to_string(),
+        continuity_unshown: false,
     };
     let status = e.status();
     if e.response.is_none() {
@@ -912,15 +913,26 @@ pub(super) fn check(
         && !id_gapped
         && foreign_stream.is_empty()
         && foreign_session.is_empty();
+    // What the boundary was judged by: ordered ids, the application's sequence, or neither.
+    let app = !upto_series().is_empty();
+    let unshown = boundary_ok && ids_go_on.is_none() && !app;
     if boundary_ok {
         let at = first.or(after.first().copied());
-        let mut f = ctx.finding("resume_ok", Severity::Info, at, format!(
+        let first_text = first_id
+            .as_deref()
+            .map(|i| format!(", first id {i}"))
+            .unwrap_or_default();
+        let mut f = ctx.finding("resume_ok", Severity::Info, at, if unshown {
+            format!(
+            "The resumption from Last-Event-ID {} (GET in frame {}, flow {}) delivered {} event(s){} with nothing that contradicts a continuation; the ids cannot show order and no application sequence came before the cut, so the continuation is not shown either.",
+            r.last_event_id, e.frame(), flow_id(e), after.len(), first_text)
+        } else {
+            format!(
             "The resumption from Last-Event-ID {} (GET in frame {}, flow {}) continued the stream with {} event(s){}.",
-            r.last_event_id, e.frame(), flow_id(e), after.len(), first_id.as_deref().map(|i| format!(", first id {i}")).unwrap_or_default()));
+            r.last_event_id, e.frame(), flow_id(e), after.len(), first_text)
+        });
         f.observed = first_id.clone();
         out.push(f);
-        // What the boundary was judged by: ordered ids, the application's sequence, or neither.
-        let app = !upto_series().is_empty();
         reasons.push(match (ids_go_on, app, gap) {
             (Some(true), true, false) => "ids and application sequence continue",
             (Some(true), true, true) => "at the cursor, ids and application sequence continue",
@@ -933,7 +945,9 @@ pub(super) fn check(
     if duplicated {
         reasons.push("events the client already had were delivered again");
     }
-    result(verdict, first_id, &reasons.join("; "))
+    let mut res = result(verdict, first_id, &reasons.join("; "));
+    res.continuity_unshown = unshown && verdict == Verdict::Resumed;
+    res
 }
 
 /// Whether event id `b` is the next after `a` in an ordered format that numbers events densely
