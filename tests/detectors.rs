@@ -426,6 +426,22 @@ fn fork_restarts_ids() {
 }
 
 #[test]
+fn a_fork_whose_ids_jump_ahead_is_no_id_gap() {
+    // The replica numbers its own log from 100: ids 101.. carry progress 1..5 again. The ids
+    // skipped are another counter's, not 97 events lost.
+    let mut resumed = progs(101..=105, 1, 5);
+    resumed.push(res(106));
+    let cap = cut_and_resume(5, End::CutFin, &resumed);
+    let fs = findings(&cap);
+    assert_kinds(&fs, &[("duplicate_delivery", "error")]);
+    let rs = resumptions_csv(&cap);
+    assert!(
+        rs.contains(",forked,") && rs.contains("its ids jumped ahead of the cursor"),
+        "{rs}"
+    );
+}
+
+#[test]
 fn app_seq_desync_and_suspect_terminal() {
     // Ids continue 3 → 4, but progress jumps 3 → 9 of 10 and the result follows at once.
     let resumed = vec![prog(4, 9, 10), res(5)];

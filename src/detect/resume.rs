@@ -296,6 +296,8 @@ pub(super) fn check(
     let mut forked = false;
     let mut gap = false;
     let mut id_gapped = false;
+    // Where the `id_gap` finding is in `out`, when there is one.
+    let mut id_gap_at: Option<usize> = None;
     let mut terminal_suspect = false;
     let mut reasons: Vec<&str> = Vec::new();
 
@@ -473,6 +475,7 @@ pub(super) fn check(
                 flow_id(e), r.last_event_id, fid, fev.sse.frame_first, fs - ls - 1));
             f.expected = Some(format!("{}", ls + 1));
             f.observed = Some(fid.to_string());
+            id_gap_at = Some(out.len());
             out.push(f);
             gap = true;
             id_gapped = true;
@@ -576,6 +579,13 @@ pub(super) fn check(
             forked = true;
             continuity_claimed = false;
             reasons.push("progress started over: a fresh log");
+            // Ids that jumped ahead on a fresh log are another counter's (a replica's own,
+            // started elsewhere), not events lost between L and the first id.
+            if let Some(i) = id_gap_at.take() {
+                out.remove(i);
+                reasons.retain(|r| *r != "dense ids skipped");
+                reasons.push("its ids jumped ahead of the cursor");
+            }
         }
     }
     if duplicated {
