@@ -115,6 +115,51 @@ fn distinct_event_ids_are_not_duplicates() {
 }
 
 // ---------------------------------------------------------------------------
+// id_gap inside a connection (reference §8.2: a dense per-stream ordinal that skips is loss)
+
+/// One POST stream whose events carry `ids` in order (notifications/message, so no progress
+/// shows the loss), then the result.
+fn stream_with_raw_ids(ids: &[&str], result_id: &str) -> Vec<Value> {
+    let mut cap = Capture::new();
+    handshake_as(&mut cap, SID);
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
+    let log = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "step"}});
+    let mut evs: Vec<Ev> = ids.iter().map(|id| Ev::id(id, log.clone())).collect();
+    evs.push(Ev::id(result_id, result(2)));
+    c.server(&mut cap, &sse_response(None, &evs, true));
+    c.close(&mut cap);
+    analyze(&cap, &[])
+}
+
+#[test]
+fn dense_ids_that_skip_inside_a_connection_are_an_id_gap() {
+    let go = "RXBPBXMEKNWW3ZTPKOVIOJCAU2";
+    let id = |n: u32| format!("{go}_{n}");
+    let fs = stream_with_raw_ids(&[&id(1), &id(2), &id(4)], &id(5));
+    assert_kinds(&fs, &[("id_gap", "error")]);
+    let f = one(&fs, "id_gap");
+    assert_eq!(f["last_event_id"], id(2));
+    assert_eq!(f["event_id"], id(4));
+    assert_eq!(f["expected"], "3");
+    // rmcp `<n>/<request>` and C# `b64:b64:<n>` number densely too.
+    assert_kinds(
+        &stream_with_raw_ids(&["1/2", "2/2", "5/2"], "6/2"),
+        &[("id_gap", "error")],
+    );
+    assert_kinds(
+        &stream_with_raw_ids(&["c2lk:MQ==:1", "c2lk:MQ==:3"], "c2lk:MQ==:4"),
+        &[("id_gap", "error")],
+    );
+    // Negatives: dense ids without a skip; plain integers that skip (a counter shared across
+    // streams and sessions); another stream part.
+    assert_kinds(&stream_with_raw_ids(&[&id(1), &id(2), &id(3)], &id(4)), &[]);
+    assert_kinds(&stream_with_raw_ids(&["1", "2", "5"], "6"), &[]);
+    let other = format!("ABCDEFGHIJKLMNOPQRSTUVWXYZ_{}", 7);
+    assert_kinds(&stream_with_raw_ids(&[&id(1), &other], &id(2)), &[]);
+}
+
+// ---------------------------------------------------------------------------
 // cross_stream_replay (§7 #6)
 
 /// Two tool calls on two POST streams: call 2 (ids 1..3, cut), call 3 (ids 10..12, answered on

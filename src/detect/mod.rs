@@ -222,6 +222,7 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
     session::lost_responses(&model, exchanges, &responses, capture_end, &mut findings);
     session::duplicate_responses(&model, exchanges, &responses, &mut findings);
     streams::duplicate_event_ids(&model, exchanges, &mut findings);
+    streams::dense_id_gaps(&model, exchanges, &mut findings);
     streams::concurrent_connections(&model, exchanges, &mut findings);
     streams::planned_polls(&model, exchanges, &answered, &mut findings);
     streams::idle_cuts(&model, exchanges, &answered, &mut findings);

@@ -1,5 +1,6 @@
 //! Checks over the physical connections of each logical stream:
-//! `duplicate_event_id`, `concurrent_stream_connections`, `planned_poll` and `idle_cut`
+//! `duplicate_event_id`, `id_gap` inside a connection, `concurrent_stream_connections`,
+//! `planned_poll` and `idle_cut`
 //! (the project's wire reference §7, failures #4, #17–#19, #22, and §1.7 on polling).
 
 use crate::hash::{FastMap as HashMap, FastSet as HashSet};
@@ -143,6 +144,79 @@ pub(super) fn duplicate_event_ids(model: &Model, exchanges: &[Exchange], out: &m
             f.request_id = stream_request_id(model, exchanges, sti);
             f.expected = Some("each event id once per stream".into());
             f.observed = Some(format!("{} repeated event(s)", dups.len()));
+            out.push(f);
+        }
+    }
+}
+
+/// `id_gap` inside one connection: event ids of a format with a dense per-stream ordinal (Go
+/// `<stream>_<n>`, rmcp `<n>/<request>`, C# `…:<n>`) that skip forward between two consecutive
+/// events of the same stream part. The reference (§8.2) holds such a gap to be real loss: the
+/// server numbered events it never sent on this connection. (Plain integers may come from a
+/// counter shared across streams and sessions, and the other formats show no density; the step
+/// from a resumption's cursor to its first event is judged with the resumption.) One finding per
+/// connection, at its first skip.
+pub(super) fn dense_id_gaps(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
+    use crate::mcp::ids;
+    for (sti, st) in model.streams.iter().enumerate() {
+        for &xi in &st.connections {
+            let e = &exchanges[xi];
+            // Only a connection whose first own id has a dense format is walked.
+            let dense_first = e
+                .events
+                .briefs()
+                .find(|(_, b)| b.has_own_id && !b.truncated)
+                .and_then(|(i, _)| e.events.id_of(i))
+                .is_some_and(|id| ids::parse(id).format.dense_by_format());
+            if !dense_first {
+                continue;
+            }
+            let mut prev: Option<(usize, ids::ParsedId)> = None;
+            let mut gaps: Vec<(usize, usize, u128)> = Vec::new();
+            for (i, _) in e
+                .events
+                .briefs()
+                .filter(|(_, b)| b.has_own_id && !b.truncated)
+            {
+                let Some(id) = e.events.id_of(i) else {
+                    continue;
+                };
+                let p = ids::parse(id);
+                if let (Some((pi, q)), Some(n)) = (prev, p.seq) {
+                    if q.format == p.format && q.prefix == p.prefix && p.format.dense_by_format() {
+                        if let Some(m) = q.seq.filter(|&m| n > m + 1) {
+                            gaps.push((pi, i, n - m - 1));
+                        }
+                    }
+                }
+                prev = Some((i, p));
+            }
+            let Some(&(a, b, missing)) = gaps.first() else {
+                continue;
+            };
+            let (Some(before), Some(after)) = (e.events.get(a), e.events.get(b)) else {
+                continue;
+            };
+            let (from, to) = (before.sse.id.unwrap_or(""), after.sse.id.unwrap_or(""));
+            let mut f = Finding::at_exchange(
+                model.sessions[st.session].label(),
+                "id_gap",
+                Severity::Error,
+                e,
+                format!(
+                    "The connection (flow {}, response in frame {}) went from event id {from} (frame {}) to {to} (frame {}) on a stream whose id format numbers its events densely: {missing} event(s) were never delivered{}.",
+                    flow_id(e),
+                    e.frame_response.unwrap_or(0),
+                    before.sse.frame_first,
+                    after.sse.frame_first,
+                    if gaps.len() > 1 { format!(", and the ids skip {} more time(s) on this connection", gaps.len() - 1) } else { String::new() }
+                ),
+            )
+            .at_event(&after);
+            f.last_event_id = Some(from.to_string());
+            f.request_id = stream_request_id(model, exchanges, sti);
+            f.expected = ids::parse(from).seq.map(|m| (m + 1).to_string());
+            f.observed = Some(to.to_string());
             out.push(f);
         }
     }
