@@ -382,47 +382,12 @@ fn integer_ids_skipped_while_progress_goes_on_by_one() {
 }
 
 #[test]
-fn integer_ids_skipped_after_the_progress_reached_its_total() {
-    // Progress 1..3 of 3 on ids 1..3, cut; the result comes on id 6: the shared counter gave
-    // 4 and 5 to streams the capture did not see, and nothing of this call is missing.
+fn integer_ids_skipped_after_the_progress_reached_its_total_are_an_id_gap() {
+    // Progress 1..3 of 3 on ids 1..3, cut; the result comes on id 6. A finished progress says
+    // nothing of ids 4 and 5: log notifications carry no sequence, and nothing in the capture
+    // shows a counter shared with other streams.
     let cap = cut_and_resume(3, End::CutRst, &[res(6)]);
-    let fs = findings(&cap);
-    assert_kinds(&fs, &[("resume_ok", "info")]);
-    let rs = resumptions_csv(&cap);
-    assert!(
-        rs.contains(",resumed,") && rs.contains("progress had reached its total"),
-        "{rs}"
-    );
-    // Negative: progress stood at 3 of 5, so the skipped ids may be the missing progress.
-    let cap = cut_and_resume(5, End::CutRst, &[res(6)]);
-    assert_kinds(
-        &findings(&cap),
-        &[("id_gap", "error"), ("suspect_terminal", "error")],
-    );
-    // Negative: something other than the result comes first after the skip.
-    let cap = cut_and_resume(3, End::CutRst, &[Ev::id(6, log_message()), res(7)]);
     assert_kinds(&findings(&cap), &[("id_gap", "error")]);
-}
-
-#[test]
-fn fork_restarts_ids() {
-    // The resumed stream replays ids 1..3 (progress 1..3) and goes on.
-    let mut resumed = progs(1..=5, 1, 5);
-    resumed.push(res(6));
-    let cap = cut_and_resume(5, End::CutFin, &resumed);
-    let fs = findings(&cap);
-    assert_kinds(
-        &fs,
-        &[
-            ("duplicate_delivery", "error"),
-            ("id_regression", "error"),
-            ("id_restart", "error"),
-        ],
-    );
-    assert_keys(one(&fs, "id_regression"), Some("3"), Some("1"), None);
-    assert_keys(one(&fs, "id_restart"), Some("3"), Some("1"), None);
-    assert_keys(one(&fs, "duplicate_delivery"), Some("3"), Some("1"), None);
-    assert_eq!(exit_status(&cap, "error"), 1);
 }
 
 #[test]

@@ -1583,19 +1583,95 @@ fn batch_in_2025_03_26() {
 /// The resumed stream carries `resumed` for request 2, whose progress the client never saw
 /// before the cut.
 fn cut_at_priming_then(resumed: &[Ev]) -> Vec<Value> {
-    cut_at_priming_id_then("1", resumed)
+    cut_at_priming_id_then("1", None, resumed)
 }
 
-/// [`cut_at_priming_then`] with priming id `priming`.
-fn cut_at_priming_id_then(priming: &str, resumed: &[Ev]) -> Vec<Value> {
+/// [`cut_at_priming_then`] with priming id `priming`, and with `backends` (the cut connection's,
+/// the resumption's) named in `X-Backend` headers.
+fn cut_at_priming_id_then(
+    priming: &str,
+    backends: Option<(&str, &str)>,
+    resumed: &[Ev],
+) -> Vec<Value> {
+    let head = |backend: Option<&str>| {
+        let mut h = sse_head(None);
+        if let Some(b) = backend {
+            let at = h.len() - 2;
+            h.splice(at..at, format!("X-Backend: {b}\r\n").into_bytes());
+        }
+        h
+    };
     let mut cap = Capture::new();
     handshake_version(&mut cap, SID, "2025-11-25");
     let mut c = cap.connect();
     c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
-    c.server(&mut cap, &raw_sse(&format!("id: {priming}\ndata: \n\n")));
+    let mut body = head(backends.map(|b| b.0));
+    body.extend(chunk(format!("id: {priming}\ndata: \n\n").as_bytes()));
+    c.server(&mut cap, &body);
     c.server_reset(&mut cap);
-    resume_with(&mut cap, priming, resumed);
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some(SID), Some(priming)));
+    let mut body = head(backends.map(|b| b.1));
+    for ev in resumed {
+        body.extend(chunk(ev.text().as_bytes()));
+    }
+    body.extend_from_slice(LAST_CHUNK);
+    g.server(&mut cap, &body);
+    g.close(&mut cap);
     analyze(&cap, &[])
+}
+
+/// Seed 2's terminal provenance when nothing of the application sequence came before the cut:
+/// another replica, without the log, sends one invented progress value, half-way, and the
+/// result.
+#[test]
+fn a_result_after_an_invented_first_progress_on_another_backend_is_a_suspect_terminal() {
+    let mut evs = progs(2, &["2"], 10, 20);
+    evs.push(Ev::id("3", result(2)));
+    let fs = cut_at_priming_id_then("1", Some(("b1", "b2")), &evs);
+    assert_kinds(
+        &fs,
+        &[("backend_switch", "error"), ("suspect_terminal", "error")],
+    );
+    let f = one(&fs, "suspect_terminal");
+    assert_eq!(f["observed"], "response after progress 10 of 20");
+    assert!(f["detail"]
+        .as_str()
+        .unwrap()
+        .contains("none before the cut"));
+
+    // Negative: the same backend, which holds the log (a tool that reports one value and ends).
+    let fs = cut_at_priming_id_then("1", Some(("b1", "b1")), &evs);
+    assert_kinds(&fs, &[("resume_ok", "info")]);
+    // Negative: no backend named (nothing tells a replica from the original).
+    assert_kinds(&cut_at_priming_then(&evs), &[("resume_ok", "info")]);
+    // Negative: another backend replays from the first value (1 of 20: a tool that ended early,
+    // or a shared store).
+    let mut early = progs(2, &["2"], 1, 20);
+    early.push(Ev::id("3", result(2)));
+    assert_kinds(
+        &cut_at_priming_id_then("1", Some(("b1", "b2")), &early),
+        &[("backend_switch", "warning"), ("resume_ok", "info")],
+    );
+    // Negative: the tool failed (a JSON-RPC error, not a result).
+    let mut failed = progs(2, &["2"], 10, 20);
+    failed.push(Ev::id(
+        "3",
+        json!({"jsonrpc": "2.0", "id": 2, "error": {"code": -32603, "message": "tool failed"}}),
+    ));
+    assert_kinds(
+        &cut_at_priming_id_then("1", Some(("b1", "b2")), &failed),
+        &[("backend_switch", "warning"), ("resume_ok", "info")],
+    );
+    // Negative: the replay carries the progress from its first value to its total.
+    let mut evs = progs(2, &["2", "3", "4"], 1, 3);
+    evs.push(Ev::id("5", result(2)));
+    assert_kinds(&cut_at_priming_then(&evs), &[("resume_ok", "info")]);
+    // Negative: the result alone, with no progress to judge by.
+    assert_kinds(
+        &cut_at_priming_then(&[Ev::id("2", result(2))]),
+        &[("resume_ok", "info")],
+    );
 }
 
 /// uuid4 ids (the Python SDK's example store) show no order, and a cut right after the priming
@@ -1608,7 +1684,7 @@ fn a_resume_with_unordered_ids_and_nothing_before_the_cut_is_not_shown_to_contin
         .map(|k| Ev::id(uuid(k), progress(&token(2), k.into(), 3)))
         .collect();
     evs.push(Ev::id(uuid(4), result(2)));
-    let fs = cut_at_priming_id_then(&uuid(0), &evs);
+    let fs = cut_at_priming_id_then(&uuid(0), None, &evs);
     assert_kinds(&fs, &[("resume_ok", "info")]);
     let detail = one(&fs, "resume_ok")["detail"]
         .as_str()
@@ -1629,32 +1705,16 @@ fn a_resume_with_unordered_ids_and_nothing_before_the_cut_is_not_shown_to_contin
     assert!(detail.contains("continued the stream"), "{detail}");
 }
 
-/// Seed 2's terminal provenance when nothing of the application sequence came before the cut:
-/// the replica without the log sends one invented progress value, half-way, and the result.
+/// A resumption that delivers only a fresh priming event (the Python SDK primes every
+/// resumed connection) says so, and claims nothing of ids or application sequence.
 #[test]
-fn a_result_after_the_first_progress_short_of_its_total_is_a_suspect_terminal() {
-    let mut evs = progs(2, &["2"], 10, 20);
-    evs.push(Ev::id("3", result(2)));
-    let fs = cut_at_priming_then(&evs);
-    assert_kinds(&fs, &[("suspect_terminal", "error")]);
-    let f = one(&fs, "suspect_terminal");
-    assert_eq!(f["observed"], "response after progress 10 of 20");
-    assert!(f["detail"]
-        .as_str()
-        .unwrap()
-        .contains("none before the cut"));
-
-    // Negative: the replay carries the progress from its first value to its total.
-    let mut evs = progs(2, &["2", "3", "4"], 1, 3);
-    evs.push(Ev::id("5", result(2)));
-    assert_kinds(&cut_at_priming_then(&evs), &[("resume_ok", "info")]);
-    // Negative: one value that is the total (a tool that reports only its end).
-    let mut evs = progs(2, &["2"], 20, 20);
-    evs.push(Ev::id("3", result(2)));
-    assert_kinds(&cut_at_priming_then(&evs), &[("resume_ok", "info")]);
-    // Negative: the result alone, with no progress to judge by.
-    assert_kinds(
-        &cut_at_priming_then(&[Ev::id("2", result(2))]),
-        &[("resume_ok", "info")],
-    );
+fn a_resumption_with_no_message_says_so() {
+    let (mut cap, c) = call_under_way();
+    c.server_reset(&mut cap);
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some(SID), Some("3")));
+    g.server(&mut cap, &raw_sse("id: 4\ndata: \n\n"));
+    g.close(&mut cap);
+    let rs = table_csv(&cap, "resumptions");
+    assert!(rs.contains(",no message after the cursor,"), "{rs}");
 }

@@ -445,29 +445,21 @@ pub(super) fn check(
             primed || int_ids.elsewhere(model, exchanges, st, (ls, fs), (l_ev.sse.ts, fev.sse.ts))
         };
         // Or when the application's own regular counter went on by exactly its step across the
-        // skip, or its progress had reached its total and the result came next: nothing the
-        // application numbered is missing, and a counter shared with streams the capture did
-        // not see (the Python v2 store counts across every session) skips ids this way; seed
-        // 2's coherence test holds.
-        let mut app_vouches = None;
+        // skip: nothing the application numbered is missing, and a counter shared with streams
+        // the capture did not see (the Python v2 store counts across every session) skips ids
+        // this way; seed 2's coherence test holds.
+        let mut app_vouches = false;
         let dense = comparable
             && (pf.format.dense_by_format()
                 || (pf.format == IdFormat::Integer
                     && stream_dense(upto)
                     && !(fs > ls + 1 && {
                         let used = skipped_used();
-                        if !used {
-                            app_vouches = app_counter_continues(
-                                upto_series(),
-                                upto,
-                                &after,
-                                session_requests,
-                            );
-                        }
-                        used || app_vouches.is_some()
+                        app_vouches = !used && app_counter_continues(upto_series(), upto, &after);
+                        used || app_vouches
                     })));
-        if let Some(why) = app_vouches {
-            reasons.push(why);
+        if app_vouches {
+            reasons.push("integer ids skipped while the application counter went on by one step (a shared counter)");
         }
         if !regression && dense && fs > ls + 1 {
             let mut f = ctx.finding("id_gap", Severity::Error, Some(fev), format!(
@@ -801,28 +793,33 @@ pub(super) fn check(
                 .filter_map(|x| Some((x.progress?, x.progress_total)))
                 .collect();
             let Some(&(last, total)) = progress_before.last() else {
-                // No progress before the cut (it came right after the priming event), but the
-                // response came on the resumed stream right after a progress value short of its
-                // total: seed 2's terminal provenance. A replay of the original log would carry
-                // the request's progress from its first value on; a replica without the log
-                // invents a value and a result. (After a planned poll, one step short of the
-                // total is a tool that finished while the client was away.)
-                if let Some(&(reached, Some(t))) = progress_after.last() {
-                    let step = match progress_after.as_slice() {
-                        [.., (a, _), (b, _)] if b > a => b - a,
-                        _ => 1.0,
-                    };
+                // None of the request's progress reached the client before the cut (say, a cut
+                // right after the priming event), and another backend answered the resumption
+                // with one progress value past the start, short of its total, and the result:
+                // seed 2's terminal provenance. A replay of the original log carries the
+                // progress from its first value on (0 or 1 of n: it is not judged, as a tool may
+                // end early); a replica without the log invents the value where it guesses the
+                // tool stands, then a result. A JSON-RPC error (a tool that failed) and a
+                // planned poll (the client away by design) are not judged either.
+                let switched = model
+                    .backend(r.exchange)
+                    .zip(model.backend(cx))
+                    .is_some_and(|(now, then)| different_backends(now, then));
+                let first_value = progress_after.first().map(|&(p, _)| p);
+                if let (Some(&(reached, Some(t))), Some(v)) = (progress_after.last(), first_value) {
                     let tol = 1e-9 * t.abs().max(1.0);
-                    let near_end = reached + step + tol >= t;
-                    if reached + tol < t && !(planned && near_end) {
+                    if m.kind == Kind::Response
+                        && switched
+                        && !planned
+                        && v > 1.0 + tol
+                        && reached + tol < t
+                    {
                         let mut f = ctx.finding("suspect_terminal", Severity::Error, Some(ev), format!(
-                            "The final response to request {} arrived on the resumed stream right after Last-Event-ID {} (event {}, frame {}) while its progress stood at {} of {}, the first progress the client got for it ({} notification(s) in between, none before the cut): a terminal event not attributable to the original stream.",
+                            "The final response to request {} arrived on the resumed stream right after Last-Event-ID {} (event {}, frame {}) while its progress stood at {} of {}, the first progress the client got for it ({} notification(s) in between, none before the cut), and another backend than the cut connection's served it: a terminal event not attributable to the original stream.",
                             rid, r.last_event_id, ev.sse.id.unwrap_or("-"), ev.sse.frame_first, fmt_num(reached), fmt_num(t), progress_after.len()));
                         f.request_id = Some(rid.to_string());
-                        f.expected = Some(format!(
-                            "progress reaching {} before the result",
-                            fmt_num(t)
-                        ));
+                        f.expected =
+                            Some("a replay from the request's first progress value".into());
                         f.observed = Some(format!(
                             "response after progress {} of {}",
                             fmt_num(reached),
@@ -926,6 +923,7 @@ pub(super) fn check(
     // What the boundary was judged by: ordered ids, the application's sequence, or neither.
     let app = !upto_series().is_empty();
     let unshown = boundary_ok && ids_go_on.is_none() && !app;
+    let mut reasons_owned: Option<String> = None;
     if boundary_ok {
         let at = first.or(after.first().copied());
         let first_text = first_id
@@ -943,14 +941,33 @@ pub(super) fn check(
         });
         f.observed = first_id.clone();
         out.push(f);
-        reasons.push(match (ids_go_on, app, gap) {
-            (Some(true), true, false) => "ids and application sequence continue",
-            (Some(true), true, true) => "at the cursor, ids and application sequence continue",
-            (Some(true), false, _) => "ids continue; no application sequence before the cut to check",
-            (_, true, false) => "application sequence continues; the ids cannot show order",
-            (_, true, true) => "at the cursor, the application sequence continues; the ids cannot show order",
-            (_, false, _) => "nothing contradicts a continuation, but neither the ids nor an application sequence before the cut can show one",
-        });
+        // The application values after the cut, of a sequence under way before it.
+        let app_after = app
+            && after.iter().any(|ev| {
+                seq_values(ev)
+                    .iter()
+                    .any(|(k, _)| upto_series().iter().any(|(key, _)| key == k))
+            });
+        let at = if gap { "at the cursor, " } else { "" };
+        let said = match (first.is_some(), ids_go_on, app, app_after) {
+            (false, ..) => "no message after the cursor".to_string(),
+            (true, Some(true), true, true) => format!("{at}ids and application sequence continue"),
+            (true, Some(true), ..) => format!(
+                "{at}ids continue; no application value {} the cut to check",
+                if app { "after" } else { "before" }
+            ),
+            (true, Some(false), ..) => String::new(),
+            (true, None, true, true) => {
+                format!("{at}the application sequence continues; the ids cannot show order")
+            }
+            (true, None, ..) => "nothing contradicts a continuation, but neither the ids nor an application sequence across the cut can show one".to_string(),
+        };
+        if !said.is_empty() {
+            reasons_owned = Some(said);
+        }
+    }
+    if let Some(said) = reasons_owned.as_deref() {
+        reasons.push(said);
     }
     if duplicated {
         reasons.push("events the client already had were delivered again");
@@ -1110,61 +1127,32 @@ fn history_positions(
     }
 }
 
-/// How the application vouches for the events between the cursor and the first event after it,
-/// with a counter that every message event up to the cursor carried: `Some(reason)` when some
-/// regular application counter of the stream (progress per token, or an `--app-seq` field: at
-/// least two equal steps, or one step of 1), also carried by the first message event after the
-/// cut, has its first value there exactly one step past its last value up to the cursor; or
-/// when the progress had reached its total and the first message after the cut is the result
-/// of the request it belongs to (`session_requests`: request id → progress token). An event
-/// lost in the skip would then have shown in the application's sequence too.
-fn app_counter_continues(
-    series: &[Series],
-    upto: &[Ev],
-    after: &[EventRec],
-    session_requests: &HashMap<String, String>,
-) -> Option<&'static str> {
-    series.iter().find_map(|(key, vals)| {
-        let &(last, last_ev) = vals.last()?;
+/// Whether some regular application counter of the stream (progress per token, or an
+/// `--app-seq` field: at least two equal steps, or one step of 1) has its first value after the
+/// cut exactly one step past its last value up to the cursor — a counter that every message
+/// event up to the cursor, and the first one after it, carried: then an event lost in the skip
+/// would have shown as a skip of the counter too. (A progress that had reached its total says
+/// nothing of the events between it and the result: log notifications carry no sequence.)
+fn app_counter_continues(series: &[Series], upto: &[Ev], after: &[EventRec]) -> bool {
+    series.iter().any(|(key, vals)| {
+        let (Some(&(last, _)), Some(step)) = (vals.last(), regular_step(vals)) else {
+            return false;
+        };
         let carries = |ev: &EventRec| seq_values(ev).iter().any(|(k, _)| k == key);
         let every_before = upto
             .iter()
             .filter(|(_, _, ev)| !ev.messages.is_empty())
             .all(|(_, _, ev)| carries(ev));
         let first_after = after.iter().find(|ev| !ev.messages.is_empty());
-        if !every_before {
-            return None;
-        }
-        // Progress that had reached its total, and the result of its request as the next
-        // message: the application's sequence ended where it should (seed 2's terminal
-        // provenance holds).
-        if let SeqKey::Progress(token) = key {
-            let at_total = last_ev.messages.iter().any(|m| {
-                m.progress_token.as_deref() == Some(token.as_str())
-                    && m.progress_total.is_some_and(|t| last + 1e-9 * t.abs().max(1.0) >= t)
-            });
-            let result_next = first_after.is_some_and(|ev| {
-                ev.messages.iter().next().is_some_and(|m| {
-                    matches!(m.kind, Kind::Response | Kind::Error)
-                        && m.id.as_deref().and_then(|id| session_requests.get(id))
-                            == Some(&token.to_string())
-                })
-            });
-            if at_total && result_next {
-                return Some("integer ids skipped while the progress had reached its total and the result followed (a shared counter)");
-            }
-        }
-        let step = regular_step(vals)?;
-        if !first_after.is_some_and(carries) {
-            return None;
+        if !every_before || !first_after.is_some_and(carries) {
+            return false;
         }
         let next = after
             .iter()
             .flat_map(|ev| seq_values(ev))
             .find(|(k, _)| k == key)
             .map(|(_, v)| v);
-        next.filter(|n| (n - (last + step)).abs() < 1e-9)
-            .map(|_| "integer ids skipped while the application counter went on by one step (a shared counter)")
+        next.is_some_and(|n| (n - (last + step)).abs() < 1e-9)
     })
 }
 
