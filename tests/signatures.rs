@@ -77,6 +77,16 @@ fn raw_sse(text: &str) -> Vec<u8> {
     out
 }
 
+/// A `200 text/event-stream` head, naming `backend` in an `X-Backend` header when given.
+fn sse_head_from(backend: Option<&str>) -> Vec<u8> {
+    let mut h = sse_head(None);
+    if let Some(b) = backend {
+        let at = h.len() - 2;
+        h.splice(at..at, format!("X-Backend: {b}\r\n").into_bytes());
+    }
+    h
+}
+
 /// A status-only answer with a small text body.
 fn status(code: u16, reason: &str) -> Vec<u8> {
     format!("HTTP/1.1 {code} {reason}\r\nContent-Type: text/plain\r\nContent-Length: 9\r\n\r\nnot found").into_bytes()
@@ -832,19 +842,11 @@ fn poll_then_result(p: PollThenResult) -> Vec<Value> {
 
 /// The capture of [`poll_then_result`].
 fn poll_capture(p: PollThenResult) -> Capture {
-    let head = |backend: Option<&str>| {
-        let mut h = sse_head(None);
-        if let Some(b) = backend {
-            let at = h.len() - 2;
-            h.splice(at..at, format!("X-Backend: {b}\r\n").into_bytes());
-        }
-        h
-    };
     let mut cap = Capture::new();
     handshake_version(&mut cap, SID, "2025-11-25");
     let mut c = cap.connect();
     c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
-    let mut body = head(p.backends.map(|b| b.0));
+    let mut body = sse_head_from(p.backends.map(|b| b.0));
     if p.go_close {
         body.extend(chunk(b"event: prime\nid: 0\ndata: \n\n"));
     } else {
@@ -875,7 +877,7 @@ fn poll_capture(p: PollThenResult) -> Capture {
     if p.quiet {
         let mut q = cap.connect();
         q.client(&mut cap, &get(Some(SID), Some("3")));
-        q.server(&mut cap, &head(p.backends.map(|b| b.0)));
+        q.server(&mut cap, &sse_head_from(p.backends.map(|b| b.0)));
         cap.wait(5_000_000);
         if p.go_close {
             // Go closes whichever connection holds the stream the same way.
@@ -887,7 +889,7 @@ fn poll_capture(p: PollThenResult) -> Capture {
     }
     let mut g = cap.connect();
     g.client(&mut cap, &get(Some(SID), Some("3")));
-    let mut answer = head(p.backends.map(|b| b.1));
+    let mut answer = sse_head_from(p.backends.map(|b| b.1));
     let mut rest = vec![Ev::id("4", result(2))];
     if p.jump {
         rest.insert(0, Ev::id("4", progress(&token(2), 5, p.total)));
@@ -1593,25 +1595,17 @@ fn cut_at_priming_id_then(
     backends: Option<(&str, &str)>,
     resumed: &[Ev],
 ) -> Vec<Value> {
-    let head = |backend: Option<&str>| {
-        let mut h = sse_head(None);
-        if let Some(b) = backend {
-            let at = h.len() - 2;
-            h.splice(at..at, format!("X-Backend: {b}\r\n").into_bytes());
-        }
-        h
-    };
     let mut cap = Capture::new();
     handshake_version(&mut cap, SID, "2025-11-25");
     let mut c = cap.connect();
     c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
-    let mut body = head(backends.map(|b| b.0));
+    let mut body = sse_head_from(backends.map(|b| b.0));
     body.extend(chunk(format!("id: {priming}\ndata: \n\n").as_bytes()));
     c.server(&mut cap, &body);
     c.server_reset(&mut cap);
     let mut g = cap.connect();
     g.client(&mut cap, &get(Some(SID), Some(priming)));
-    let mut body = head(backends.map(|b| b.1));
+    let mut body = sse_head_from(backends.map(|b| b.1));
     for ev in resumed {
         body.extend(chunk(ev.text().as_bytes()));
     }
