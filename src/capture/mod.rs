@@ -20,6 +20,9 @@ use crate::anomaly::{Anomalies, Anomaly};
 pub const BLOCK_BUFFER: usize = 1 << 20;
 /// Largest single block the reader will grow its buffer for, in bytes.
 pub const MAX_BLOCK: usize = 64 << 20;
+/// Bytes gathered before the format is recognised (a pcap header is 24 bytes; a pcapng section
+/// header with its options, and what follows it, fit easily).
+const HEAD_BYTES: usize = 64 << 10;
 
 /// One captured frame, borrowed from the reader's buffer.
 #[derive(Debug, Clone, Copy)]
@@ -106,6 +109,19 @@ pub fn read_capture_while<R: Read + Send>(
     anomalies: &mut Anomalies,
     mut sink: impl FnMut(Frame<'_>) -> bool,
 ) -> Result<FileSummary, CaptureError> {
+    // The reader recognises the format on its first read alone. A pipe may hand over fewer
+    // bytes than a header (`tcpdump -w - | mcpcap analyze -`), so the first bytes are gathered
+    // here until `HEAD_BYTES` or the end of the input, and given to it in one read.
+    let mut input = input;
+    let mut head = Vec::with_capacity(HEAD_BYTES);
+    if (&mut input)
+        .take(HEAD_BYTES as u64)
+        .read_to_end(&mut head)
+        .is_err()
+    {
+        return Err(CaptureError::Io("read failed".into()));
+    }
+    let input = std::io::Cursor::new(head).chain(input);
     let mut reader = match create_reader(BLOCK_BUFFER, input) {
         Ok(r) => r,
         Err(PcapError::Eof) => return Err(CaptureError::Empty),
@@ -326,6 +342,41 @@ pub fn ts_to_micros(raw: u64, resolution: u64, offset_secs: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A reader that hands over at most `n` bytes a call, as a pipe may.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.1.min(buf.len()).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_capture_read_a_few_bytes_at_a_time_is_read_whole() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        for name in ["mcp/healthy_ts.pcap", "mcp-sdk/planned_poll_ts.pcap"] {
+            let bytes = std::fs::read(root.join("fixtures").join(name)).unwrap();
+            let frames = |r: &mut (dyn Read + Send)| {
+                let mut n = 0u64;
+                let s = read_capture(r, 1, &mut Anomalies::default(), |_| n += 1).unwrap();
+                assert_eq!(s.truncated, None, "{name}");
+                n
+            };
+            let whole = frames(&mut bytes.as_slice());
+            assert!(whole > 10);
+            for step in [1, 3, 7, 23] {
+                assert_eq!(
+                    frames(&mut Trickle(&bytes, step)),
+                    whole,
+                    "{name}, {step} bytes a read"
+                );
+            }
+        }
+    }
 
     #[test]
     fn ts_resolution_powers_of_ten_and_two() {
