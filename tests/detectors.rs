@@ -391,6 +391,27 @@ fn integer_ids_skipped_after_the_progress_reached_its_total_are_an_id_gap() {
 }
 
 #[test]
+fn fork_restarts_ids() {
+    // The resumed stream replays ids 1..3 (progress 1..3) and goes on.
+    let mut resumed = progs(1..=5, 1, 5);
+    resumed.push(res(6));
+    let cap = cut_and_resume(5, End::CutFin, &resumed);
+    let fs = findings(&cap);
+    assert_kinds(
+        &fs,
+        &[
+            ("duplicate_delivery", "error"),
+            ("id_regression", "error"),
+            ("id_restart", "error"),
+        ],
+    );
+    assert_keys(one(&fs, "id_regression"), Some("3"), Some("1"), None);
+    assert_keys(one(&fs, "id_restart"), Some("3"), Some("1"), None);
+    assert_keys(one(&fs, "duplicate_delivery"), Some("3"), Some("1"), None);
+    assert_eq!(exit_status(&cap, "error"), 1);
+}
+
+#[test]
 fn a_fork_whose_ids_jump_ahead_is_no_id_gap() {
     // The replica numbers its own log from 100: ids 101.. carry progress 1..5 again. The ids
     // skipped are another counter's, not 97 events lost.
