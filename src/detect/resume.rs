@@ -299,6 +299,8 @@ pub(super) fn check(
     // Where the `id_gap` finding is in `out`, when there is one.
     let mut id_gap_at: Option<usize> = None;
     let mut terminal_suspect = false;
+    // A terminal that may be fabricated, where the wire cannot tell (a warning, not a gap).
+    let mut unverified = false;
     let mut reasons: Vec<&str> = Vec::new();
 
     if let Some(&(ev, other, earlier)) = foreign_stream.first() {
@@ -794,13 +796,15 @@ pub(super) fn check(
                 .collect();
             let Some(&(last, total)) = progress_before.last() else {
                 // None of the request's progress reached the client before the cut (say, a cut
-                // right after the priming event), and another backend answered the resumption
-                // with one progress value past the start, short of its total, and the result:
-                // seed 2's terminal provenance. A replay of the original log carries the
-                // progress from its first value on (0 or 1 of n: it is not judged, as a tool may
-                // end early); a replica without the log invents the value where it guesses the
-                // tool stands, then a result. A JSON-RPC error (a tool that failed) and a
-                // planned poll (the client away by design) are not judged either.
+                // right after the priming event), and another backend than the cut connection's
+                // answered the resumption with one progress value past the start, short of its
+                // total, and the result: seed 2's terminal provenance cannot be shown. A replica
+                // without the log invents the value where it guesses the tool stands, then a
+                // result; a replica sharing the log replays a tool that reported first at that
+                // value. The wire cannot tell them apart (the ids may continue in both), so this
+                // is a warning and the resumption unverifiable. A first value of 0 or 1 is a
+                // replay from the start, a JSON-RPC error a tool that failed, and a planned poll
+                // keeps the client away by design: none of them is judged.
                 let switched = model
                     .backend(r.exchange)
                     .zip(model.backend(cx))
@@ -814,8 +818,8 @@ pub(super) fn check(
                         && v > 1.0 + tol
                         && reached + tol < t
                     {
-                        let mut f = ctx.finding("suspect_terminal", Severity::Error, Some(ev), format!(
-                            "The final response to request {} arrived on the resumed stream right after Last-Event-ID {} (event {}, frame {}) while its progress stood at {} of {}, the first progress the client got for it ({} notification(s) in between, none before the cut), and another backend than the cut connection's served it: a terminal event not attributable to the original stream.",
+                        let mut f = ctx.finding("suspect_terminal", Severity::Warning, Some(ev), format!(
+                            "The final response to request {} arrived on the resumed stream right after Last-Event-ID {} (event {}, frame {}) while its progress stood at {} of {}, the first progress the client got for it ({} notification(s) in between, none before the cut), and another backend than the cut connection's served it: unless that backend shares the stream's log, the value and the result were made up there; the capture cannot show which.",
                             rid, r.last_event_id, ev.sse.id.unwrap_or("-"), ev.sse.frame_first, fmt_num(reached), fmt_num(t), progress_after.len()));
                         f.request_id = Some(rid.to_string());
                         f.expected =
@@ -826,9 +830,9 @@ pub(super) fn check(
                             fmt_num(t)
                         ));
                         out.push(f);
-                        gap = true;
+                        unverified = true;
                         terminal_suspect = true;
-                        reasons.push("terminal result with its progress short of its total");
+                        reasons.push("terminal result on another backend with its first progress past the start and short of its total");
                         continue;
                     }
                 }
@@ -908,6 +912,8 @@ pub(super) fn check(
         Verdict::Forked
     } else if gap {
         Verdict::Gap
+    } else if unverified {
+        Verdict::Unverifiable
     } else {
         Verdict::Resumed
     };

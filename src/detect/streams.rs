@@ -150,72 +150,97 @@ pub(super) fn duplicate_event_ids(model: &Model, exchanges: &[Exchange], out: &m
 }
 
 /// `id_gap` inside one connection: event ids of a format with a dense per-stream ordinal (Go
-/// `<stream>_<n>`, rmcp `<n>/<request>`, C# `…:<n>`) that skip forward between two consecutive
-/// events of the same stream part. The reference (§8.2) holds such a gap to be real loss: the
-/// server numbered events it never sent on this connection. (Plain integers may come from a
-/// counter shared across streams and sessions, and the other formats show no density; the step
-/// from a resumption's cursor to its first event is judged with the resumption.) One finding per
-/// connection, at its first skip.
+/// `<stream>_<n>`, rmcp `<n>/<request>`, C# `…:<n>`) whose ordinal skips forward past the
+/// highest one the connection delivered for that stream part. The reference (§8.2) holds such a
+/// gap to be real loss: the server numbered events it never sent. Guarded, because other stores
+/// write ids of the same shapes (a `tenant:jobs:<ms>` key): the stream part must first have
+/// stepped by exactly one on the connection (from its priming event or the cursor included). Not judged: connections with bytes missing from
+/// the capture (an event lost there is the capture's, not the server's: `sse.gap`); priming
+/// events (rmcp primes with `0`), which only raise the highest ordinal; and, on a resumed
+/// connection, the step from the cursor, which the resumption judges. Plain integers may come
+/// from a counter shared across streams and sessions, and the other formats show no density.
+/// One finding per connection, at its first skip.
 pub(super) fn dense_id_gaps(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
-    use crate::mcp::ids;
+    use crate::mcp::ids::{self, IdFormat};
     for (sti, st) in model.streams.iter().enumerate() {
         for &xi in &st.connections {
             let e = &exchanges[xi];
-            // Only a connection whose first own id has a dense format is walked.
-            let dense_first = e
-                .events
-                .briefs()
-                .find(|(_, b)| b.has_own_id && !b.truncated)
+            if e.resp_gap || e.req_gap {
+                continue;
+            }
+            let own = || {
+                e.events
+                    .briefs()
+                    .filter(|(_, b)| b.has_own_id && !b.truncated)
+            };
+            // Only a connection whose first id past its priming has a dense format is walked.
+            let dense_first = own()
+                .find(|(_, b)| !b.priming)
                 .and_then(|(i, _)| e.events.id_of(i))
                 .is_some_and(|id| ids::parse(id).format.dense_by_format());
             if !dense_first {
                 continue;
             }
-            let mut prev: Option<(usize, ids::ParsedId)> = None;
-            let mut gaps: Vec<(usize, usize, u128)> = Vec::new();
-            for (i, _) in e
-                .events
-                .briefs()
-                .filter(|(_, b)| b.has_own_id && !b.truncated)
-            {
+            // Per stream part (format, prefix): the highest ordinal delivered and its id, and how
+            // many times the ordinals stepped by exactly one.
+            let mut parts: Vec<((IdFormat, &str), u128, &str, u32)> = Vec::new();
+            // The resumption's cursor: its stream part starts there (its step is the
+            // resumption's to judge).
+            if let Some(cursor) = e.resume_cursor() {
+                let p = ids::parse(cursor);
+                if let Some(n) = p.seq.filter(|_| p.format.dense_by_format()) {
+                    parts.push(((p.format, p.prefix), n, cursor, 0));
+                }
+            }
+            // (highest ordinal and its id before the skip, event index, ordinals missing)
+            let mut gaps: Vec<(u128, &str, usize, u128)> = Vec::new();
+            for (i, b) in own() {
                 let Some(id) = e.events.id_of(i) else {
                     continue;
                 };
                 let p = ids::parse(id);
-                if let (Some((pi, q)), Some(n)) = (prev, p.seq) {
-                    if q.format == p.format && q.prefix == p.prefix && p.format.dense_by_format() {
-                        if let Some(m) = q.seq.filter(|&m| n > m + 1) {
-                            gaps.push((pi, i, n - m - 1));
-                        }
-                    }
+                let Some(n) = p.seq.filter(|_| p.format.dense_by_format()) else {
+                    continue;
+                };
+                let key = (p.format, p.prefix);
+                let Some(part) = parts.iter_mut().find(|(k, ..)| *k == key) else {
+                    parts.push((key, n, id, 0));
+                    continue;
+                };
+                let (max, max_id, steps) = (part.1, part.2, part.3);
+                if n == max + 1 {
+                    part.3 += 1;
+                } else if n > max + 1 && !b.priming && steps >= 1 {
+                    gaps.push((max, max_id, i, n - max - 1));
                 }
-                prev = Some((i, p));
+                if n > max {
+                    (part.1, part.2) = (n, id);
+                }
             }
-            let Some(&(a, b, missing)) = gaps.first() else {
+            let Some(&(max, max_id, at, missing)) = gaps.first() else {
                 continue;
             };
-            let (Some(before), Some(after)) = (e.events.get(a), e.events.get(b)) else {
+            let Some(after) = e.events.get(at) else {
                 continue;
             };
-            let (from, to) = (before.sse.id.unwrap_or(""), after.sse.id.unwrap_or(""));
+            let to = after.sse.id.unwrap_or("");
             let mut f = Finding::at_exchange(
                 model.sessions[st.session].label(),
                 "id_gap",
                 Severity::Error,
                 e,
                 format!(
-                    "The connection (flow {}, response in frame {}) went from event id {from} (frame {}) to {to} (frame {}) on a stream whose id format numbers its events densely: {missing} event(s) were never delivered{}.",
+                    "The connection (flow {}, response in frame {}) went from event id {max_id} to {to} (frame {}) on a stream part whose ordinals had stepped by one: {missing} event(s) numbered in between were never delivered{}.",
                     flow_id(e),
                     e.frame_response.unwrap_or(0),
-                    before.sse.frame_first,
                     after.sse.frame_first,
                     if gaps.len() > 1 { format!(", and the ids skip {} more time(s) on this connection", gaps.len() - 1) } else { String::new() }
                 ),
             )
             .at_event(&after);
-            f.last_event_id = Some(from.to_string());
+            f.last_event_id = Some(max_id.to_string());
             f.request_id = stream_request_id(model, exchanges, sti);
-            f.expected = ids::parse(from).seq.map(|m| (m + 1).to_string());
+            f.expected = Some((max + 1).to_string());
             f.observed = Some(to.to_string());
             out.push(f);
         }
