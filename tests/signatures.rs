@@ -1769,3 +1769,90 @@ fn a_resumption_with_no_message_says_so() {
     let rs = table_csv(&cap, "resumptions");
     assert!(rs.contains(",no message after the cursor,"), "{rs}");
 }
+
+/// A tools/call POST stream carrying `first` (Go ids `G_<n>`; `None` data: a priming event),
+/// cut by a reset, then a resumption from `cursor` carrying `resumed`; the last event of each is
+/// whatever the caller gives (the result included). The capture.
+fn go_stream_resumed(first: &[(u32, bool)], cursor: u32, resumed: &[(u32, bool)]) -> Capture {
+    let log = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "step"}});
+    let body = |evs: &[(u32, bool)]| {
+        let mut b = sse_head(None);
+        for &(n, data) in evs {
+            let text = if data {
+                Ev::id(format!("KX3ABCDEFGHIJKLMNOPQRSTUV7_{n}"), log.clone()).text()
+            } else {
+                format!("id: KX3ABCDEFGHIJKLMNOPQRSTUV7_{n}\ndata: \n\n")
+            };
+            b.extend(chunk(text.as_bytes()));
+        }
+        b
+    };
+    let mut cap = Capture::new();
+    handshake_as(&mut cap, SID);
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
+    c.server(&mut cap, &body(first));
+    if resumed.is_empty() {
+        c.server(&mut cap, LAST_CHUNK);
+        c.close(&mut cap);
+        return cap;
+    }
+    c.server_reset(&mut cap);
+    let mut g = cap.connect();
+    let cursor = format!("KX3ABCDEFGHIJKLMNOPQRSTUV7_{cursor}");
+    g.client(&mut cap, &get(Some(SID), Some(&cursor)));
+    let mut b = body(resumed);
+    b.extend_from_slice(LAST_CHUNK);
+    g.server(&mut cap, &b);
+    g.close(&mut cap);
+    cap
+}
+
+/// The in-connection `id_gap` against the resumption's: one finding per skip, replays below the
+/// cursor count, reordered events are not lost, and a resumption whose connection lost events
+/// inside it is a `gap`.
+#[test]
+fn dense_id_gaps_inside_and_at_a_resumption() {
+    let id_gaps = |cap: &Capture| {
+        analyze(cap, &[])
+            .iter()
+            .filter(|f| f["kind"] == "id_gap")
+            .count()
+    };
+    // A priming event opens the resumed connection ahead of the cursor, then an event skips:
+    // one finding, the resumption's.
+    let cap = go_stream_resumed(
+        &[(1, true), (2, true)],
+        2,
+        &[(3, false), (5, true), (6, true)],
+    );
+    assert_eq!(id_gaps(&cap), 1);
+    // A replay from below the cursor, then a skip past it: found inside the connection.
+    let cap = go_stream_resumed(
+        &[(1, true), (2, true), (3, true), (4, true)],
+        4,
+        &[(2, true), (3, true), (4, true), (6, true), (7, true)],
+    );
+    assert_eq!(id_gaps(&cap), 1);
+    assert!(table_csv(&cap, "resumptions").contains(",forked,"));
+    // Reordered, not lost: 4 comes after 5 on the same connection.
+    let cap = go_stream_resumed(
+        &[(1, true), (2, true), (4, true), (3, true), (5, true)],
+        0,
+        &[],
+    );
+    assert_eq!(id_gaps(&cap), 0);
+    // The boundary continues (3 after 2), then 4 is lost inside the resumed connection: the
+    // resumption is a gap, not resumed.
+    let cap = go_stream_resumed(
+        &[(1, true), (2, true)],
+        2,
+        &[(3, true), (5, true), (6, true)],
+    );
+    assert_eq!(id_gaps(&cap), 1);
+    let rs = table_csv(&cap, "resumptions");
+    assert!(
+        rs.contains(",gap,") && rs.contains("dense ids skipped inside the resumed connection"),
+        "{rs}"
+    );
+}

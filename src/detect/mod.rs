@@ -192,6 +192,9 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
     let replays = replay::ReplayIndex::build(&model, exchanges);
     let int_ids = resume::IntIds::default();
     let mut history: crate::hash::FastMap<usize, resume::History> = Default::default();
+    // Connections whose dense ids skip inside them: a resumption there lost events after its
+    // boundary, as an app_seq_desync inside it says.
+    let gapped = streams::dense_id_gaps(&model, exchanges, &mut findings);
     for (i, r) in model.resumptions.iter().enumerate() {
         let (reqs, tokens) = requests.entry(r.session).or_insert_with(|| {
             let reqs = resume::requests_of_session(&model, exchanges, r.session);
@@ -212,6 +215,16 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
             &mut history,
             &mut findings,
         );
+        let mut result = result;
+        if gapped.contains(&r.exchange)
+            && matches!(result.verdict, Verdict::Resumed | Verdict::Unverifiable)
+        {
+            result.verdict = Verdict::Gap;
+            result.continuity_unshown = false;
+            result
+                .reason
+                .push_str("; dense ids skipped inside the resumed connection");
+        }
         proxy::backend_switch(&model, exchanges, r, &result, first, &mut findings);
         results.push(result);
     }
@@ -222,7 +235,6 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
     session::lost_responses(&model, exchanges, &responses, capture_end, &mut findings);
     session::duplicate_responses(&model, exchanges, &responses, &mut findings);
     streams::duplicate_event_ids(&model, exchanges, &mut findings);
-    streams::dense_id_gaps(&model, exchanges, &mut findings);
     streams::concurrent_connections(&model, exchanges, &mut findings);
     streams::planned_polls(&model, exchanges, &answered, &mut findings);
     streams::idle_cuts(&model, exchanges, &answered, &mut findings);

@@ -151,17 +151,40 @@ pub(super) fn duplicate_event_ids(model: &Model, exchanges: &[Exchange], out: &m
 
 /// `id_gap` inside one connection: event ids of a format with a dense per-stream ordinal (Go
 /// `<stream>_<n>`, rmcp `<n>/<request>`, C# `…:<n>`) whose ordinal skips forward past the
-/// highest one the connection delivered for that stream part. The reference (§8.2) holds such a
-/// gap to be real loss: the server numbered events it never sent. Guarded, because other stores
-/// write ids of the same shapes (a `tenant:jobs:<ms>` key): the stream part must first have
-/// stepped by exactly one on the connection (from its priming event or the cursor included). Not judged: connections with bytes missing from
-/// the capture (an event lost there is the capture's, not the server's: `sse.gap`); priming
-/// events (rmcp primes with `0`), which only raise the highest ordinal; and, on a resumed
-/// connection, the step from the cursor, which the resumption judges. Plain integers may come
-/// from a counter shared across streams and sessions, and the other formats show no density.
-/// One finding per connection, at its first skip.
-pub(super) fn dense_id_gaps(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
+/// highest one the connection delivered for that stream part, when the ordinals skipped never
+/// come later on the connection (a reordered event is not lost). The reference (§8.2) holds such
+/// a gap to be real loss: the server numbered events it never sent. Guarded, because other
+/// stores write ids of the same shapes (a `tenant:jobs:<ms>` key): the stream part must first
+/// have stepped by exactly one on the connection. Not judged: connections with bytes missing
+/// from the capture (an event lost there is the capture's, not the server's: `sse.gap`); events
+/// before the connection's first message event of the stream part (priming events, rmcp's `0`
+/// among them, only raise the highest ordinal); and, on a resumed connection, the step from the
+/// cursor to its first message event, which the resumption judges. Plain integers may come from
+/// a counter shared across streams and sessions, and the other formats show no density. One
+/// finding per connection, at its first skip. Returns the exchanges that got one, for the
+/// verdicts of their resumptions.
+pub(super) fn dense_id_gaps(
+    model: &Model,
+    exchanges: &[Exchange],
+    out: &mut Vec<Finding>,
+) -> HashSet<usize> {
     use crate::mcp::ids::{self, IdFormat};
+    /// One stream part on a connection.
+    struct Part<'a> {
+        key: (IdFormat, &'a str),
+        /// Highest ordinal delivered, and its id.
+        max: u128,
+        max_id: &'a str,
+        /// The previous ordinal, for steps of one (replays below `max` step too).
+        prev: u128,
+        steps: u32,
+        /// A message event of the part came (what comes before it is priming, or the
+        /// resumption's to judge).
+        started: bool,
+        /// Every ordinal delivered, for the skipped ones that come later.
+        seen: HashSet<u128>,
+    }
+    let mut gapped = HashSet::default();
     for (sti, st) in model.streams.iter().enumerate() {
         for &xi in &st.connections {
             let e = &exchanges[xi];
@@ -181,18 +204,23 @@ pub(super) fn dense_id_gaps(model: &Model, exchanges: &[Exchange], out: &mut Vec
             if !dense_first {
                 continue;
             }
-            // Per stream part (format, prefix): the highest ordinal delivered and its id, and how
-            // many times the ordinals stepped by exactly one.
-            let mut parts: Vec<((IdFormat, &str), u128, &str, u32)> = Vec::new();
-            // The resumption's cursor: its stream part starts there (its step is the
-            // resumption's to judge).
+            let mut parts: Vec<Part> = Vec::new();
+            // The resumption's cursor: its stream part starts there.
             if let Some(cursor) = e.resume_cursor() {
                 let p = ids::parse(cursor);
                 if let Some(n) = p.seq.filter(|_| p.format.dense_by_format()) {
-                    parts.push(((p.format, p.prefix), n, cursor, 0));
+                    parts.push(Part {
+                        key: (p.format, p.prefix),
+                        max: n,
+                        max_id: cursor,
+                        prev: n,
+                        steps: 0,
+                        started: false,
+                        seen: HashSet::default(),
+                    });
                 }
             }
-            // (highest ordinal and its id before the skip, event index, ordinals missing)
+            // (highest ordinal and its id before the skip, event index, skipped ordinals)
             let mut gaps: Vec<(u128, &str, usize, u128)> = Vec::new();
             for (i, b) in own() {
                 let Some(id) = e.events.id_of(i) else {
@@ -203,21 +231,44 @@ pub(super) fn dense_id_gaps(model: &Model, exchanges: &[Exchange], out: &mut Vec
                     continue;
                 };
                 let key = (p.format, p.prefix);
-                let Some(part) = parts.iter_mut().find(|(k, ..)| *k == key) else {
-                    parts.push((key, n, id, 0));
+                let Some(part) = parts.iter_mut().find(|q| q.key == key) else {
+                    parts.push(Part {
+                        key,
+                        max: n,
+                        max_id: id,
+                        prev: n,
+                        steps: 0,
+                        started: !b.priming,
+                        seen: [n].into_iter().collect(),
+                    });
                     continue;
                 };
-                let (max, max_id, steps) = (part.1, part.2, part.3);
-                if n == max + 1 {
-                    part.3 += 1;
-                } else if n > max + 1 && !b.priming && steps >= 1 {
-                    gaps.push((max, max_id, i, n - max - 1));
+                if part.started && n > part.max + 1 && part.steps >= 1 {
+                    gaps.push((part.max, part.max_id, i, n - part.max - 1));
                 }
-                if n > max {
-                    (part.1, part.2) = (n, id);
+                if n == part.prev + 1 {
+                    part.steps += 1;
+                }
+                part.started |= !b.priming;
+                part.prev = n;
+                part.seen.insert(n);
+                if n > part.max {
+                    (part.max, part.max_id) = (n, id);
                 }
             }
-            let Some(&(max, max_id, at, missing)) = gaps.first() else {
+            // A skipped ordinal that came later on the connection was reordered, not lost.
+            let lost = |&&(max, _, at, missing): &&(u128, &str, usize, u128)| {
+                let key = e
+                    .events
+                    .id_of(at)
+                    .map(ids::parse)
+                    .map(|p| (p.format, p.prefix));
+                let part = parts.iter().find(|q| Some(q.key) == key);
+                missing > 1024
+                    || (1..=missing).any(|k| !part.is_some_and(|q| q.seen.contains(&(max + k))))
+            };
+            let real: Vec<&(u128, &str, usize, u128)> = gaps.iter().filter(lost).collect();
+            let Some(&&(max, max_id, at, missing)) = real.first() else {
                 continue;
             };
             let Some(after) = e.events.get(at) else {
@@ -234,7 +285,7 @@ pub(super) fn dense_id_gaps(model: &Model, exchanges: &[Exchange], out: &mut Vec
                     flow_id(e),
                     e.frame_response.unwrap_or(0),
                     after.sse.frame_first,
-                    if gaps.len() > 1 { format!(", and the ids skip {} more time(s) on this connection", gaps.len() - 1) } else { String::new() }
+                    if real.len() > 1 { format!(", and the ids skip {} more time(s) on this connection", real.len() - 1) } else { String::new() }
                 ),
             )
             .at_event(&after);
@@ -243,8 +294,10 @@ pub(super) fn dense_id_gaps(model: &Model, exchanges: &[Exchange], out: &mut Vec
             f.expected = Some((max + 1).to_string());
             f.observed = Some(to.to_string());
             out.push(f);
+            gapped.insert(xi);
         }
     }
+    gapped
 }
 
 /// End of a connection for overlap tests: its last byte or close, or never when the capture
