@@ -202,7 +202,7 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
             (reqs, tokens)
         });
         let first = findings.len();
-        let result = resume::check(
+        let mut result = resume::check(
             &model,
             exchanges,
             i,
@@ -215,7 +215,6 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
             &mut history,
             &mut findings,
         );
-        let mut result = result;
         if gapped.contains(&r.exchange)
             && matches!(result.verdict, Verdict::Resumed | Verdict::Unverifiable)
         {
