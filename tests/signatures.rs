@@ -1835,6 +1835,43 @@ fn dense_id_gaps_inside_and_at_a_resumption() {
     );
     assert_eq!(id_gaps(&cap), 1);
     assert!(table_csv(&cap, "resumptions").contains(",forked,"));
+    // The priming event carried the ordinal after the cursor: nothing was skipped at the
+    // boundary (3 came as a cursor, 4 as a message).
+    let cap = go_stream_resumed(
+        &[(1, true), (2, true)],
+        2,
+        &[(3, false), (4, true), (5, true)],
+    );
+    assert_eq!(id_gaps(&cap), 0);
+    assert!(table_csv(&cap, "resumptions").contains(",resumed,"));
+    // A priming event far ahead of the replay that follows it does not hide a replayed event
+    // lost: 4 between 3 and 5.
+    let cap = go_stream_resumed(
+        &[(1, true), (2, true)],
+        2,
+        &[(6, false), (3, true), (5, true), (7, true)],
+    );
+    assert_eq!(id_gaps(&cap), 1);
+    // Replays that stay below the cursor, then a skip past it: the detail names the cursor,
+    // which this connection did not carry.
+    let cap = go_stream_resumed(
+        &[(1, true), (2, true), (3, true), (4, true)],
+        4,
+        &[(2, true), (3, true), (6, true), (7, true)],
+    );
+    let fs = analyze(&cap, &[]);
+    let gap = fs
+        .iter()
+        .find(|f| f["kind"] == "id_gap")
+        .expect("an id_gap");
+    assert!(
+        gap["detail"]
+            .as_str()
+            .unwrap()
+            .contains("went from the resumption's cursor"),
+        "{gap:#}"
+    );
+    assert_eq!(gap["expected"], "5");
     // Reordered, not lost: 4 comes after 5 on the same connection.
     let cap = go_stream_resumed(
         &[(1, true), (2, true), (4, true), (3, true), (5, true)],

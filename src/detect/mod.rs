@@ -202,7 +202,7 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
             (reqs, tokens)
         });
         let first = findings.len();
-        let mut result = resume::check(
+        let result = resume::check(
             &model,
             exchanges,
             i,
@@ -213,17 +213,9 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
             &replays,
             &int_ids,
             &mut history,
+            gapped.contains(&r.exchange),
             &mut findings,
         );
-        if gapped.contains(&r.exchange)
-            && matches!(result.verdict, Verdict::Resumed | Verdict::Unverifiable)
-        {
-            result.verdict = Verdict::Gap;
-            result.continuity_unshown = false;
-            result
-                .reason
-                .push_str("; dense ids skipped inside the resumed connection");
-        }
         proxy::backend_switch(&model, exchanges, r, &result, first, &mut findings);
         results.push(result);
     }

@@ -171,10 +171,11 @@ pub(super) fn dense_id_gaps(
     use crate::mcp::ids::{self, IdFormat};
     /// One stream part on a connection.
     struct Part<'a> {
-        key: (IdFormat, &'a str),
-        /// Highest ordinal delivered, and its id.
+        /// Highest ordinal delivered, and its id (the cursor's, on a resumed connection, until
+        /// an event passes it).
         max: u128,
         max_id: &'a str,
+        max_is_cursor: bool,
         /// The previous ordinal, for steps of one (replays below `max` step too).
         prev: u128,
         steps: u32,
@@ -204,24 +205,28 @@ pub(super) fn dense_id_gaps(
             if !dense_first {
                 continue;
             }
-            let mut parts: Vec<Part> = Vec::new();
+            let mut parts: HashMap<(IdFormat, &str), Part> = HashMap::default();
             // The resumption's cursor: its stream part starts there.
             if let Some(cursor) = e.resume_cursor() {
                 let p = ids::parse(cursor);
                 if let Some(n) = p.seq.filter(|_| p.format.dense_by_format()) {
-                    parts.push(Part {
-                        key: (p.format, p.prefix),
-                        max: n,
-                        max_id: cursor,
-                        prev: n,
-                        steps: 0,
-                        started: false,
-                        seen: HashSet::default(),
-                    });
+                    parts.insert(
+                        (p.format, p.prefix),
+                        Part {
+                            max: n,
+                            max_id: cursor,
+                            max_is_cursor: true,
+                            prev: n,
+                            steps: 0,
+                            started: false,
+                            seen: HashSet::default(),
+                        },
+                    );
                 }
             }
-            // (highest ordinal and its id before the skip, event index, skipped ordinals)
-            let mut gaps: Vec<(u128, &str, usize, u128)> = Vec::new();
+            // (highest ordinal and its id before the skip, whether that is the cursor, event
+            // index, skipped ordinals)
+            let mut gaps: Vec<(u128, &str, bool, usize, u128)> = Vec::new();
             for (i, b) in own() {
                 let Some(id) = e.events.id_of(i) else {
                     continue;
@@ -231,44 +236,57 @@ pub(super) fn dense_id_gaps(
                     continue;
                 };
                 let key = (p.format, p.prefix);
-                let Some(part) = parts.iter_mut().find(|q| q.key == key) else {
-                    parts.push(Part {
+                let Some(part) = parts.get_mut(&key) else {
+                    parts.insert(
                         key,
-                        max: n,
-                        max_id: id,
-                        prev: n,
-                        steps: 0,
-                        started: !b.priming,
-                        seen: [n].into_iter().collect(),
-                    });
+                        Part {
+                            max: n,
+                            max_id: id,
+                            max_is_cursor: false,
+                            prev: n,
+                            steps: 0,
+                            started: !b.priming,
+                            seen: [n].into_iter().collect(),
+                        },
+                    );
                     continue;
                 };
+                part.seen.insert(n);
+                // A priming event before the part's first message event is only a cursor: it
+                // may run ahead of the replay that follows (and is judged with it if skipped).
+                if b.priming && !part.started {
+                    continue;
+                }
                 if part.started && n > part.max + 1 && part.steps >= 1 {
-                    gaps.push((part.max, part.max_id, i, n - part.max - 1));
+                    gaps.push((
+                        part.max,
+                        part.max_id,
+                        part.max_is_cursor,
+                        i,
+                        n - part.max - 1,
+                    ));
                 }
                 if n == part.prev + 1 {
                     part.steps += 1;
                 }
-                part.started |= !b.priming;
+                part.started = true;
                 part.prev = n;
-                part.seen.insert(n);
                 if n > part.max {
-                    (part.max, part.max_id) = (n, id);
+                    (part.max, part.max_id, part.max_is_cursor) = (n, id, false);
                 }
             }
             // A skipped ordinal that came later on the connection was reordered, not lost.
-            let lost = |&&(max, _, at, missing): &&(u128, &str, usize, u128)| {
-                let key = e
+            let lost = |&&(max, _, _, at, missing): &&(u128, &str, bool, usize, u128)| {
+                let part = e
                     .events
                     .id_of(at)
                     .map(ids::parse)
-                    .map(|p| (p.format, p.prefix));
-                let part = parts.iter().find(|q| Some(q.key) == key);
+                    .and_then(|p| parts.get(&(p.format, p.prefix)));
                 missing > 1024
                     || (1..=missing).any(|k| !part.is_some_and(|q| q.seen.contains(&(max + k))))
             };
-            let real: Vec<&(u128, &str, usize, u128)> = gaps.iter().filter(lost).collect();
-            let Some(&&(max, max_id, at, missing)) = real.first() else {
+            let real: Vec<&(u128, &str, bool, usize, u128)> = gaps.iter().filter(lost).collect();
+            let Some(&&(max, max_id, from_cursor, at, missing)) = real.first() else {
                 continue;
             };
             let Some(after) = e.events.get(at) else {
@@ -281,9 +299,10 @@ pub(super) fn dense_id_gaps(
                 Severity::Error,
                 e,
                 format!(
-                    "The connection (flow {}, response in frame {}) went from event id {max_id} to {to} (frame {}) on a stream part whose ordinals had stepped by one: {missing} event(s) numbered in between were never delivered{}.",
+                    "The connection (flow {}, response in frame {}) went from {} {max_id} to event id {to} (frame {}) on a stream part whose ordinals had stepped by one: {missing} event(s) numbered in between were never delivered{}.",
                     flow_id(e),
                     e.frame_response.unwrap_or(0),
+                    if from_cursor { "the resumption's cursor" } else { "event id" },
                     after.sse.frame_first,
                     if real.len() > 1 { format!(", and the ids skip {} more time(s) on this connection", real.len() - 1) } else { String::new() }
                 ),
