@@ -1844,6 +1844,41 @@ fn dense_id_gaps_inside_and_at_a_resumption() {
     );
     assert_eq!(id_gaps(&cap), 0);
     assert!(table_csv(&cap, "resumptions").contains(",resumed,"));
+    // C# primes a resumed connection with the next ordinal: a loss after it is still found.
+    let cap = go_stream_resumed(
+        &[(1, true), (2, true)],
+        2,
+        &[(3, false), (4, true), (6, true), (7, true)],
+    );
+    assert_eq!(id_gaps(&cap), 1);
+    // At the boundary, an ordinal a priming event carried is not counted as lost: 4 is.
+    let cap = go_stream_resumed(
+        &[(1, true), (2, true)],
+        2,
+        &[(3, false), (5, true), (6, true)],
+    );
+    let fs = analyze(&cap, &[]);
+    let gap = fs
+        .iter()
+        .find(|f| f["kind"] == "id_gap")
+        .expect("an id_gap");
+    assert_eq!(gap["expected"], "4");
+    assert!(gap["detail"]
+        .as_str()
+        .unwrap()
+        .contains(": 1 events were never delivered"));
+    // A resumption the rules cannot judge (its cursor was never delivered) whose connection
+    // lost dense ids inside it is still a gap.
+    let cap = go_stream_resumed(
+        &[(1, true), (2, true)],
+        0,
+        &[(1, true), (2, true), (4, true), (5, true)],
+    );
+    let rs = table_csv(&cap, "resumptions");
+    assert!(
+        rs.contains(",gap,") && rs.contains("dense ids skipped inside the resumed connection"),
+        "{rs}"
+    );
     // A priming event far ahead of the replay that follows it does not hide a replayed event
     // lost: 4 between 3 and 5.
     let cap = go_stream_resumed(

@@ -81,13 +81,24 @@ pub(super) fn check(
         e,
         leid: &r.last_event_id,
     };
-    let result = |verdict, first: Option<String>, reason: &str| ResumptionResult {
-        index,
-        verdict,
-        first_event_id: first,
-        events: e.events.len(),
-        reason: reason.to_string(),
-        continuity_unshown: false,
+    // Every verdict, the early ones included: a resumed connection that lost dense ids inside it
+    // (`inner_gap`) lost events, whatever else could or could not be judged.
+    let result = |verdict, first: Option<String>, reason: &str| {
+        let (verdict, reason) = match verdict {
+            Verdict::Resumed | Verdict::Unverifiable if inner_gap => (
+                Verdict::Gap,
+                format!("{reason}; dense ids skipped inside the resumed connection"),
+            ),
+            _ => (verdict, reason.to_string()),
+        };
+        ResumptionResult {
+            index,
+            verdict,
+            first_event_id: first,
+            events: e.events.len(),
+            reason,
+            continuity_unshown: false,
+        }
     };
     let status = e.status();
     if e.response.is_none() {
@@ -483,17 +494,19 @@ pub(super) fn check(
         } else {
             Vec::new()
         };
-        let skipped = (fs.saturating_sub(ls + 1)).saturating_sub({
-            let mut p = primed;
-            p.sort_unstable();
-            p.dedup();
-            p.len() as u128
-        });
+        let mut primed = primed;
+        primed.sort_unstable();
+        primed.dedup();
+        let skipped = (fs.saturating_sub(ls + 1)).saturating_sub(primed.len() as u128);
+        // The first ordinal after L that no priming event carried.
+        let first_missing = primed
+            .iter()
+            .fold(ls + 1, |want, &p| if p == want { want + 1 } else { want });
         if !regression && dense && fs > ls + 1 && skipped > 0 {
             let mut f = ctx.finding("id_gap", Severity::Error, Some(fev), format!(
                 "The resumed stream (flow {}) went from Last-Event-ID {} to event id {} (frame {}) on a stream whose ids are dense: {} events were never delivered.",
                 flow_id(e), r.last_event_id, fid, fev.sse.frame_first, skipped));
-            f.expected = Some(format!("{}", ls + 1));
+            f.expected = Some(format!("{first_missing}"));
             f.observed = Some(fid.to_string());
             id_gap_at = Some(out.len());
             out.push(f);
@@ -989,7 +1002,9 @@ pub(super) fn check(
                 "{at}ids continue; no application value {} the cut to check",
                 if app { "after" } else { "before" }
             ),
-            (true, Some(false), ..) if reasons.is_empty() => "ids skip at the cursor".to_string(),
+            (true, Some(false), ..) if reasons.is_empty() => {
+                "the first id does not show the log going on from the cursor".to_string()
+            }
             (true, Some(false), ..) => String::new(),
             (true, None, true, true) => {
                 format!("{at}the application sequence continues; the ids cannot show order")

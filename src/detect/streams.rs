@@ -252,9 +252,10 @@ pub(super) fn dense_id_gaps(
                     continue;
                 };
                 part.seen.insert(n);
-                // A priming event before the part's first message event is only a cursor: it
-                // may run ahead of the replay that follows (and is judged with it if skipped).
-                if b.priming && !part.started {
+                // A priming event before the part's first message event is a cursor: the next
+                // ordinal (C# primes a resumed connection with it) steps on; one further ahead
+                // of the replay that follows only counts as delivered.
+                if b.priming && !part.started && n != part.prev + 1 {
                     continue;
                 }
                 if part.started && n > part.max + 1 && part.steps >= 1 {
@@ -269,24 +270,33 @@ pub(super) fn dense_id_gaps(
                 if n == part.prev + 1 {
                     part.steps += 1;
                 }
-                part.started = true;
+                part.started |= !b.priming;
                 part.prev = n;
                 if n > part.max {
                     (part.max, part.max_id, part.max_is_cursor) = (n, id, false);
                 }
             }
             // A skipped ordinal that came later on the connection was reordered, not lost.
-            let lost = |&&(max, _, _, at, missing): &&(u128, &str, bool, usize, u128)| {
+            // The ordinals of a skip that never came on the connection (all of them past 1024).
+            let never = |&(max, _, _, at, missing): &(u128, &str, bool, usize, u128)| {
                 let part = e
                     .events
                     .id_of(at)
                     .map(ids::parse)
                     .and_then(|p| parts.get(&(p.format, p.prefix)));
-                missing > 1024
-                    || (1..=missing).any(|k| !part.is_some_and(|q| q.seen.contains(&(max + k))))
+                if missing > 1024 {
+                    return missing;
+                }
+                (1..=missing)
+                    .filter(|k| !part.is_some_and(|q| q.seen.contains(&(max + k))))
+                    .count() as u128
             };
-            let real: Vec<&(u128, &str, bool, usize, u128)> = gaps.iter().filter(lost).collect();
-            let Some(&&(max, max_id, from_cursor, at, missing)) = real.first() else {
+            let real: Vec<(&(u128, &str, bool, usize, u128), u128)> = gaps
+                .iter()
+                .map(|g| (g, never(g)))
+                .filter(|&(_, n)| n > 0)
+                .collect();
+            let Some(&(&(max, max_id, from_cursor, at, _), missing)) = real.first() else {
                 continue;
             };
             let Some(after) = e.events.get(at) else {
