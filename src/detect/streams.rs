@@ -185,6 +185,16 @@ pub(super) fn dense_id_gaps(
         /// Every ordinal delivered, for the skipped ones that come later.
         seen: HashSet<u128>,
     }
+    /// A skip: the highest ordinal before it and its id (the cursor's or an event's), the event
+    /// that skipped, and how many ordinals it passed.
+    #[derive(Clone, Copy)]
+    struct Skip<'a> {
+        max: u128,
+        max_id: &'a str,
+        from_cursor: bool,
+        at: usize,
+        missing: u128,
+    }
     let mut gapped = HashSet::default();
     for (sti, st) in model.streams.iter().enumerate() {
         for &xi in &st.connections {
@@ -224,9 +234,7 @@ pub(super) fn dense_id_gaps(
                     );
                 }
             }
-            // (highest ordinal and its id before the skip, whether that is the cursor, event
-            // index, skipped ordinals)
-            let mut gaps: Vec<(u128, &str, bool, usize, u128)> = Vec::new();
+            let mut gaps: Vec<Skip> = Vec::new();
             for (i, b) in own() {
                 let Some(id) = e.events.id_of(i) else {
                     continue;
@@ -259,13 +267,13 @@ pub(super) fn dense_id_gaps(
                     continue;
                 }
                 if part.started && n > part.max + 1 && part.steps >= 1 {
-                    gaps.push((
-                        part.max,
-                        part.max_id,
-                        part.max_is_cursor,
-                        i,
-                        n - part.max - 1,
-                    ));
+                    gaps.push(Skip {
+                        max: part.max,
+                        max_id: part.max_id,
+                        from_cursor: part.max_is_cursor,
+                        at: i,
+                        missing: n - part.max - 1,
+                    });
                 }
                 if n == part.prev + 1 {
                     part.steps += 1;
@@ -278,27 +286,28 @@ pub(super) fn dense_id_gaps(
             }
             // A skipped ordinal that came later on the connection was reordered, not lost.
             // The ordinals of a skip that never came on the connection (all of them past 1024).
-            let never = |&(max, _, _, at, missing): &(u128, &str, bool, usize, u128)| {
+            let never = |g: &Skip| {
                 let part = e
                     .events
-                    .id_of(at)
+                    .id_of(g.at)
                     .map(ids::parse)
                     .and_then(|p| parts.get(&(p.format, p.prefix)));
-                if missing > 1024 {
-                    return missing;
+                if g.missing > 1024 {
+                    return g.missing;
                 }
-                (1..=missing)
-                    .filter(|k| !part.is_some_and(|q| q.seen.contains(&(max + k))))
+                (1..=g.missing)
+                    .filter(|k| !part.is_some_and(|q| q.seen.contains(&(g.max + k))))
                     .count() as u128
             };
-            let real: Vec<(&(u128, &str, bool, usize, u128), u128)> = gaps
+            let real: Vec<(Skip, u128)> = gaps
                 .iter()
-                .map(|g| (g, never(g)))
+                .map(|g| (*g, never(g)))
                 .filter(|&(_, n)| n > 0)
                 .collect();
-            let Some(&(&(max, max_id, from_cursor, at, _), missing)) = real.first() else {
+            let Some(&(g, missing)) = real.first() else {
                 continue;
             };
+            let (max, max_id, from_cursor, at) = (g.max, g.max_id, g.from_cursor, g.at);
             let Some(after) = e.events.get(at) else {
                 continue;
             };
