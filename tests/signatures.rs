@@ -1907,6 +1907,33 @@ fn dense_id_gaps_inside_and_at_a_resumption() {
         "{gap:#}"
     );
     assert_eq!(gap["expected"], "5");
+    // A priming event with the next ordinal, the cursor event re-sent, then a skip: one
+    // finding, the resumption's (the re-sent cursor does not start the part).
+    let cap = go_stream_resumed(
+        &[(1, true), (2, true), (3, true)],
+        3,
+        &[(4, false), (3, true), (6, true), (7, true)],
+    );
+    assert_eq!(id_gaps(&cap), 1);
+    // Reordered and lost on one connection: 3 comes late, 4 never; 4 is the one expected.
+    let cap = go_stream_resumed(
+        &[
+            (0, true),
+            (1, true),
+            (2, true),
+            (5, true),
+            (3, true),
+            (6, true),
+        ],
+        0,
+        &[],
+    );
+    let fs = analyze(&cap, &[]);
+    let gap = fs
+        .iter()
+        .find(|f| f["kind"] == "id_gap")
+        .expect("an id_gap");
+    assert_eq!(gap["expected"], "4");
     // Reordered, not lost: 4 comes after 5 on the same connection.
     let cap = go_stream_resumed(
         &[(1, true), (2, true), (4, true), (3, true), (5, true)],

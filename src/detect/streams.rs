@@ -182,6 +182,9 @@ pub(super) fn dense_id_gaps(
         /// A message event of the part came (what comes before it is priming, or the
         /// resumption's to judge).
         started: bool,
+        /// On a resumed connection, the cursor's ordinal: a message event re-sending it (an
+        /// inclusive replay) does not start the part, as the resumption passes over it too.
+        cursor: Option<u128>,
         /// Every ordinal delivered, for the skipped ones that come later.
         seen: HashSet<u128>,
     }
@@ -229,6 +232,7 @@ pub(super) fn dense_id_gaps(
                             prev: n,
                             steps: 0,
                             started: false,
+                            cursor: Some(n),
                             seen: HashSet::default(),
                         },
                     );
@@ -254,6 +258,7 @@ pub(super) fn dense_id_gaps(
                             prev: n,
                             steps: 0,
                             started: !b.priming,
+                            cursor: None,
                             seen: [n].into_iter().collect(),
                         },
                     );
@@ -278,7 +283,7 @@ pub(super) fn dense_id_gaps(
                 if n == part.prev + 1 {
                     part.steps += 1;
                 }
-                part.started |= !b.priming;
+                part.started |= !b.priming && part.cursor != Some(n);
                 part.prev = n;
                 if n > part.max {
                     (part.max, part.max_id, part.max_is_cursor) = (n, id, false);
@@ -286,6 +291,7 @@ pub(super) fn dense_id_gaps(
             }
             // A skipped ordinal that came later on the connection was reordered, not lost.
             // The ordinals of a skip that never came on the connection (all of them past 1024).
+            // (how many never came, the first of them)
             let never = |g: &Skip| {
                 let part = e
                     .events
@@ -293,21 +299,26 @@ pub(super) fn dense_id_gaps(
                     .map(ids::parse)
                     .and_then(|p| parts.get(&(p.format, p.prefix)));
                 if g.missing > 1024 {
-                    return g.missing;
+                    return (g.missing, g.max + 1);
                 }
-                (1..=g.missing)
-                    .filter(|k| !part.is_some_and(|q| q.seen.contains(&(g.max + k))))
-                    .count() as u128
+                let absent: Vec<u128> = (1..=g.missing)
+                    .map(|k| g.max + k)
+                    .filter(|o| !part.is_some_and(|q| q.seen.contains(o)))
+                    .collect();
+                (
+                    absent.len() as u128,
+                    absent.first().copied().unwrap_or(g.max + 1),
+                )
             };
-            let real: Vec<(Skip, u128)> = gaps
+            let real: Vec<(Skip, (u128, u128))> = gaps
                 .iter()
                 .map(|g| (*g, never(g)))
-                .filter(|&(_, n)| n > 0)
+                .filter(|&(_, (n, _))| n > 0)
                 .collect();
-            let Some(&(g, missing)) = real.first() else {
+            let Some(&(g, (missing, first_missing))) = real.first() else {
                 continue;
             };
-            let (max, max_id, from_cursor, at) = (g.max, g.max_id, g.from_cursor, g.at);
+            let (max_id, from_cursor, at) = (g.max_id, g.from_cursor, g.at);
             let Some(after) = e.events.get(at) else {
                 continue;
             };
@@ -329,7 +340,7 @@ pub(super) fn dense_id_gaps(
             .at_event(&after);
             f.last_event_id = Some(max_id.to_string());
             f.request_id = stream_request_id(model, exchanges, sti);
-            f.expected = Some((max + 1).to_string());
+            f.expected = Some(first_missing.to_string());
             f.observed = Some(to.to_string());
             out.push(f);
             gapped.insert(xi);
