@@ -289,9 +289,9 @@ pub(super) fn dense_id_gaps(
                     (part.max, part.max_id, part.max_is_cursor) = (n, id, false);
                 }
             }
-            // A skipped ordinal that came later on the connection was reordered, not lost.
-            // The ordinals of a skip that never came on the connection (all of them past 1024).
-            // (how many never came, the first of them)
+            // A skipped ordinal that came later on the connection was reordered, not lost. Per
+            // skip: how many of its ordinals never came on the connection, and the first of them
+            // (past 1024 ordinals, all of them are taken as lost).
             let never = |g: &Skip| {
                 let part = e
                     .events
