@@ -482,7 +482,7 @@ pub(super) fn check(
         }
         // Ordinals between L and the first message event that priming events of the resumed
         // connection carried were delivered (as cursors).
-        let primed: Vec<u128> = if dense && fs > ls + 1 {
+        let mut primed: Vec<u128> = if dense && fs > ls + 1 {
             after
                 .iter()
                 .take_while(|ev| !ev.is(&fev))
@@ -494,7 +494,6 @@ pub(super) fn check(
         } else {
             Vec::new()
         };
-        let mut primed = primed;
         primed.sort_unstable();
         primed.dedup();
         let skipped = (fs.saturating_sub(ls + 1)).saturating_sub(primed.len() as u128);
@@ -762,6 +761,11 @@ pub(super) fn check(
     // before doing it), and an application sequence (which has no total) alike. Progress short
     // of a known total, a sequence seen to jump, or another backend answering stays suspect:
     // seed 2's drain can end a connection cleanly too.
+    // Another backend than the one that delivered L served the resumption.
+    let switched = model
+        .backend(r.exchange)
+        .zip(model.backend(cx))
+        .is_some_and(|(now, then)| different_backends(now, then));
     let planned = polling_era(model.sessions[r.session].era)
         && !before[lpos + 1..]
             .iter()
@@ -795,10 +799,7 @@ pub(super) fn check(
                 }
                 false
             })
-        && !model
-            .backend(r.exchange)
-            .zip(model.backend(cx))
-            .is_some_and(|(now, then)| different_backends(now, then));
+        && !switched;
     let mut msg_pos = 0usize;
     for ev in after.iter().copied() {
         if ev.messages.is_empty() {
@@ -844,20 +845,12 @@ pub(super) fn check(
                 // value. The wire cannot tell them apart (the ids may continue in both), so this
                 // is a warning and the resumption unverifiable. A first value of 0 or 1 is a
                 // replay from the start, a JSON-RPC error a tool that failed, and a planned poll
-                // keeps the client away by design: none of them is judged.
-                let switched = model
-                    .backend(r.exchange)
-                    .zip(model.backend(cx))
-                    .is_some_and(|(now, then)| different_backends(now, then));
+                // keeps the client away by design (a poll to another backend is no planned
+                // one, so `switched` rules it out): none of them is judged.
                 let first_value = progress_after.first().map(|&(p, _)| p);
                 if let (Some(&(reached, Some(t))), Some(v)) = (progress_after.last(), first_value) {
                     let tol = 1e-9 * t.abs().max(1.0);
-                    if m.kind == Kind::Response
-                        && switched
-                        && !planned
-                        && v > 1.0 + tol
-                        && reached + tol < t
-                    {
+                    if m.kind == Kind::Response && switched && v > 1.0 + tol && reached + tol < t {
                         let mut f = ctx.finding("suspect_terminal", Severity::Warning, Some(ev), format!(
                             "The final response to request {} arrived on the resumed stream right after Last-Event-ID {} (event {}, frame {}) while its progress stood at {} of {}, the first progress the client got for it ({} notification(s) in between, none before the cut), and another backend than the cut connection's served it: unless that backend shares the stream's log, the value and the result were made up there; the capture cannot show which.",
                             rid, r.last_event_id, ev.sse.id.unwrap_or("-"), ev.sse.frame_first, fmt_num(reached), fmt_num(t), progress_after.len()));
