@@ -188,10 +188,11 @@ pub(super) fn dense_id_gaps(
         /// Every ordinal delivered, for the skipped ones that come later.
         seen: HashSet<u128>,
     }
-    /// A skip: the highest ordinal before it and its id (the cursor's or an event's), the event
-    /// that skipped, and how many ordinals it passed.
+    /// A skip: its stream part, the highest ordinal before it and its id (the cursor's or an
+    /// event's), the event that skipped, and how many ordinals it passed.
     #[derive(Clone, Copy)]
     struct Skip<'a> {
+        key: (IdFormat, &'a str),
         max: u128,
         max_id: &'a str,
         from_cursor: bool,
@@ -273,6 +274,7 @@ pub(super) fn dense_id_gaps(
                 }
                 if part.started && n > part.max + 1 && part.steps >= 1 {
                     gaps.push(Skip {
+                        key,
                         max: part.max,
                         max_id: part.max_id,
                         from_cursor: part.max_is_cursor,
@@ -293,11 +295,7 @@ pub(super) fn dense_id_gaps(
             // skip: how many of its ordinals never came on the connection, and the first of them
             // (past 1024 ordinals, all of them are taken as lost).
             let never = |g: &Skip| {
-                let part = e
-                    .events
-                    .id_of(g.at)
-                    .map(ids::parse)
-                    .and_then(|p| parts.get(&(p.format, p.prefix)));
+                let part = parts.get(&g.key);
                 if g.missing > 1024 {
                     return (g.missing, g.max + 1);
                 }
