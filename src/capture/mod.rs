@@ -104,7 +104,7 @@ pub fn first_timestamp<R: Read + Send>(input: R) -> Result<Option<i64>, CaptureE
 
 /// As [`read_capture`], but `sink` returns whether to go on; reading stops after the first `false`.
 pub fn read_capture_while<R: Read + Send>(
-    input: R,
+    mut input: R,
     first_number: u64,
     anomalies: &mut Anomalies,
     mut sink: impl FnMut(Frame<'_>) -> bool,
@@ -112,14 +112,9 @@ pub fn read_capture_while<R: Read + Send>(
     // The reader recognises the format on its first read alone. A pipe may hand over fewer
     // bytes than a header (`tcpdump -w - | mcpcap analyze -`), so the first bytes are gathered
     // here until `HEAD_BYTES` or the end of the input, and given to it in one read.
-    let mut input = input;
     let mut head = Vec::with_capacity(HEAD_BYTES);
-    if (&mut input)
-        .take(HEAD_BYTES as u64)
-        .read_to_end(&mut head)
-        .is_err()
-    {
-        return Err(CaptureError::Io("read failed".into()));
+    if let Err(e) = (&mut input).take(HEAD_BYTES as u64).read_to_end(&mut head) {
+        return Err(CaptureError::Io(e.to_string()));
     }
     let input = std::io::Cursor::new(head).chain(input);
     let mut reader = match create_reader(BLOCK_BUFFER, input) {
