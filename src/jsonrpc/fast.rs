@@ -21,6 +21,8 @@ use serde_json::value::RawValue;
 
 use super::{Kind, Message, Rare, Short};
 
+mod scan;
+
 /// An object key: borrowed from the text when it has no escapes, else unescaped. (serde's own
 /// `Cow<str>` always makes an owned copy: one allocation per key.)
 struct Key<'de>(Cow<'de, str>);
@@ -112,7 +114,7 @@ fn valid(raw: &str) -> bool {
 }
 
 /// A `result`, checked strictly, with its `protocolVersion` member when it has one.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 struct ResultVersion(Option<serde_json::Value>);
 
 impl<'de> Deserialize<'de> for ResultVersion {
@@ -125,7 +127,7 @@ impl<'de> Deserialize<'de> for ResultVersion {
 /// The members of a message the classification reads: `method` and `id` as raw JSON, `params`
 /// by the members `keys` names, `result` by its `protocolVersion` only, `error` by its presence.
 /// Every member is validated.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 struct Top<'a> {
     method: Option<&'a str>,
     id: Option<&'a str>,
@@ -135,7 +137,7 @@ struct Top<'a> {
 }
 
 /// `params`, checked as strictly as a `Value` in the same pass as its members are read.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 enum Params<'a> {
     /// An object: the raw values of the members asked for, in the order asked.
     Object(smallvec::SmallVec<[Option<&'a str>; 8]>),
@@ -363,6 +365,14 @@ fn pointer<'a>(v: &'a str, ptr: &str) -> Option<Option<&'a str>> {
     }
 }
 
+/// [`TopSeed`] on the whole of `text`: `None` when it is not one valid JSON object.
+fn top_serde<'a>(text: &'a str, keys: &[Cow<str>]) -> Option<Top<'a>> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let top = TopSeed(keys).deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    Some(top)
+}
+
 /// Classify one JSON text; `None` when the general path must (see the module doc).
 pub(super) fn classify_text(text: &[u8], app_seq: &[String]) -> Option<Message> {
     classify_str(std::str::from_utf8(text).ok()?, app_seq)
@@ -407,9 +417,10 @@ pub(super) fn classify_str(text: &str, app_seq: &[String]) -> Option<Message> {
             Some((slot, tail))
         })
         .collect();
-    let mut de = serde_json::Deserializer::from_str(text);
-    let top = TopSeed(&keys).deserialize(&mut de).ok()?;
-    de.end().ok()?;
+    let top = match scan::top(text, &keys) {
+        Some(top) => top,
+        None => top_serde(text, &keys)?,
+    };
     let Top {
         method,
         id,
@@ -620,6 +631,108 @@ mod tests {
             if let Some(fast) = classify_text(text.as_bytes(), &p) {
                 prop_assert_eq!(super::super::parse_value(text.as_bytes(), &p), Ok(vec![fast]), "{}", text);
             }
+        }
+
+        /// Wherever the hand-written reader answers, the serde reader gives the same members;
+        /// also on text broken by an edit (what the serde reader rejects, it must not accept).
+        #[test]
+        fn scan_equals_serde_reader(text in message(), edits in prop::collection::vec(edit(), 0..3)) {
+            let mut text = text.into_bytes();
+            for (at, op, c) in edits {
+                let at = at.index(text.len() + 1);
+                match op {
+                    0 if at < text.len() => { text.remove(at); }
+                    1 if at < text.len() => text[at] = c,
+                    _ => text.insert(at, c),
+                }
+            }
+            let Ok(text) = std::str::from_utf8(&text) else { return Ok(()) };
+            let text = text.trim_matches([' ', '\t', '\n', '\r']);
+            let keys = scan_keys();
+            if let Some(t) = scan::top(text, &keys) {
+                prop_assert_eq!(top_serde(text, &keys), Some(t), "{}", text);
+            };
+        }
+    }
+
+    /// The members of `params` [`classify_str`] asks for, with one sequence field.
+    fn scan_keys() -> Vec<Cow<'static, str>> {
+        [
+            "progressToken",
+            "progress",
+            "total",
+            "requestId",
+            "protocolVersion",
+            "_meta",
+            "app_seq",
+        ]
+        .map(Cow::Borrowed)
+        .to_vec()
+    }
+
+    /// One edit of a text: where, delete/replace/insert, and a byte that matters to JSON.
+    fn edit() -> impl Strategy<Value = (prop::sample::Index, u8, u8)> {
+        (
+            any::<prop::sample::Index>(),
+            0u8..3,
+            prop::sample::select(b"\"{}[],:\\/u0189eE.+- \t\n\x01\x1ftfnlrsad".to_vec()),
+        )
+    }
+
+    /// Text the serde reader rejects is not accepted, and the common messages are read by the
+    /// hand-written reader (else it would only cost time).
+    #[test]
+    fn scan_cases() {
+        let keys = scan_keys();
+        for text in [
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t-1","progress":3,"total":10,"app_seq":7}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"a\nb \u00e9 \ud83d\ude00"}],"seq":4}}"#,
+            r#"{"jsonrpc":"2.0","id":"x","error":{"code":-32000,"message":"m","data":[1.5,-0,2e10,true,false,null]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{}}}"#,
+            r#" { "jsonrpc" : "2.0" , "method" : "notifications/cancelled" , "params" : { "requestId" : 3 } } "#,
+            r#"{"id":1,"result":{},"id":2}"#,
+            r#"{}"#,
+        ] {
+            let text = text.trim();
+            let t = scan::top(text, &keys).unwrap_or_else(|| panic!("not read: {text}"));
+            assert_eq!(top_serde(text, &keys), Some(t), "{text}");
+        }
+        let deep = format!(
+            "{{\"id\":1,\"result\":{}{}}}",
+            "[".repeat(70),
+            "]".repeat(70)
+        );
+        for text in [
+            "{\"id\":1,\"result\":\"a\u{1}b\"}",
+            r#"{"id":1,"result":"\x"}"#,
+            r#"{"id":1,"result":"\u12"}"#,
+            r#"{"id":1,"result":"\ud800"}"#,
+            r#"{"id":1,"result":"\ud800x"}"#,
+            r#"{"id":1,"result":"\ud800\n"}"#,
+            r#"{"id":1,"result":"\ud800\u0041"}"#,
+            r#"{"id":1,"result":"\ud800\ud800"}"#,
+            r#"{"id":1,"result":"\udc00\ud800"}"#,
+            r#"{"id":1,"result":"\ud83d\ude0"}"#,
+            r#"{"id":1,"result":1e400}"#,
+            r#"{"id":1,"result":[1,]}"#,
+            r#"{"id":1,"result":{"a":1,}}"#,
+            r#"{"id":1,}"#,
+            r#"{"id":01}"#,
+            r#"{"id":-}"#,
+            r#"{"id":1.}"#,
+            r#"{"id":1e}"#,
+            r#"{"id":.5}"#,
+            r#"{"id":tru}"#,
+            r#"{"id":truex}"#,
+            r#"{"id":1} x"#,
+            r#"{"id":1"#,
+            r#"{"id" 1}"#,
+            r#"{"i\u0064":1}"#,
+            r#"{"params":5}"#,
+            r#"{"result":{"protocolVersion":1}}"#,
+            deep.as_str(),
+        ] {
+            assert_eq!(scan::top(text, &keys), None, "{text}");
         }
     }
 
