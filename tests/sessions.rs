@@ -397,6 +397,76 @@ fn response_lost_whole_in_a_gap_does_not_shift_the_pairing() {
     );
 }
 
+/// Pipelined requests whose capture times go back (two clocks, or a capture that reorders), then
+/// responses lost whole in a gap: the next response read is paired with the latest request sent
+/// before it by time, whichever its place in the stream (`late` is the request stamped after
+/// the responses); the requests skipped lost their responses to the gap.
+#[test]
+fn pairing_after_a_loss_reads_request_times_out_of_order() {
+    let list = |id: i64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"});
+    let answer = |id: i64| json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [], "n": id}});
+    let view = |late: i64| -> Vec<(String, bool)> {
+        let mut cap = Capture::new();
+        let mut c = cap.connect();
+        let port = c.port;
+        for id in 1..=3 {
+            if id == late {
+                cap.wait(50_000);
+            }
+            c.client(&mut cap, &post(Some("s1"), &list(id)));
+            if id == late {
+                cap.wait(-52_000);
+            }
+        }
+        for id in 1..=3 {
+            c.server(&mut cap, &json_response(Some("s1"), &answer(id)));
+        }
+        c.close(&mut cap);
+        // The first two responses are lost; the third is read.
+        let lost = cap.server_data_frames(port);
+        cap.lose(lost[1]);
+        cap.lose(lost[0]);
+        let pcap = temp_path("order", "pcap");
+        std::fs::write(&pcap, cap.pcap()).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+            .args(["exchanges", "--format", "ndjson"])
+            .arg(&pcap)
+            .output()
+            .unwrap();
+        let _ = std::fs::remove_file(&pcap);
+        assert!(out.status.success());
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let r: Value = serde_json::from_str(l).unwrap();
+                (
+                    r["jsonrpc_ids"].as_str().unwrap_or("").to_string(),
+                    r["response_gap"].as_bool().unwrap(),
+                )
+            })
+            .collect()
+    };
+    // Request 1 stamped last: the response is request 3's. (Rows are in time order.)
+    assert_eq!(
+        view(1),
+        [
+            ("2".to_string(), true),
+            ("3,3".to_string(), false),
+            ("1".to_string(), true),
+        ]
+    );
+    // Request 3 stamped after the response: it answers request 2, the latest sent by then.
+    assert_eq!(
+        view(3),
+        [
+            ("1".to_string(), true),
+            ("2,3".to_string(), false),
+            ("3".to_string(), false),
+        ]
+    );
+}
+
 /// HTTP that carries no JSON-RPC message and no SSE event is no MCP session: its group is
 /// `not_mcp`, not `intact`. A stateless MCP exchange beside it stays `intact`.
 #[test]

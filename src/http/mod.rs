@@ -227,11 +227,11 @@ struct Conn {
     resp_lost_at: Option<i64>,
     /// The server's direction has ended (a client's FIN after it is a reply, not a hang-up).
     server_ended: bool,
-    /// Time of the latest request head, µs.
-    last_request_ts: Option<i64>,
-    /// Whether the times of the requests awaiting a response never went back: the pairing by
-    /// time after a loss then searches them instead of scanning them.
-    requests_ordered: bool,
+    /// The requests sent later than every request after them (index into `exchanges`, request
+    /// time in µs), times rising: the latest request sent by a time is the last of those sent by
+    /// it, found by a binary search (the pairing by time after a loss, also when request times go
+    /// back).
+    request_lows: Vec<(usize, i64)>,
     sse: Option<SseParser>,
     depth: u32,
     open_at_end: bool,
@@ -295,8 +295,7 @@ impl Conn {
             resp_interim: false,
             resp_lost_at: None,
             server_ended: false,
-            last_request_ts: None,
-            requests_ordered: true,
+            request_lows: Vec::new(),
             sse: None,
             depth: 0,
             open_at_end: false,
@@ -514,12 +513,13 @@ fn on_event(
         HttpEvent::Head(head) if is_request => {
             conn.depth += 1;
             if conn.next_resp >= conn.exchanges.len() {
-                // None waiting: the order of the requests waiting from now on starts afresh.
-                conn.requests_ordered = true;
-            } else if conn.last_request_ts.is_some_and(|t| t > ts) {
-                conn.requests_ordered = false;
+                // None waiting: the earlier requests cannot be paired any more.
+                conn.request_lows.clear();
             }
-            conn.last_request_ts = Some(ts);
+            while conn.request_lows.last().is_some_and(|&(_, t)| t >= ts) {
+                conn.request_lows.pop();
+            }
+            conn.request_lows.push((conn.exchanges.len(), ts));
             conn.exchanges.push(Exchange {
                 flow_index: fi,
                 client: conn.client_dir.map(|d| conn.ends[d].0),
@@ -568,16 +568,13 @@ fn on_event(
                 // Responses lost in the gap: this one answers the latest request sent before it
                 // (a client that does not pipeline sends the next request only after the previous
                 // answer); the requests skipped lost their responses to the capture.
-                let sent_by = |e: &Exchange| e.ts_request.is_some_and(|t| t <= ts);
-                let waiting = conn.exchanges.get(conn.next_resp..).unwrap_or_default();
-                let latest = if conn.requests_ordered {
-                    // Requests awaiting a response are in time order: the ones sent by now are a
-                    // prefix of them.
-                    waiting.partition_point(sent_by).checked_sub(1)
-                } else {
-                    waiting.iter().rposition(sent_by)
-                }
-                .map(|i| i + conn.next_resp);
+                // The latest request sent by now: every request after it was sent later, so it
+                // is the last of `request_lows` sent by now (if it still awaits a response).
+                let sent = conn.request_lows.partition_point(|&(_, t)| t <= ts);
+                let latest = sent
+                    .checked_sub(1)
+                    .map(|k| conn.request_lows[k].0)
+                    .filter(|&i| i >= conn.next_resp && i < conn.exchanges.len());
                 if let Some(latest) = latest {
                     for i in conn.next_resp..latest {
                         conn.exchanges[i].resp_gap = true;
@@ -872,6 +869,8 @@ fn compact(conn: &mut Conn) {
         return;
     }
     conn.exchanges.drain(..n);
+    conn.request_lows.retain(|&(i, _)| i >= n);
+    conn.request_lows.iter_mut().for_each(|(i, _)| *i -= n);
     conn.emitted = 0;
     conn.next_resp = conn.next_resp.saturating_sub(n);
     conn.req_idx = conn.req_idx.and_then(|i| i.checked_sub(n));
