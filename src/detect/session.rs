@@ -241,20 +241,21 @@ pub(super) fn lost_responses(
                     .map(|st| model.streams[st].connections.as_slice())
                     .unwrap_or(std::slice::from_ref(&xi));
                 let end = |c: usize| exchanges[c].ts_end.unwrap_or(i64::MAX);
-                let due_none = |t: i64| {
-                    t >= e.ts()
-                        && conns.iter().any(|&c| exchanges[c].ts() <= t && t <= end(c))
-                        && !conns
-                            .iter()
-                            .any(|&c| !exchanges[c].resp_complete && end(c) < t)
-                };
-                // Only cancels sent while a connection of the stream was open can count.
-                let open_until = conns.iter().map(|&c| end(c)).max().unwrap_or(i64::MIN);
+                // A cancel counts when sent after the request, while a connection of the stream
+                // was open, and before any of its connections broke: for some connection, in
+                // [its start, its end], cut at the first break (each a search in the times).
+                let whole_until = conns
+                    .iter()
+                    .filter(|&&c| !exchanges[c].resp_complete)
+                    .map(|&c| end(c))
+                    .min()
+                    .unwrap_or(i64::MAX);
                 if cancelled.get(id).is_some_and(|ts| {
-                    ts[ts.partition_point(|&t| t < e.ts())..]
-                        .iter()
-                        .take_while(|&&t| t <= open_until)
-                        .any(|&t| due_none(t))
+                    conns.iter().any(|&c| {
+                        let (from, to) = (e.ts().max(exchanges[c].ts()), end(c).min(whole_until));
+                        ts.get(ts.partition_point(|&t| t < from))
+                            .is_some_and(|&t| t <= to)
+                    })
                 }) {
                     continue;
                 }
