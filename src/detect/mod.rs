@@ -175,6 +175,9 @@ pub struct Analysis {
     /// Limits the model and the detectors reached (`model.hop_candidates`, `model.deliveries`,
     /// `detect.history_window`).
     pub anomalies: crate::anomaly::Anomalies,
+    /// The exchanges (indices into the exchanges) whose SSE events skipped dense ids inside the
+    /// connection: an `id_gap` not at a resumption's cursor. Their streams' verdict is `gap`.
+    pub id_gapped: crate::hash::FastSet<usize>,
 }
 
 /// Run every detector.
@@ -266,6 +269,7 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
         resumptions: results,
         findings,
         anomalies,
+        id_gapped: gapped,
     }
 }
 

@@ -191,13 +191,20 @@ pub fn streams(a: &Analysis, ex: &[Exchange]) -> Table {
                 .map(|&x| ex[x].events.message_count())
                 .sum();
             let res = &res_of[i];
-            let verdict = res
+            // The worst resumption's; a stream that lost events inside a connection, with
+            // nothing worse at a resumption, is a `gap` too.
+            let worst = res
                 .iter()
                 .map(|r| r.verdict)
-                .find(|v| !matches!(v, crate::detect::Verdict::Resumed))
-                .or(res.first().map(|r| r.verdict))
-                .map(|v| v.as_str())
-                .unwrap_or("single_connection");
+                .find(|v| !matches!(v, crate::detect::Verdict::Resumed));
+            let verdict = match worst {
+                None if st.connections.iter().any(|x| a.id_gapped.contains(x)) => {
+                    crate::detect::Verdict::Gap.as_str()
+                }
+                _ => worst
+                    .or(res.first().map(|r| r.verdict))
+                    .map_or("single_connection", |v| v.as_str()),
+            };
             let req_ids = join(
                 o.req_messages
                     .iter()
