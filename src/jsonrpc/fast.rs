@@ -374,6 +374,16 @@ fn top_serde<'a>(text: &'a str, keys: &[Cow<str>]) -> Option<Top<'a>> {
     Some(top)
 }
 
+/// The members of `params` the classification reads, in the order of their slots.
+const PARAMS_KEYS: [&str; 6] = [
+    "progressToken",
+    "progress",
+    "total",
+    "requestId",
+    "protocolVersion",
+    "_meta",
+];
+
 /// Classify one JSON text; `None` when the general path must (see the module doc).
 pub(super) fn classify_text(text: &[u8], app_seq: &[String]) -> Option<Message> {
     classify_str(std::str::from_utf8(text).ok()?, app_seq)
@@ -387,17 +397,8 @@ pub(super) fn classify_str(text: &str, app_seq: &[String]) -> Option<Message> {
     }
     // The members of `params` read below, then the first step of each sequence pointer into
     // `params` (its slot in `keys`).
-    let mut keys: smallvec::SmallVec<[Cow<str>; 8]> = [
-        "progressToken",
-        "progress",
-        "total",
-        "requestId",
-        "protocolVersion",
-        "_meta",
-    ]
-    .into_iter()
-    .map(Cow::Borrowed)
-    .collect();
+    let mut keys: smallvec::SmallVec<[Cow<str>; 8]> =
+        PARAMS_KEYS.into_iter().map(Cow::Borrowed).collect();
     let steps: smallvec::SmallVec<[Option<(usize, &str)>; 2]> = app_seq
         .iter()
         .map(|p| {
@@ -658,17 +659,11 @@ mod tests {
 
     /// The members of `params` [`classify_str`] asks for, with one sequence field.
     fn scan_keys() -> Vec<Cow<'static, str>> {
-        [
-            "progressToken",
-            "progress",
-            "total",
-            "requestId",
-            "protocolVersion",
-            "_meta",
-            "app_seq",
-        ]
-        .map(Cow::Borrowed)
-        .to_vec()
+        PARAMS_KEYS
+            .into_iter()
+            .chain(["app_seq"])
+            .map(Cow::Borrowed)
+            .collect()
     }
 
     /// One edit of a text: where, delete/replace/insert, and a byte that matters to JSON.
