@@ -358,6 +358,62 @@ fn gzip_encoded_request_is_decoded() {
     assert_eq!(analyze(&cap, &[]), Vec::<Value>::new());
 }
 
+/// Only a body with a content coding is bounded when decoded (`max_decoded`, 256 MiB by
+/// default): a plain SSE body is parsed whole, however long, and a gzip one up to the bound,
+/// the chunk that crosses it included up to the bound.
+#[test]
+fn only_coded_bodies_are_bounded_when_decoded() {
+    use std::io::Write;
+    let data = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x".repeat(60)}});
+    let events: Vec<Ev> = (1..=40).map(|i| Ev::id(i, data.clone())).collect();
+    let text: String = events.iter().map(Ev::text).collect();
+    let each = events[9].text().len();
+    // (events, of them cut by the bound, http.decoded_too_large anomalies, response_gap)
+    let run = |coded: bool| -> (usize, usize, u64, bool) {
+        let body = if coded {
+            let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            z.write_all(text.as_bytes()).unwrap();
+            z.finish().unwrap()
+        } else {
+            text.clone().into_bytes()
+        };
+        let mut cap = Capture::new();
+        let mut c = cap.connect();
+        c.client(&mut cap, &get(Some("s1"), None));
+        let coding = if coded {
+            "Content-Encoding: gzip\r\n"
+        } else {
+            ""
+        };
+        let mut resp = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n{coding}Content-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        resp.extend_from_slice(&body);
+        c.server(&mut cap, &resp);
+        c.close(&mut cap);
+        let mut a = mcpcap::Analyzer::new(mcpcap::Options::default());
+        a.http.options.limits.max_decoded = 1000;
+        let mut anomalies = mcpcap::anomaly::Anomalies::default();
+        mcpcap::capture::read_capture(&cap.pcap()[..], 1, &mut anomalies, |f| a.frame(&f)).unwrap();
+        let ex = a.finish();
+        assert_eq!(ex.len(), 1);
+        let evs = ex[0].events.iter().collect::<Vec<_>>();
+        let cut = evs.iter().filter(|e| e.sse.truncated).count();
+        (
+            evs.len(),
+            cut,
+            a.http.anomalies.count("http.decoded_too_large"),
+            ex[0].resp_gap,
+        )
+    };
+    assert!(text.len() > 4000 && each < 200);
+    assert_eq!(run(false), (40, 0, 0, false));
+    // The whole events in the first 1000 decoded bytes, and the one the bound cut.
+    assert_eq!(run(true), (1000 / each + 1, 1, 1, true));
+}
+
 /// A keep-alive connection whose middle response was lost whole in a capture gap: the next
 /// response is paired with the request it answers (the latest one sent before it), not with the
 /// request whose response is missing; that one is marked as lost to a gap.

@@ -3,7 +3,8 @@
 
 use std::io::Write;
 
-/// Most decoded bytes kept per body (anomaly `http.decoded_too_large` past it).
+/// Most bytes a coded body is decoded to, by default ([`super::HttpLimits::max_decoded`];
+/// anomaly `http.decoded_too_large` past it).
 pub const MAX_DECODED: u64 = 256 << 20;
 
 /// A streaming decoder for one body.

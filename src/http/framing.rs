@@ -14,6 +14,10 @@ pub struct HttpLimits {
     pub max_header_bytes: usize,
     /// Most headers in one head (anomaly `http.too_many_headers`).
     pub max_headers: usize,
+    /// Most bytes a body with a content coding is decoded to (anomaly `http.decoded_too_large`;
+    /// the rest of the body is not parsed). A body without one is parsed as it streams, whatever
+    /// its length.
+    pub max_decoded: u64,
 }
 
 impl Default for HttpLimits {
@@ -21,6 +25,7 @@ impl Default for HttpLimits {
         HttpLimits {
             max_header_bytes: 256 * 1024,
             max_headers: 256,
+            max_decoded: super::coding::MAX_DECODED,
         }
     }
 }

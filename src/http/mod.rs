@@ -681,6 +681,7 @@ fn on_event(
                 e.ts_last_byte = Some(ts);
                 e.frame_last = Some(frame);
                 let decoded;
+                let coded = conn.decoder.is_some();
                 let bytes: &[u8] = match conn.decoder.as_mut() {
                     Some(d) => match d.push(bytes) {
                         Ok(v) => {
@@ -703,26 +704,27 @@ fn on_event(
                     None if conn.undecodable => &[],
                     None => bytes,
                 };
-                conn.decoded += bytes.len() as u64;
-                if conn.decoded > coding::MAX_DECODED && !conn.undecodable {
-                    anomalies.add(Anomaly::new(
-                        "http.decoded_too_large",
-                        Some(frame),
-                        Some(flow_id.to_string()),
-                        format!(
-                            "decoded body over {} bytes; the rest is not parsed",
-                            coding::MAX_DECODED
-                        ),
-                    ));
-                    conn.undecodable = true;
-                    conn.decoder = None;
-                    e.resp_gap = true;
+                // Decoded bytes are bounded (a compression bomb); a body without a coding is
+                // parsed as it streams and needs no bound.
+                let max = opts.limits.max_decoded;
+                let mut bytes = bytes;
+                if coded && !conn.undecodable {
+                    conn.decoded += bytes.len() as u64;
+                    if conn.decoded > max {
+                        anomalies.add(Anomaly::new(
+                            "http.decoded_too_large",
+                            Some(frame),
+                            Some(flow_id.to_string()),
+                            format!("decoded body over {max} bytes; the rest is not parsed"),
+                        ));
+                        conn.undecodable = true;
+                        conn.decoder = None;
+                        e.resp_gap = true;
+                        // The bytes up to the bound are parsed.
+                        let over = usize::try_from(conn.decoded - max).unwrap_or(usize::MAX);
+                        bytes = &bytes[..bytes.len().saturating_sub(over)];
+                    }
                 }
-                let bytes = if conn.decoded > coding::MAX_DECODED {
-                    &[][..]
-                } else {
-                    bytes
-                };
                 feed_body(&mut conn.sse, e, bytes, ts, frame, opts, anomalies, flow_id);
             }
             BodyRule::ByHeaders
