@@ -6,10 +6,11 @@
 //! It answers only when it is sure to answer what [`TopSeed`] does, and returns `None` otherwise:
 //! for text [`TopSeed`] rejects (the grammar of RFC 8259 §2–§7, as serde_json reads it: control
 //! characters in strings, bad escapes, trailing commas or text), and for what it leaves to the
-//! serde reader: `\u` escapes of surrogates that do not make a pair (serde_json rejects them), escaped member names
-//! where names are compared, nesting deeper than [`MAX_DEPTH`], a number `params`, and the
-//! `protocolVersion` of a `result` that is not a string. Numbers other than plain integers of at
-//! most 18 digits are checked by serde_json itself (its range rules).
+//! serde reader: `\u` escapes of surrogates that do not make a pair (serde_json rejects them),
+//! escaped member names where names are compared (the message's, `params`' and `result`'s),
+//! nesting deeper than [`MAX_DEPTH`], a number `params`, and a `protocolVersion` of a `result`
+//! that is not a string without escapes. Numbers other than plain integers of at most 18
+//! digits are checked by serde_json itself (its range rules).
 
 use smallvec::SmallVec;
 
