@@ -8,16 +8,17 @@
 //! characters in strings, bad escapes, trailing commas or text), and for what it leaves to the
 //! serde reader: `\u` escapes of surrogates that do not make a pair (serde_json rejects them),
 //! escaped member names where names are compared (the message's, `params`' and `result`'s),
-//! nesting deeper than [`MAX_DEPTH`], a number `params`, and a `protocolVersion` of a `result`
-//! that is not a string without escapes. Numbers other than plain integers of at most 18
-//! digits are checked by serde_json itself (its range rules).
+//! nesting deeper than [`MAX_DEPTH`], raw members with [`MAX_RAW_BRACKETS`] brackets or more, a
+//! number `params`, and a `protocolVersion` of a `result` that is not a string without escapes.
+//! Numbers other than plain integers of at most 18 characters (sign included) are checked by
+//! serde_json itself (its range rules).
 
 use smallvec::SmallVec;
 
 use super::{Params, ResultVersion, Top};
 
 /// Nesting (arrays and objects, the message itself included) past which the serde reader
-/// decides (serde_json's own limit is 128).
+/// decides (serde_json accepts 127 levels).
 const MAX_DEPTH: u32 = 64;
 
 /// Members taken as raw text with this many `[` and `{` or more are left to the serde reader
@@ -107,7 +108,7 @@ impl<'a> Scan<'a> {
         }
     }
 
-    /// A number at the cursor (RFC 8259 §6). Plain integers of up to 18 digits are in range;
+    /// A number at the cursor (RFC 8259 §6). Plain integers of up to 18 characters are in range;
     /// any other is given to serde_json, whose range rules decide (`1e400` is an error).
     fn number(&mut self) -> Option<()> {
         let b = self.s.as_bytes();
@@ -150,7 +151,8 @@ impl<'a> Scan<'a> {
         Some(())
     }
 
-    /// Any value (after whitespace), checked; `depth` is the nesting of its container.
+    /// Any value (after whitespace), checked; `depth` is its own level, the message's being 0
+    /// (a container opened at [`MAX_DEPTH`] is left to the serde reader).
     fn value(&mut self, depth: u32) -> Option<()> {
         self.ws();
         match self.peek()? {
