@@ -61,5 +61,39 @@ fn stages(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, stages);
+/// JSON-RPC classification of one SSE `data` text (the fast path), per shape: a result whose
+/// text has few escapes, one whose text is JSON with an escape every few bytes, and a progress
+/// notification. Throughput in bytes of JSON.
+fn jsonrpc(c: &mut Criterion) {
+    let prose = "All work and no play makes Jack a dull boy. ".repeat(40);
+    let json_text = serde_json::to_string(
+        &(0..40)
+            .map(|i| serde_json::json!({"id": i, "name": format!("item {i}"), "tags": ["a", "b"]}))
+            .collect::<Vec<_>>(),
+    )
+    .expect("json");
+    let result = |text: &str| {
+        serde_json::json!({"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": text}]}})
+            .to_string()
+    };
+    let shapes = [
+        ("result_prose", result(&prose)),
+        ("result_json_text", result(&json_text)),
+        (
+            "progress",
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t-17","progress":3,"total":10}}"#
+                .to_string(),
+        ),
+    ];
+    let mut g = c.benchmark_group("jsonrpc");
+    for (name, text) in &shapes {
+        g.throughput(Throughput::Bytes(text.len() as u64));
+        g.bench_function(*name, |b| {
+            b.iter(|| mcpcap::jsonrpc::parse_str(text, &[]).map(|m| m.len()))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, stages, jsonrpc);
 criterion_main!(benches);
