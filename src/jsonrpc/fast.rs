@@ -700,6 +700,10 @@ mod tests {
         );
         for text in [
             "{\"id\":1,\"result\":\"a\u{1}b\"}",
+            // Past the bytes looked at one by one: found by the vectorised check.
+            "{\"id\":1,\"result\":\"0123456789abcdefghij\u{1f}b\"}",
+            r#"{"id":1,"result":"0123456789abcdefghij"#,
+            r#"{"id":1,"result":"0123456789\n0123456789abcdefghij\q"}"#,
             r#"{"id":1,"result":"\x"}"#,
             r#"{"id":1,"result":"\u12"}"#,
             r#"{"id":1,"result":"\ud800"}"#,

@@ -60,13 +60,23 @@ impl<'a> Scan<'a> {
         let mut i = start;
         let mut escaped = false;
         loop {
-            let rest = b.get(i..)?;
-            let n = memchr::memchr2(b'"', b'\\', rest)?;
-            // Control characters must be escaped. A fold, not `any`, so that it vectorises.
-            if rest[..n].iter().fold(u8::MAX, |m, &c| m.min(c)) < 0x20 {
+            // The next quote or backslash: a few bytes one by one first (JSON text inside a
+            // string has an escape every few bytes), then `memchr`.
+            let probe = (i + 16).min(b.len());
+            while i < probe && !matches!(b[i], b'"' | b'\\' | 0..=0x1f) {
+                i += 1;
+            }
+            if i == probe {
+                let rest = b.get(i..)?;
+                let n = memchr::memchr2(b'"', b'\\', rest)?;
+                // Control characters must be escaped. A fold, not `any`, so that it vectorises.
+                if rest[..n].iter().fold(u8::MAX, |m, &c| m.min(c)) < 0x20 {
+                    return None;
+                }
+                i += n;
+            } else if b[i] < 0x20 {
                 return None;
             }
-            i += n;
             if b[i] == b'"' {
                 self.i = i + 1;
                 return Some((self.s.get(start..i)?, escaped));
