@@ -688,6 +688,8 @@ mod tests {
             r#" { "jsonrpc" : "2.0" , "method" : "notifications/cancelled" , "params" : { "requestId" : 3 } } "#,
             r#"{"id":1,"result":{},"id":2}"#,
             r#"{}"#,
+            r#"{"id":1,"result":{"x":[1.5,-2.25e-3,6.02E+23,1e-9999,-0.0,12345678901234567890123]}}"#,
+            &format!(r#"{{"id":1,"result":{{"x":1{}e-100}}}}"#, "0".repeat(300)),
         ] {
             let text = text.trim();
             let t = scan::top(text, &keys).unwrap_or_else(|| panic!("not read: {text}"));
@@ -714,6 +716,8 @@ mod tests {
             r#"{"id":1,"result":"\udc00\ud800"}"#,
             r#"{"id":1,"result":"\ud83d\ude0"}"#,
             r#"{"id":1,"result":1e400}"#,
+            r#"{"id":1,"result":1.8e308}"#,
+            r#"{"id":1,"result":0.00001e320}"#,
             r#"{"id":1,"result":[1,]}"#,
             r#"{"id":1,"result":{"a":1,}}"#,
             r#"{"id":1,}"#,

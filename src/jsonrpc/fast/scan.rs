@@ -118,8 +118,9 @@ impl<'a> Scan<'a> {
         }
     }
 
-    /// A number at the cursor (RFC 8259 §6). Plain integers of up to 18 characters are in range;
-    /// any other is given to serde_json, whose range rules decide (`1e400` is an error).
+    /// A number at the cursor (RFC 8259 §6). One below 10^250 (by its integer digits and an
+    /// exponent of at most four digits) is in range; any other is given to serde_json, whose
+    /// range rules decide (`1e400` is an error).
     fn number(&mut self) -> Option<()> {
         let b = self.s.as_bytes();
         let start = self.i;
@@ -135,7 +136,7 @@ impl<'a> Scan<'a> {
             b'1'..=b'9' => i = digits(i),
             _ => return None,
         }
-        let int_end = i;
+        let int_digits = i - start - usize::from(b.get(start) == Some(&b'-'));
         if b.get(i) == Some(&b'.') {
             let end = digits(i + 1);
             if end == i + 1 {
@@ -143,8 +144,11 @@ impl<'a> Scan<'a> {
             }
             i = end;
         }
+        // The exponent, when it has at most four digits.
+        let mut exp = Some(0i64);
         if matches!(b.get(i), Some(b'e' | b'E')) {
             i += 1;
+            let negative = b.get(i) == Some(&b'-');
             if matches!(b.get(i), Some(b'+' | b'-')) {
                 i += 1;
             }
@@ -152,9 +156,14 @@ impl<'a> Scan<'a> {
             if end == i {
                 return None;
             }
+            exp = (end - i <= 4)
+                .then(|| self.s.get(i..end)?.parse::<i64>().ok())
+                .flatten()
+                .map(|e| if negative { -e } else { e });
             i = end;
         }
-        if i != int_end || int_end - start > 18 {
+        let in_range = exp.is_some_and(|e| i64::try_from(int_digits).is_ok_and(|d| d + e < 250));
+        if !in_range {
             serde_json::from_str::<serde_json::Value>(self.s.get(start..i)?).ok()?;
         }
         self.i = i;
