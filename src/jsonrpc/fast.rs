@@ -110,8 +110,13 @@ impl<'de> Visitor<'de> for Probe<'_> {
 /// message. Nesting near the recursion limit (whose count differs by the message's own level)
 /// is left to the general path.
 fn valid(raw: &str) -> bool {
+    few_brackets(raw) && serde_json::from_str::<Strict>(raw).is_ok()
+}
+
+/// Whether raw JSON has fewer than 120 `[` and `{` (in strings too): deeper nesting than that,
+/// whose limit inside a message differs by the member's level, is left to the general path.
+fn few_brackets(raw: &str) -> bool {
     raw.bytes().filter(|b| matches!(b, b'[' | b'{')).count() < 120
-        && serde_json::from_str::<Strict>(raw).is_ok()
 }
 
 /// A `result`, checked strictly, with its `protocolVersion` member when it has one.
@@ -716,6 +721,8 @@ mod tests {
             r#"{"id":1,"result":"\udc00\ud800"}"#,
             r#"{"id":1,"result":"\ud83d\ude0"}"#,
             r#"{"id":1,"result":1e400}"#,
+            // A raw member with 120 brackets, in a string: the serde reader refuses it too.
+            &format!(r#"{{"method":"{}","params":{{}}}}"#, "[".repeat(120)),
             r#"{"id":1,"result":1.8e308}"#,
             r#"{"id":1,"result":0.00001e320}"#,
             r#"{"id":1,"result":[1,]}"#,

@@ -8,10 +8,10 @@
 //! characters in strings, bad escapes, trailing commas or text), and for what it leaves to the
 //! serde reader: `\u` escapes of surrogates that do not make a pair (serde_json rejects them),
 //! escaped member names where names are compared (the message's, `params`' and `result`'s),
-//! nesting deeper than [`MAX_DEPTH`], raw members with [`MAX_RAW_BRACKETS`] brackets or more, a
+//! nesting deeper than [`MAX_DEPTH`], raw members with many brackets ([`super::few_brackets`]), a
 //! number `params`, and a `protocolVersion` of a `result` that is not a string without escapes.
-//! Numbers other than plain integers of at most 18 characters (sign included) are checked by
-//! serde_json itself (its range rules).
+//! A number it cannot tell to be below 10^250 is checked by serde_json itself (its range
+//! rules).
 
 use smallvec::SmallVec;
 
@@ -20,10 +20,6 @@ use super::{Params, ResultVersion, Top};
 /// Nesting (arrays and objects, the message itself included) past which the serde reader
 /// decides (serde_json accepts 127 levels).
 const MAX_DEPTH: u32 = 64;
-
-/// Members taken as raw text with this many `[` and `{` or more are left to the serde reader
-/// (its check of raw members, [`super::valid`], counts them).
-const MAX_RAW_BRACKETS: usize = 120;
 
 /// A cursor over JSON text.
 struct Scan<'a> {
@@ -251,8 +247,8 @@ impl<'a> Scan<'a> {
         let start = self.i;
         self.value(depth)?;
         let raw = self.s.get(start..self.i)?;
-        let brackets = raw.bytes().filter(|b| matches!(b, b'[' | b'{')).count();
-        (brackets < MAX_RAW_BRACKETS).then_some(raw)
+        // The serde reader's check of raw members ([`super::valid`]) counts them too.
+        super::few_brackets(raw).then_some(raw)
     }
 
     /// The members of an object at `depth` (after whitespace), each name given to `member`
