@@ -681,7 +681,6 @@ fn on_event(
                 e.ts_last_byte = Some(ts);
                 e.frame_last = Some(frame);
                 let decoded;
-                let coded = conn.decoder.is_some();
                 let bytes: &[u8] = match conn.decoder.as_mut() {
                     Some(d) => match d.push(bytes) {
                         Ok(v) => {
@@ -705,10 +704,11 @@ fn on_event(
                     None => bytes,
                 };
                 // Decoded bytes are bounded (a compression bomb); a body without a coding is
-                // parsed as it streams and needs no bound.
+                // parsed as it streams and needs no bound. (The decoder is still there when
+                // these bytes decoded.)
                 let max = opts.limits.max_decoded;
                 let mut bytes = bytes;
-                if coded && !conn.undecodable {
+                if conn.decoder.is_some() {
                     conn.decoded += bytes.len() as u64;
                     if conn.decoded > max {
                         anomalies.add(Anomaly::new(
