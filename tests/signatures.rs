@@ -170,6 +170,27 @@ fn a_stream_with_an_id_gap_inside_a_connection_is_a_gap() {
     );
 }
 
+/// The `id_format` column of `streams`: one format when every id has it, `opaque` when ids of
+/// two formats mix (in either order) or any id has none.
+#[test]
+fn a_stream_id_format_is_opaque_when_formats_mix() {
+    let go = "RXBPBXMEKNWW3ZTPKOVIOJCAU2";
+    let id = |n: u32| format!("{go}_{n}");
+    let format = |ids: &[&str], last: &str| -> String {
+        let table = table_csv(&raw_ids_capture(ids, last), "streams");
+        let row = table.lines().nth(1).unwrap_or_default().to_string();
+        row.split(',').nth(7).unwrap_or_default().to_string()
+    };
+    assert_eq!(format(&[&id(1), &id(2)], &id(3)), "go");
+    assert_eq!(format(&["1", "2"], "3"), "integer_dense");
+    assert_eq!(format(&["1", "4"], "9"), "integer_sparse");
+    assert_eq!(format(&["hello", "there"], "you"), "opaque");
+    assert_eq!(format(&[&id(1), "hello"], &id(3)), "opaque");
+    assert_eq!(format(&["hello", &id(2)], &id(3)), "opaque");
+    assert_eq!(format(&["hello", "2"], "3"), "opaque");
+    assert_eq!(format(&["1", "2"], &id(3)), "opaque");
+}
+
 #[test]
 fn dense_ids_that_skip_inside_a_connection_are_an_id_gap() {
     let go = "RXBPBXMEKNWW3ZTPKOVIOJCAU2";

@@ -525,6 +525,10 @@ impl Model {
                 Some(g) if g != p.format => return IdFormat::Opaque.as_str(),
                 _ => {}
             }
+            // Opaque ids, or ids of any other format after them, make the stream opaque.
+            if p.format == IdFormat::Opaque {
+                return IdFormat::Opaque.as_str();
+            }
             if truncated {
                 continue;
             }
