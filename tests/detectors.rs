@@ -411,6 +411,47 @@ fn fork_restarts_ids() {
     assert_eq!(exit_status(&cap, "error"), 1);
 }
 
+/// A replay that hands over to live events re-sends some of its own (reference §7 #4): inside
+/// the resumed connection, progress 4, 5 come again under fresh ids. The client has them twice
+/// (duplicate_delivery); nothing was lost, so no app_seq_desync and no `gap`.
+#[test]
+fn progress_re_sent_inside_the_resumed_connection_is_a_duplicate_delivery() {
+    let mut resumed = progs(4..=5, 4, 9);
+    resumed.extend(progs(6..=12, 4, 9));
+    resumed.push(res(13));
+    let cap = cut_and_resume(9, End::CutFin, &resumed);
+    let fs = findings(&cap);
+    assert_kinds(&fs, &[("duplicate_delivery", "error")]);
+    // The first value the client had already: progress 4 again, on id 6.
+    assert_keys(one(&fs, "duplicate_delivery"), Some("3"), Some("6"), None);
+    let rs = resumptions_csv(&cap);
+    assert!(
+        rs.contains(",resumed,")
+            && rs.contains("events the client already had were delivered again"),
+        "{rs}"
+    );
+    // The same events re-sent with their ids and data are one connection's duplicate ids, said
+    // once, by duplicate_event_id.
+    let mut resumed = progs(4..=5, 4, 9);
+    resumed.extend(progs(4..=9, 4, 9));
+    resumed.push(res(10));
+    let fs = findings(&cut_and_resume(9, End::CutFin, &resumed));
+    assert_kinds(
+        &fs,
+        &[("duplicate_event_id", "error"), ("resume_ok", "info")],
+    );
+    // Negative: a loss after the re-sent values is still a loss.
+    let mut resumed = progs(4..=5, 4, 9);
+    resumed.extend(progs(6..=7, 4, 9));
+    resumed.extend(progs(8..=9, 8, 9));
+    resumed.push(res(10));
+    let fs = findings(&cut_and_resume(9, End::CutFin, &resumed));
+    assert_kinds(
+        &fs,
+        &[("app_seq_desync", "error"), ("duplicate_delivery", "error")],
+    );
+}
+
 #[test]
 fn a_fork_whose_ids_jump_ahead_is_no_id_gap() {
     // The replica numbers its own log from 100: ids 101.. carry progress 1..5 again. The ids

@@ -587,7 +587,30 @@ pub(super) fn check(
                     .is_some_and(|i| before_by_id.contains(&(i, ev.data_hash)))
         })
         .collect();
-    let dup_payload: Vec<EventRec> = after.iter().copied().filter(|ev| ev.messages.iter().any(|m| matches!((&m.progress_token, m.progress), (Some(t), Some(p)) if progress_before.contains(&(t.clone(), p.to_bits()))))).collect();
+    // Progress the client already had: up to L, or earlier on this connection (a replay that
+    // hands over to live events re-sends some: reference §7 #4). An event that repeats an
+    // earlier one of the connection with its id and data is `duplicate_event_id`'s.
+    let mut progress_here: HashSet<(Short, u64)> = HashSet::default();
+    let mut events_here: HashSet<(&str, u64)> = HashSet::default();
+    let mut dup_payload: Vec<EventRec> = Vec::new();
+    for ev in &after {
+        let same_event = ev.sse.has_own_id
+            && ev
+                .sse
+                .id
+                .is_some_and(|i| !events_here.insert((i, ev.data_hash)));
+        let mut again = false;
+        for m in ev.messages.iter() {
+            if let (Some(t), Some(p)) = (m.progress_token, m.progress) {
+                let key = (t, p.to_bits());
+                again |=
+                    progress_before.contains(&key) || (!progress_here.insert(key) && !same_event);
+            }
+        }
+        if again {
+            dup_payload.push(*ev);
+        }
+    }
     let duplicated = !dup_ids.is_empty() || !dup_payload.is_empty();
     // Progress that starts over: the first value after L of a token is one the client already had,
     // below the token's last value up to L. The log began again (seed 1: "the id sequence
@@ -667,7 +690,11 @@ pub(super) fn check(
             // series with uneven steps, or too few values to show one, is checked only for
             // values that go back.
             let regular = regular_step(vals).is_some();
-            let seen = |v: f64| vals.iter().any(|(x, _)| x.to_bits() == v.to_bits());
+            // Values the client had before the cursor, or earlier on this connection.
+            let mut here: HashSet<u64> = HashSet::default();
+            let seen = |v: f64, here: &HashSet<u64>| {
+                here.contains(&v.to_bits()) || vals.iter().any(|(x, _)| x.to_bits() == v.to_bits())
+            };
             let later: Vec<(f64, EventRec)> = after
                 .iter()
                 .flat_map(|ev| {
@@ -685,7 +712,7 @@ pub(super) fn check(
                 }
                 let jumped = regular && next > prev.0 + step * (1.0 + 1e-9);
                 // A value the client already had is a replayed duplicate (duplicate_delivery), not a desync.
-                let backwards = next <= prev.0 && !seen(next);
+                let backwards = next <= prev.0 && !seen(next, &here);
                 if jumped || backwards {
                     let how = if backwards {
                         "going backwards against"
@@ -743,6 +770,7 @@ pub(super) fn check(
                     }
                     break;
                 }
+                here.insert(next.to_bits());
                 let id = if ev.sse.has_own_id {
                     ev.sse.id.map(str::to_string).unwrap_or_default()
                 } else {
