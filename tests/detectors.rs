@@ -586,6 +586,36 @@ fn a_loss_elsewhere_in_the_session_does_not_excuse_a_lost_response() {
     assert_keys(one(&fs, "lost_response"), None, None, Some("2"));
 }
 
+/// A client that reuses a request id (MCP forbids it within a session) gets one response per
+/// request: nothing reached it twice. The same id answered twice for one request still is a
+/// duplicate.
+#[test]
+fn a_reused_request_id_answered_once_per_request_is_no_duplicate() {
+    let call = |cap: &mut Capture, answers: usize| {
+        let mut c = cap.connect();
+        c.client(cap, &post(Some(SID), &tools_call(2, &token())));
+        for _ in 0..answers {
+            c.server(cap, &json_response(Some(SID), &result(2)));
+        }
+        c.close(cap);
+    };
+    let mut cap = Capture::new();
+    handshake(&mut cap);
+    call(&mut cap, 1);
+    cap.wait(1_000_000);
+    call(&mut cap, 1);
+    assert_kinds(&findings(&cap), &[]);
+    // Negative: the second request is answered twice.
+    let mut cap = Capture::new();
+    handshake(&mut cap);
+    call(&mut cap, 1);
+    cap.wait(1_000_000);
+    call(&mut cap, 2);
+    let fs = findings(&cap);
+    assert_kinds(&fs, &[("duplicate_delivery", "error")]);
+    assert_keys(one(&fs, "duplicate_delivery"), None, None, Some("2"));
+}
+
 #[test]
 fn a_second_response_without_its_request_from_the_same_server_is_a_duplicate() {
     // The capture missed the request of the second connection, but its response comes from the

@@ -343,14 +343,26 @@ pub(super) fn duplicate_responses(
     out: &mut Vec<Finding>,
 ) {
     for s in &model.sessions {
-        let requests: HashSet<&str> = s
-            .exchanges
-            .iter()
-            .flat_map(|&xi| exchanges[xi].req_messages.iter())
-            .filter(|m| m.kind == Kind::Request)
-            .filter_map(|m| m.id.as_deref())
-            .collect();
-        let mut seen: HashMap<&str, (i64, u64, usize)> = HashMap::default();
+        // The times each request id was sent, in order: a client that reuses an id (MCP forbids
+        // it within a session, but it happens) gets one response per request, none twice.
+        let mut requests: HashMap<&str, Vec<i64>> = HashMap::default();
+        for &xi in &s.exchanges {
+            for m in exchanges[xi]
+                .req_messages
+                .iter()
+                .filter(|m| m.kind == Kind::Request)
+            {
+                if let Some(id) = m.id.as_deref() {
+                    requests.entry(id).or_default().push(exchanges[xi].ts());
+                }
+            }
+        }
+        for v in requests.values_mut() {
+            v.sort_unstable();
+        }
+        // Per id: the first copy of its latest response (time, frame, exchange) and how many
+        // responses it has had.
+        let mut seen: HashMap<&str, (i64, u64, usize, usize)> = HashMap::default();
         for &xi in &s.exchanges {
             // Without a session, independent clients reuse request ids: compare within one exchange only.
             if s.id.is_none() {
@@ -358,19 +370,19 @@ pub(super) fn duplicate_responses(
             }
             for (id, ts, frame) in &responses[xi] {
                 let (id, ts, frame) = (*id, *ts, *frame);
-                if !requests.contains(id) {
+                let Some(sent) = requests.get(id) else {
                     continue;
-                }
+                };
                 match seen.get(id) {
                     None => {
-                        seen.insert(id, (ts, frame, xi));
+                        seen.insert(id, (ts, frame, xi, 1));
                     }
                     // A response whose request the capture missed (it began mid-connection),
                     // from another server endpoint than the other copy (another hop's), or on
                     // the same connection seen from another vantage point (same endpoints,
                     // another flow): a copy that could not be paired without its request, not
                     // a second delivery. The copy with a request speaks for both.
-                    Some(&(_, _, fx))
+                    Some(&(_, _, fx, _))
                         if (exchanges[xi].request.is_none() || exchanges[fx].request.is_none())
                             && {
                                 let (a, b) = (&exchanges[xi], &exchanges[fx]);
@@ -380,10 +392,16 @@ pub(super) fn duplicate_responses(
                             } =>
                     {
                         if exchanges[fx].request.is_none() {
-                            seen.insert(id, (ts, frame, xi));
+                            if let Some(v) = seen.get_mut(id) {
+                                (v.0, v.1, v.2) = (ts, frame, xi);
+                            }
                         }
                     }
-                    Some(&(_, first_frame, _)) => {
+                    // The id was sent again before this response: the answer to that request.
+                    Some(&(_, _, _, n)) if sent.partition_point(|&t| t <= ts) > n => {
+                        seen.insert(id, (ts, frame, xi, n + 1));
+                    }
+                    Some(&(_, first_frame, _, _)) => {
                         let e = &exchanges[xi];
                         out.push(Finding {
                             session_id: s.label(),
