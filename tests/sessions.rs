@@ -655,3 +655,131 @@ fn two_clients_given_one_id_keep_their_sessions() {
     assert_eq!(fs[0]["session_id"], sid);
     assert_eq!(sessions(&cap), [sid, "user-alice#2"]);
 }
+
+/// How the legacy GET stream of [`legacy_call`] ends.
+#[derive(Clone, Copy, PartialEq)]
+enum LegacyEnd {
+    /// The server ends it cleanly, without the answer.
+    Clean,
+    /// It is still open when the capture stops.
+    Open,
+    /// The server resets it, before the client cancels.
+    ResetBeforeCancel,
+}
+
+/// A legacy (2024-11-05) session: `GET /sse`, then `tools/call` id 2 POSTed (202), whose answer
+/// never comes on the GET stream; a log event comes instead. With `cancel`, the client POSTs
+/// `notifications/cancelled` for request 2.
+fn legacy_call(cancel: bool, end: LegacyEnd) -> Vec<(String, String)> {
+    let sid = "aaa";
+    let mut cap = Capture::new();
+    let mut stream = cap.connect();
+    stream.client(
+        &mut cap,
+        b"GET /sse HTTP/1.1\r\nHost: 127.0.0.1:3000\r\nAccept: text/event-stream\r\n\r\n",
+    );
+    let mut head = sse_head(None);
+    head.extend(chunk(
+        format!("event: endpoint\ndata: /messages?sessionId={sid}\n\n").as_bytes(),
+    ));
+    stream.server(&mut cap, &head);
+    let mut send = |cap: &mut Capture, body: &Value| {
+        let mut post = cap.connect();
+        let b = body.to_string();
+        post.client(cap, format!("POST /messages?sessionId={sid} HTTP/1.1\r\nHost: 127.0.0.1:3000\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{b}", b.len()).as_bytes());
+        post.server(cap, &accepted());
+        post.close(cap);
+    };
+    send(&mut cap, &tools_call(2, &json!(2)));
+    let log = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}});
+    stream.server(
+        &mut cap,
+        &chunk(format!("event: message\ndata: {log}\n\n").as_bytes()),
+    );
+    let cancelled =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}});
+    if end == LegacyEnd::ResetBeforeCancel {
+        stream.server_reset(&mut cap);
+        cap.wait(100_000);
+        if cancel {
+            send(&mut cap, &cancelled);
+        }
+    } else {
+        cap.wait(100_000);
+        if cancel {
+            send(&mut cap, &cancelled);
+        }
+        cap.wait(100_000);
+        stream.server(
+            &mut cap,
+            &chunk(format!("event: message\ndata: {log}\n\n").as_bytes()),
+        );
+        if end == LegacyEnd::Clean {
+            stream.server(&mut cap, LAST_CHUNK);
+            stream.close(&mut cap);
+        }
+    }
+    analyze(&cap, &[])
+        .iter()
+        .map(|f| {
+            (
+                f["kind"].as_str().unwrap_or_default().to_string(),
+                f["request_id"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// On the legacy transport the answers come on the GET stream (reference §1.8): a request
+/// cancelled while that stream was open and whole was owed nothing; one whose answer could
+/// still come on it when the capture stopped is unverifiable; a cancel after the stream broke
+/// does not excuse the loss.
+#[test]
+fn legacy_requests_are_judged_on_the_session_stream() {
+    let pair = |k: &str| vec![(k.to_string(), "2".to_string())];
+    assert_eq!(legacy_call(true, LegacyEnd::Clean), vec![]);
+    assert_eq!(legacy_call(false, LegacyEnd::Clean), pair("lost_response"));
+    assert_eq!(legacy_call(true, LegacyEnd::Open), vec![]);
+    assert_eq!(
+        legacy_call(false, LegacyEnd::Open),
+        pair("response_unverifiable")
+    );
+    assert_eq!(
+        legacy_call(true, LegacyEnd::ResetBeforeCancel),
+        pair("lost_response")
+    );
+}
+
+/// Without a session, a cancel speaks for its own client's request only: another client's
+/// cancel of the same id does not excuse a lost response (reference §8.1).
+#[test]
+fn a_stateless_cancel_does_not_excuse_another_clients_request() {
+    let run = |cancel_from: [u8; 4]| {
+        let mut cap = Capture::new();
+        let mut a = cap.connect_from([10, 0, 0, 1]);
+        a.client(&mut cap, &post(None, &tools_call(1, &json!(1))));
+        let mut b = cap.connect_from([10, 0, 0, 5]);
+        b.client(&mut cap, &post(None, &tools_call(1, &json!(1))));
+        b.server(
+            &mut cap,
+            &json_response(None, &json!({"jsonrpc": "2.0", "id": 1, "result": {}})),
+        );
+        b.close(&mut cap);
+        let mut c = cap.connect_from(cancel_from);
+        c.client(
+            &mut cap,
+            &post(
+                None,
+                &json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}),
+            ),
+        );
+        c.server(&mut cap, &accepted());
+        c.close(&mut cap);
+        // Client .1's stream ends cleanly without its result.
+        a.server(&mut cap, &sse_response(None, &[], true));
+        a.close(&mut cap);
+        kinds_of(&analyze(&cap, &[]))
+    };
+    assert_eq!(run([10, 0, 0, 5]), ["lost_response"]);
+    assert_eq!(run([10, 0, 0, 1]), Vec::<String>::new());
+}

@@ -165,12 +165,20 @@ pub(super) fn lost_responses(
                 .or_else(|| gap_get.filter(|(end, _)| *end >= e.ts()).map(|(_, gx)| gx))?;
             Some(&exchanges[gx])
         };
-        // ... and so could a resumed stream still open when the capture stopped.
-        let open_resume = s
+        // On the legacy transport (2024-11-05, reference §1.8) every response comes on the
+        // session's GET stream (the one that got the `endpoint` event): it carries the requests'
+        // answers as a POST's own stream does.
+        let legacy: Vec<usize> = s
             .exchanges
             .iter()
-            .map(|&xi| &exchanges[xi])
-            .find(|e| e.open_at_capture_end && e.resume_cursor().is_some());
+            .copied()
+            .filter(|&g| exchanges[g].endpoint.is_some())
+            .collect();
+        // ... and so could a resumed stream, or a legacy session's stream, still open when the
+        // capture stopped.
+        let open_resume = s.exchanges.iter().map(|&xi| &exchanges[xi]).find(|e| {
+            e.open_at_capture_end && (e.resume_cursor().is_some() || e.endpoint.is_some())
+        });
         // When the client ended the session (DELETE, MCP "Session Management"): what was still
         // streaming then is no longer owed.
         let deleted = s
@@ -185,15 +193,20 @@ pub(super) fn lost_responses(
             .map(Exchange::ts)
             .min();
         // Requests the client cancelled, and when (MCP "Cancellation": the receiver should send
-        // no response).
-        let mut cancelled: HashMap<&str, Vec<i64>> = HashMap::default();
+        // no response). Without a session, independent clients reuse request ids: a cancel
+        // speaks for its own client's request only (reference §8.1).
+        let client_of = |x: usize| s.id.is_none().then_some(exchanges[x].client).flatten();
+        let mut cancelled: HashMap<(Option<std::net::IpAddr>, &str), Vec<i64>> = HashMap::default();
         for &xi in &s.exchanges {
             for c in exchanges[xi]
                 .req_messages
                 .iter()
                 .filter_map(|m| m.cancels())
             {
-                cancelled.entry(c).or_default().push(exchanges[xi].ts());
+                cancelled
+                    .entry((client_of(xi), c))
+                    .or_default()
+                    .push(exchanges[xi].ts());
             }
         }
         // In time order, so that each request reads only the cancels sent after it.
@@ -233,13 +246,16 @@ pub(super) fn lost_responses(
                 if answers(id) {
                     continue;
                 }
-                // Cancelled while its stream was open and whole (the POST response, or a
-                // resumption of it after a planned close): no response was due. A cancel sent
+                // Cancelled while its stream was open and whole (the POST response, a
+                // resumption of it after a planned close, or a legacy session's GET stream): no
+                // response was due. A cancel sent
                 // after a connection of the stream broke — a client's timeout, also after
                 // resuming — gives up on a response the break may have lost: still reported.
-                let conns = model.exchange_stream[xi]
-                    .map(|st| model.streams[st].connections.as_slice())
-                    .unwrap_or(std::slice::from_ref(&xi));
+                let conns = match model.exchange_stream[xi] {
+                    Some(st) => model.streams[st].connections.as_slice(),
+                    None if !legacy.is_empty() && !e.is_sse => legacy.as_slice(),
+                    None => std::slice::from_ref(&xi),
+                };
                 let end = |c: usize| exchanges[c].ts_end.unwrap_or(i64::MAX);
                 // A cancel counts when sent after the request, while a connection of the stream
                 // was open, and before any of its connections broke: for some connection, in
@@ -250,7 +266,7 @@ pub(super) fn lost_responses(
                     .map(|&c| end(c))
                     .min()
                     .unwrap_or(i64::MAX);
-                if cancelled.get(id).is_some_and(|ts| {
+                if cancelled.get(&(client_of(xi), id)).is_some_and(|ts| {
                     conns.iter().any(|&c| {
                         let (from, to) = (e.ts().max(exchanges[c].ts()), end(c).min(whole_until));
                         ts.get(ts.partition_point(|&t| t < from))
