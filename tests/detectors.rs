@@ -1009,3 +1009,22 @@ fn a_stream_resumed_past_the_history_budget_says_so() {
     let _ = std::fs::remove_file(&pcap);
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// MCP 2026-07-28 has no resumption (reference §1.1): a GET with `Last-Event-ID` from a client
+/// that declares it, answered 405, is no resumption to judge.
+#[test]
+fn a_2026_07_28_get_with_last_event_id_is_no_resumption() {
+    let mut cap = Capture::new();
+    let mut c = cap.connect();
+    c.client(
+        &mut cap,
+        b"GET /mcp HTTP/1.1\r\nHost: h\r\nAccept: text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nLast-Event-ID: 5\r\n\r\n",
+    );
+    c.server(
+        &mut cap,
+        b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n",
+    );
+    c.close(&mut cap);
+    assert_kinds(&findings(&cap), &[]);
+    assert_eq!(resumptions_csv(&cap).lines().count(), 1, "header only");
+}

@@ -665,6 +665,8 @@ enum LegacyEnd {
     Open,
     /// The server resets it, before the client cancels.
     ResetBeforeCancel,
+    /// The client closes it while the server is still sending: the end of the legacy session.
+    ClientCloses,
 }
 
 /// A legacy (2024-11-05) session: `GET /sse`, then `tools/call` id 2 POSTed (202), whose answer
@@ -714,9 +716,13 @@ fn legacy_call(cancel: bool, end: LegacyEnd) -> Vec<(String, String)> {
             &mut cap,
             &chunk(format!("event: message\ndata: {log}\n\n").as_bytes()),
         );
-        if end == LegacyEnd::Clean {
-            stream.server(&mut cap, LAST_CHUNK);
-            stream.close(&mut cap);
+        match end {
+            LegacyEnd::Clean => {
+                stream.server(&mut cap, LAST_CHUNK);
+                stream.close(&mut cap);
+            }
+            LegacyEnd::ClientCloses => stream.close(&mut cap),
+            _ => {}
         }
     }
     analyze(&cap, &[])
@@ -731,9 +737,10 @@ fn legacy_call(cancel: bool, end: LegacyEnd) -> Vec<(String, String)> {
 }
 
 /// On the legacy transport the answers come on the GET stream (reference §1.8): a request
-/// cancelled while that stream was open and whole was owed nothing; one whose answer could
-/// still come on it when the capture stopped is unverifiable; a cancel after the stream broke
-/// does not excuse the loss.
+/// cancelled while that stream was open and whole was owed nothing, nor one pending when the
+/// client closed that stream (how a legacy session ends); one whose answer could still come on
+/// it when the capture stopped is unverifiable; a cancel after the stream broke does not excuse
+/// the loss.
 #[test]
 fn legacy_requests_are_judged_on_the_session_stream() {
     let pair = |k: &str| vec![(k.to_string(), "2".to_string())];
@@ -748,6 +755,8 @@ fn legacy_requests_are_judged_on_the_session_stream() {
         legacy_call(true, LegacyEnd::ResetBeforeCancel),
         pair("lost_response")
     );
+    // The client ending the session by closing its stream, as a DELETE would.
+    assert_eq!(legacy_call(false, LegacyEnd::ClientCloses), vec![]);
 }
 
 /// Without a session, a cancel speaks for its own client's request only: another client's

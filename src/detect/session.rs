@@ -283,6 +283,17 @@ pub(super) fn lost_responses(
                 if deleted.is_some_and(streaming_at) {
                     continue;
                 }
+                // A legacy session has no DELETE: the client ends it by closing its GET stream
+                // (reference §1.8). A request answered on that stream, sent before the client
+                // closed it while the server was still sending, is no longer owed.
+                if std::ptr::eq(conns, legacy.as_slice())
+                    && legacy.iter().any(|&g| {
+                        let g = &exchanges[g];
+                        g.client_closed && g.ts_end.is_some_and(|t| e.ts() <= t)
+                    })
+                {
+                    continue;
+                }
                 // MCP 2026-07-28 has no resumption: a request whose stream broke must be re-sent,
                 // and a re-sent request (same method and params, any id) is judged on its own.
                 // There, closing the response stream is how the client cancels (reference §1.4).

@@ -104,10 +104,14 @@ pub struct Exchange {
 impl Exchange {
     /// The request's `Last-Event-ID` as a resumption cursor: `None` on the legacy transport
     /// (2024-11-05), where a GET that gets an `endpoint` event opens a new session whatever
-    /// cursor an EventSource sent (reference §1.8).
+    /// cursor an EventSource sent (reference §1.8), and on a request that declares MCP
+    /// 2026-07-28 or later (`MCP-Protocol-Version`), which has no resumption (reference §1.1).
     pub fn resume_cursor(&self) -> Option<&str> {
+        let stateless = self
+            .req_header("mcp-protocol-version")
+            .is_some_and(|v| crate::mcp::Era::of_version(v) == crate::mcp::Era::V2026_07_28);
         self.req_header("last-event-id")
-            .filter(|_| self.endpoint.is_none())
+            .filter(|_| self.endpoint.is_none() && !stateless)
     }
 
     /// Whether the first complete SSE events of two responses agree (id and data): the mark of
