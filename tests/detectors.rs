@@ -1028,3 +1028,35 @@ fn a_2026_07_28_get_with_last_event_id_is_no_resumption() {
     assert_kinds(&findings(&cap), &[]);
     assert_eq!(resumptions_csv(&cap).lines().count(), 1, "header only");
 }
+
+/// A JSON response cut short says why it was not parsed: bytes the capture missed, the
+/// connection ending before the body's framing did, or the capture ending first.
+#[test]
+fn an_incomplete_json_body_says_why() {
+    let detail = |end: &str| -> Vec<String> {
+        let mut cap = Capture::new();
+        handshake(&mut cap);
+        let mut c = cap.connect();
+        c.client(&mut cap, &post(Some(SID), &tools_call(2, &token())));
+        c.server(
+            &mut cap,
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{\"jsonrpc\":\"2.0\",",
+        );
+        if end == "reset" {
+            c.server_reset(&mut cap);
+        }
+        table_csv(&cap, "anomalies")
+            .lines()
+            .filter_map(|l| l.strip_prefix("http.json_incomplete,"))
+            .map(|l| l.splitn(3, ',').nth(2).unwrap_or_default().to_string())
+            .collect()
+    };
+    assert_eq!(
+        detail("reset"),
+        ["JSON body cut short (the connection ended before its framing did); not parsed"]
+    );
+    assert_eq!(
+        detail("open"),
+        ["JSON body cut by the end of the capture; not parsed"]
+    );
+}

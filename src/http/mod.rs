@@ -784,7 +784,7 @@ fn on_event(
                         .is_some_and(|&b| b == b'[');
                     finish_json(
                         &e.req_body,
-                        e.req_gap,
+                        e.req_gap.then_some(LOST_IN_CAPTURE),
                         &opts.app_seq,
                         &mut e.req_messages,
                         anomalies,
@@ -837,9 +837,18 @@ fn on_event(
                         .unwrap_or("")
                         .to_ascii_lowercase();
                     if ct.contains("json") {
+                        let cut = if e.resp_gap {
+                            Some(LOST_IN_CAPTURE)
+                        } else if e.open_at_capture_end {
+                            Some("JSON body cut by the end of the capture; not parsed")
+                        } else {
+                            (!complete).then_some(
+                                "JSON body cut short (the connection ended before its framing did); not parsed",
+                            )
+                        };
                         finish_json(
                             &e.resp_body,
-                            e.resp_gap || !complete,
+                            cut,
                             &opts.app_seq,
                             &mut e.resp_messages,
                             anomalies,
@@ -938,10 +947,15 @@ fn append_bounded(
     buf.extend_from_slice(bytes);
 }
 
+/// The `http.json_incomplete` detail of a body whose bytes the capture missed.
+const LOST_IN_CAPTURE: &str = "JSON body lost bytes in the capture; not parsed";
+
+/// Parse a whole JSON body into `out`; `incomplete` is why it is not whole (the detail of an
+/// `http.json_incomplete` anomaly, and no parse).
 #[allow(clippy::too_many_arguments)]
 fn finish_json(
     body: &[u8],
-    incomplete: bool,
+    incomplete: Option<&'static str>,
     app_seq: &[String],
     out: &mut Vec<Message>,
     anomalies: &mut Anomalies,
@@ -952,12 +966,12 @@ fn finish_json(
     if body.iter().all(u8::is_ascii_whitespace) {
         return;
     }
-    if incomplete {
+    if let Some(why) = incomplete {
         anomalies.add(Anomaly::new(
             "http.json_incomplete",
             Some(frame),
             Some(flow_id.to_string()),
-            "JSON body lost bytes in the capture; not parsed".into(),
+            why.into(),
         ));
         return;
     }
