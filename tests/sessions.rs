@@ -685,7 +685,7 @@ fn legacy_call(cancel: bool, end: LegacyEnd) -> Vec<(String, String)> {
         format!("event: endpoint\ndata: /messages?sessionId={sid}\n\n").as_bytes(),
     ));
     stream.server(&mut cap, &head);
-    let mut send = |cap: &mut Capture, body: &Value| {
+    let send = |cap: &mut Capture, body: &Value| {
         let mut post = cap.connect();
         let b = body.to_string();
         post.client(cap, format!("POST /messages?sessionId={sid} HTTP/1.1\r\nHost: 127.0.0.1:3000\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{b}", b.len()).as_bytes());
