@@ -190,6 +190,9 @@ enum Chunk {
     Data(u64),
     DataEnd,
     Trailer,
+    /// A gap took chunk framing (a size line or the CRLF after data): the body goes on, read as
+    /// data, up to the next `CRLF chunk-size CRLF`, where the framing is found again.
+    Lost,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -332,6 +335,19 @@ impl DirParser {
                 } else {
                     Chunk::Data(rem - len)
                 });
+            }
+            // Exactly the CRLF after a chunk's data is missing: no body byte was lost.
+            State::Chunked(Chunk::DataEnd) if len == 2 => {
+                self.state = State::Chunked(Chunk::Size);
+            }
+            // The gap took framing of a chunked body (past the chunk's data, or in a size line
+            // or the CRLF after data): where the next chunk starts is found again in the bytes
+            // after it. A long SSE stream has no next start line to wait for.
+            State::Chunked(Chunk::Data(_) | Chunk::DataEnd | Chunk::Size | Chunk::Lost) => {
+                out(HttpEvent::BodyGap(len));
+                self.buf.clear();
+                self.state = State::Chunked(Chunk::Lost);
+                self.line_start = false;
             }
             State::UntilClose => {
                 out(HttpEvent::BodyGap(len));
@@ -532,6 +548,58 @@ impl DirParser {
                                 ),
                             ));
                             self.enter_resync(out);
+                        }
+                    }
+                }
+                State::Chunked(Chunk::Lost) => {
+                    let chunk = find_chunk_line(rest);
+                    // The body's end may have been in the gap: a start line at a line start
+                    // before the next chunk begins the next message.
+                    let start = find_start_line(rest, self.is_request, self.line_start)
+                        .filter(|&h| !matches!(chunk, ChunkLine::At(i) if i - 2 < h));
+                    if let Some(h) = start {
+                        if h > 0 {
+                            out(HttpEvent::Body(&rest[..h]));
+                        }
+                        out(HttpEvent::Anomaly(
+                            "http.chunk_resync",
+                            format!("a start line {h} bytes after a gap in chunked framing ends the body"),
+                        ));
+                        pos += h;
+                        self.end_message(false, out);
+                        continue;
+                    }
+                    match chunk {
+                        ChunkLine::At(i) => {
+                            // Before it, the tail of a chunk's data, then the CRLF that ended it.
+                            if i > 2 {
+                                out(HttpEvent::Body(&rest[..i - 2]));
+                            }
+                            out(HttpEvent::Anomaly(
+                                "http.chunk_resync",
+                                format!(
+                                    "chunked framing found again after a gap, {} bytes on",
+                                    i - 2
+                                ),
+                            ));
+                            pos += i;
+                            self.state = State::Chunked(Chunk::Size);
+                        }
+                        // What may begin a size line, or a start line split here, is kept for
+                        // the next bytes; the rest is data.
+                        ChunkLine::From(k) => {
+                            const KEEP: usize = 16;
+                            let line = match memchr::memrchr(b'\n', rest) {
+                                Some(nl) if rest.len() - (nl + 1) <= KEEP => nl + 1,
+                                None if self.line_start && rest.len() <= KEEP => 0,
+                                _ => rest.len(),
+                            };
+                            let keep = k.min(line);
+                            if keep > 0 {
+                                out(HttpEvent::Body(&rest[..keep]));
+                                self.line_start = rest[keep - 1] == b'\n';
+                            }
+                            return pos + keep;
                         }
                     }
                 }
@@ -759,6 +827,48 @@ fn parse_chunk_size(line: &[u8]) -> Option<u64> {
     Some(v)
 }
 
+/// Where [`find_chunk_line`] stands.
+enum ChunkLine {
+    /// A chunk-size line starts at this index, after a CRLF (at index - 2).
+    At(usize),
+    /// None before this index; from it on, the bytes may begin one.
+    From(usize),
+}
+
+/// The first `CRLF chunk-size [; ext] CRLF` in `b` (RFC 9112 §7.1: the end of a chunk's data and
+/// the next size line), at most 80 bytes of size line.
+fn find_chunk_line(b: &[u8]) -> ChunkLine {
+    const MAX_LINE: usize = 80;
+    let mut from = 0;
+    while let Some(k) = memchr::memmem::find(&b[from..], b"\r\n").map(|k| from + k) {
+        let line = &b[k + 2..];
+        let digits = line.iter().take_while(|c| c.is_ascii_hexdigit()).count();
+        match line.get(digits) {
+            // Runs out: a line that may still become a size line.
+            None if digits <= 15 => return ChunkLine::From(k),
+            Some(b';' | b' ' | b'\t' | b'\r') if (1..=15).contains(&digits) => {
+                match memchr::memchr(b'\n', &line[digits..]) {
+                    Some(nl) if digits + nl < MAX_LINE => {
+                        if line[digits + nl - 1] == b'\r' {
+                            return ChunkLine::At(k + 2);
+                        }
+                    }
+                    None if line.len() < MAX_LINE => return ChunkLine::From(k),
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+        from = k + 1;
+    }
+    // A CR at the very end may begin the CRLF.
+    ChunkLine::From(if b.last() == Some(&b'\r') {
+        b.len() - 1
+    } else {
+        b.len()
+    })
+}
+
 /// The first line start in `b` that looks like a start line; `b[0]` counts as a line start
 /// only when `first_at_line_start`.
 fn find_start_line(b: &[u8], is_request: bool, first_at_line_start: bool) -> Option<usize> {
@@ -825,6 +935,90 @@ mod tests {
         }
         p.end(true, &mut out);
         evs
+    }
+
+    /// A gap that takes chunk framing (a size line, the CRLF after data, or past a chunk's end)
+    /// does not end a chunked body: the framing is found again at the next `CRLF size CRLF`, and
+    /// the bytes between are delivered as data, however the input is split.
+    #[test]
+    fn chunk_framing_is_found_again_after_a_gap() {
+        let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let body = b"5\r\nhello\r\n6;x=1\r\n world\r\n3\r\n!!!\r\n0\r\n\r\n";
+        // (bytes of the body kept before the gap, bytes lost, what is delivered after it)
+        let cases: [(usize, usize, &[u8]); 5] = [
+            // The CRLF after "hello": nothing of the data lost.
+            (8, 2, b" world!!!"),
+            // The size line of the second chunk: its data is read on to the next size line.
+            (10, 7, b" world!!!"),
+            // From inside "hello" to inside " world": the rest of " world", then "!!!".
+            (6, 12, b"world!!!"),
+            // The second chunk whole and the third's size line: its data follows the gap.
+            (10, 18, b"!!!"),
+            // Up to the CRLF before the last chunk.
+            (10, 21, b""),
+        ];
+        for (keep, lost, after) in cases {
+            let rest = &body[keep + lost..];
+            for split in 0..=rest.len() {
+                let mut p = DirParser::new(false, HttpLimits::default());
+                let got = std::cell::RefCell::new(Vec::new());
+                let (mut gaps, mut ends) = (0u64, Vec::new());
+                let mut out = |e: HttpEvent<'_>| {
+                    match e {
+                        HttpEvent::Body(b) => got.borrow_mut().extend_from_slice(b),
+                        HttpEvent::BodyGap(n) => gaps += n,
+                        HttpEvent::End { complete } => ends.push(complete),
+                        _ => {}
+                    }
+                    BodyRule::ByHeaders
+                };
+                p.push(head, &mut out);
+                p.push(&body[..keep], &mut out);
+                let before = got.borrow().len();
+                p.gap(lost as u64, &mut out);
+                p.push(&rest[..split], &mut out);
+                p.push(&rest[split..], &mut out);
+                assert_eq!(
+                    &got.borrow()[before..],
+                    after,
+                    "keep {keep} lost {lost} split {split}"
+                );
+                assert_eq!(ends, [true], "keep {keep} lost {lost} split {split}");
+                assert_eq!(gaps, if lost == 2 { 0 } else { lost as u64 });
+            }
+        }
+    }
+
+    /// A gap that took the end of a chunked body: the next response's start line, split
+    /// anywhere, ends it (incomplete) and is parsed.
+    #[test]
+    fn a_start_line_after_a_chunk_framing_gap_ends_the_body() {
+        let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel";
+        let rest = b"lo\r\nHTTP/1.1 204 No Content\r\n\r\n";
+        for split in 0..=rest.len() {
+            let mut p = DirParser::new(false, HttpLimits::default());
+            let mut evs = Vec::new();
+            let mut out = |e: HttpEvent<'_>| {
+                match e {
+                    HttpEvent::Head(h) => evs.push(format!("head {}", h.status)),
+                    HttpEvent::Body(b) => evs.push(String::from_utf8_lossy(b).into_owned()),
+                    HttpEvent::End { complete } => evs.push(format!("end {complete}")),
+                    _ => {}
+                }
+                BodyRule::ByHeaders
+            };
+            p.push(head, &mut out);
+            p.gap(9, &mut out);
+            p.push(&rest[..split], &mut out);
+            p.push(&rest[split..], &mut out);
+            let body: String = evs[1..evs.len() - 3].concat();
+            assert_eq!(body, "hel".to_string() + "lo\r\n", "split {split}");
+            assert_eq!(
+                evs[evs.len() - 3..],
+                ["end false", "head 204", "end true"],
+                "split {split}"
+            );
+        }
     }
 
     /// A head that comes a byte at a time gives the same head; one left unfinished at a gap or
