@@ -848,10 +848,8 @@ fn find_chunk_line(b: &[u8]) -> ChunkLine {
             None if digits <= 15 => return ChunkLine::From(k),
             Some(b';' | b' ' | b'\t' | b'\r') if (1..=15).contains(&digits) => {
                 match memchr::memchr(b'\n', &line[digits..]) {
-                    Some(nl) if digits + nl < MAX_LINE => {
-                        if line[digits + nl - 1] == b'\r' {
-                            return ChunkLine::At(k + 2);
-                        }
+                    Some(nl) if digits + nl < MAX_LINE && line[digits + nl - 1] == b'\r' => {
+                        return ChunkLine::At(k + 2);
                     }
                     None if line.len() < MAX_LINE => return ChunkLine::From(k),
                     _ => {}
