@@ -195,3 +195,108 @@ fn replay_out_of_order_is_said_so() {
     assert!(jumped.contains("synthesized"), "{jumped}");
     assert!(!jumped.contains("out of order"), "{jumped}");
 }
+
+/// As [`progress_capture`], the resumed connection's events sent in bursts: `after[k]` is sent
+/// at once, a pause of 500 ms before each burst but the first.
+fn progress_capture_paced(before: &[u64], after: &[&[u64]]) -> Capture {
+    let mut cap = Capture::new();
+    let mut call = cap.connect();
+    call.client(&mut cap, &post(Some("s1"), &tools_call(2, &json!(2))));
+    let p = |v: u64| progress(&json!(2), v, 100);
+    let evs: Vec<Ev> = before
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| Ev::id(i + 1, p(v)))
+        .collect();
+    call.server(&mut cap, &sse_response(Some("s1"), &evs, false));
+    call.server_reset(&mut cap);
+    let mut r = cap.connect();
+    r.client(&mut cap, &get(Some("s1"), Some(&before.len().to_string())));
+    r.server(&mut cap, &sse_head(Some("s1")));
+    let mut id = before.len();
+    for (k, burst) in after.iter().enumerate() {
+        if k > 0 {
+            cap.wait(500_000);
+        }
+        let text: String = burst
+            .iter()
+            .map(|&v| {
+                id += 1;
+                Ev::id(id, p(v)).text()
+            })
+            .collect();
+        r.server(&mut cap, &chunk(text.as_bytes()));
+    }
+    r.server(
+        &mut cap,
+        &chunk(Ev::id(id + 1, result(2)).text().as_bytes()),
+    );
+    r.server(&mut cap, LAST_CHUNK);
+    r.close(&mut cap);
+    cap
+}
+
+/// Inside the resumed connection a regular counter is held to its step through the replay and
+/// the step to the first live event (where the Python SDK's race loses one); later steps are
+/// the tool's own, as on a connection never cut ("arbitrary steps", reference §6).
+#[test]
+fn only_the_handover_to_live_events_is_held_to_the_step() {
+    let kinds = |after: &[&[u64]]| {
+        let mut k = kinds_of(&findings(&progress_capture_paced(&[1, 2, 3], after)));
+        k.sort();
+        k
+    };
+    // A later live jump is the tool's.
+    assert_eq!(kinds(&[&[4, 5], &[6], &[7], &[20]]), ["resume_ok"]);
+    // A value lost where the replay hands over to live events.
+    assert_eq!(
+        kinds(&[&[4, 5], &[7], &[8]]),
+        ["app_seq_desync", "resume_ok"]
+    );
+    // A value lost inside the replay.
+    assert_eq!(kinds(&[&[4, 6], &[7]]), ["app_seq_desync", "resume_ok"]);
+}
+
+/// An `--app-seq` field is one counter whichever messages carry it (seed 2): values that go on
+/// across methods after the resume are no desync; a value skipped is.
+#[test]
+fn an_app_seq_shared_by_two_methods_is_one_counter() {
+    let run = |after: &[(&str, u64)]| {
+        let mut cap = Capture::new();
+        let mut c = cap.connect();
+        c.client(&mut cap, &post(None, &initialize(0)));
+        c.server(&mut cap, &json_response(Some("s1"), &initialize_result(0)));
+        c.close(&mut cap);
+        let mut call = cap.connect();
+        call.client(&mut cap, &post(Some("s1"), &tools_call(2, &json!(2))));
+        let note = |method: &str, seq: u64| json!({"jsonrpc": "2.0", "method": method, "params": {"seq": seq}});
+        let evs: Vec<Ev> = (1..=3)
+            .map(|i| Ev::id(i, note("notifications/message", i)))
+            .collect();
+        call.server(&mut cap, &sse_response(Some("s1"), &evs, false));
+        call.server_reset(&mut cap);
+        let mut r = cap.connect();
+        r.client(&mut cap, &get(Some("s1"), Some("3")));
+        let mut evs: Vec<Ev> = after
+            .iter()
+            .enumerate()
+            .map(|(i, &(m, v))| Ev::id(4 + i, note(m, v)))
+            .collect();
+        evs.push(Ev::id(4 + after.len(), result(2)));
+        r.server(&mut cap, &sse_response(Some("s1"), &evs, true));
+        r.close(&mut cap);
+        kinds(&cap, &["--app-seq", "/params/seq"])
+    };
+    assert_eq!(
+        run(&[
+            ("notifications/resources/updated", 4),
+            ("notifications/message", 5)
+        ]),
+        ["resume_ok"]
+    );
+    assert!(run(&[
+        ("notifications/resources/updated", 4),
+        ("notifications/message", 7)
+    ])
+    .contains(&"app_seq_desync".to_string()));
+}

@@ -502,9 +502,16 @@ fn progress_batched_with_the_result_counts() {
     let fs = findings(&cap);
     assert_kinds(&fs, &[("resume_ok", "info")]);
 
-    // Negative: the batch stops at progress 4 of 5 before the result.
+    // The batch stops at progress 4 of 5 before the result: the progress went on from the
+    // cursor by one step and stopped one short of its total, as a tool that reports each step
+    // before doing it does (seed 2: last + 1 is a genuine continuation).
     let batch = json!([progress(&token(), 4, 5), result(2)]);
     let cap = cut_and_resume(5, End::CutFin, &[Ev::id(4, batch)]);
+    assert_kinds(&findings(&cap), &[("resume_ok", "info")]);
+
+    // Negative: progress 4 of 10 before the result, far short of the total.
+    let batch = json!([progress(&token(), 4, 10), result(2)]);
+    let cap = cut_and_resume(10, End::CutFin, &[Ev::id(4, batch)]);
     let fs = findings(&cap);
     assert_kinds(&fs, &[("suspect_terminal", "error")]);
     assert!(one(&fs, "suspect_terminal")["detail"]
