@@ -286,47 +286,56 @@ fn stateless_resumption_with_ambiguous_cursor_is_unverifiable() {
 /// the responses are seen (no lost_response) and the events are in the events table.
 #[test]
 fn gzip_encoded_bodies_are_decoded() {
-    use std::io::Write;
-    let gz = |b: &[u8]| {
-        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        e.write_all(b).unwrap();
-        e.finish().unwrap()
-    };
-    let mut cap = Capture::new();
-    let mut c = cap.connect();
-    c.client(
-        &mut cap,
-        &post(
-            None,
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
-        ),
-    );
-    let body = gz(json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}})
-        .to_string()
-        .as_bytes());
-    let mut resp = format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
-    resp.extend_from_slice(&body);
-    c.server(&mut cap, &resp);
-    c.client(
+    // The SSE body's gzip as a content coding, or as a transfer coding before chunked (RFC 9112
+    // §6.1).
+    for sse_codings in [
+        "Content-Encoding: gzip\r\nTransfer-Encoding: chunked",
+        "Transfer-Encoding: gzip, chunked",
+    ] {
+        use std::io::Write;
+        let gz = |b: &[u8]| {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(b).unwrap();
+            e.finish().unwrap()
+        };
+        let mut cap = Capture::new();
+        let mut c = cap.connect();
+        c.client(
+            &mut cap,
+            &post(
+                None,
+                &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+            ),
+        );
+        let body = gz(json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}})
+            .to_string()
+            .as_bytes());
+        let mut resp = format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
+        resp.extend_from_slice(&body);
+        c.server(&mut cap, &resp);
+        c.client(
         &mut cap,
         &post(
             None,
             &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x"}}),
         ),
     );
-    let events = format!(
-        "id: 1\ndata: {}\n\n",
-        json!({"jsonrpc": "2.0", "id": 2, "result": {}})
-    );
-    let body = gz(events.as_bytes());
-    let mut resp = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
-    for part in body.chunks(7) {
-        resp.extend(chunk(part));
+        let events = format!(
+            "id: 1\ndata: {}\n\n",
+            json!({"jsonrpc": "2.0", "id": 2, "result": {}})
+        );
+        let body = gz(events.as_bytes());
+        let mut resp =
+            format!("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n{sse_codings}\r\n\r\n")
+                .into_bytes();
+        for part in body.chunks(7) {
+            resp.extend(chunk(part));
+        }
+        resp.extend_from_slice(LAST_CHUNK);
+        c.server(&mut cap, &resp);
+        c.close(&mut cap);
+        assert_eq!(analyze(&cap, &[]), Vec::<Value>::new(), "{sse_codings}");
     }
-    resp.extend_from_slice(LAST_CHUNK);
-    c.server(&mut cap, &resp);
-    c.close(&mut cap);
-    assert_eq!(analyze(&cap, &[]), Vec::<Value>::new());
 }
 
 /// A gzip-encoded request body is decoded before JSON-RPC parsing.

@@ -200,6 +200,29 @@ impl Exchange {
     }
 }
 
+/// The codings of a message's body, in the order they were applied, without `identity` and
+/// the transfer coding `chunked` that frames it (RFC 9112 §6.1: transfer codings, applied after
+/// the content codings of RFC 9110 §8.4): `None` when there are none, else their names joined by
+/// ", " (one name is decoded; several in a row are not).
+fn body_codings(head: &Head) -> Option<String> {
+    let te = head.header("transfer-encoding").unwrap_or("");
+    let ce = head.header("content-encoding").unwrap_or("");
+    let mut codings: Vec<&str> = ce
+        .split(',')
+        .chain(te.split(','))
+        .map(str::trim)
+        .filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case("identity"))
+        .collect();
+    if codings
+        .last()
+        .is_some_and(|c| c.eq_ignore_ascii_case("chunked"))
+        && !te.trim().is_empty()
+    {
+        codings.pop();
+    }
+    (!codings.is_empty()).then(|| codings.join(", "))
+}
+
 /// Options of the HTTP stage.
 #[derive(Debug, Clone, Default)]
 pub struct HttpOptions {
@@ -625,15 +648,18 @@ fn on_event(
             conn.decoder = None;
             conn.undecodable = false;
             conn.decoded = 0;
-            if let Some(enc) = head.header("content-encoding") {
-                conn.decoder = coding::BodyDecoder::for_encoding(enc);
-                if conn.decoder.is_none() && !enc.trim().eq_ignore_ascii_case("identity") {
+            if let Some(enc) = body_codings(&head) {
+                conn.decoder = coding::BodyDecoder::for_encoding(&enc);
+                if conn.decoder.is_none() {
                     conn.undecodable = true;
                     anomalies.add(Anomaly::new(
                         "http.content_encoding_unsupported",
                         Some(frame),
                         Some(flow_id.to_string()),
-                        format!("Content-Encoding {enc} not decoded"),
+                        match head.header("content-encoding") {
+                            Some(ce) if ce.trim() == enc => format!("Content-Encoding {enc} not decoded"),
+                            _ => format!("body codings {enc} (Content-Encoding, then Transfer-Encoding) not decoded"),
+                        },
                     ));
                 }
             }
