@@ -649,6 +649,27 @@ fn unknown_last_event_id() {
     assert_eq!(exit_status(&cap, "warning"), 1);
 }
 
+/// A cursor the capture could have lost (a response of the session missed bytes before the
+/// resumption) is not said to be invented: `unknown_last_event_id` is info, not a warning.
+#[test]
+fn an_unknown_cursor_after_a_capture_gap_is_info() {
+    let mut cap = Capture::with_segment_size(60);
+    handshake(&mut cap);
+    let port = tools_call_stream(&mut cap, &progs(1..=3, 1, 5), End::CutFin);
+    let data = cap.server_data_frames(port);
+    // The segment with the end of the stream (event 3) is not in the capture; its FIN is.
+    cap.lose(*data.last().unwrap());
+    let mut resumed = progs(4..=5, 4, 5);
+    resumed.push(res(6));
+    resume(&mut cap, "3", &sse_response(None, &resumed, true));
+    let fs = findings(&cap);
+    assert_kinds(&fs, &[("unknown_last_event_id", "info")]);
+    assert!(fs[0]["detail"]
+        .as_str()
+        .unwrap()
+        .contains("the capture lost bytes"));
+}
+
 #[test]
 fn duplicate_response() {
     // The POST stream delivers progress 1..5 and the result on id 6, then is cut

@@ -149,9 +149,21 @@ pub(super) fn check(
         );
     }
     let Some(st) = r.stream else {
-        let mut f = ctx.finding("unknown_last_event_id", Severity::Warning, None, format!(
-            "The resumption GET (frame {}, flow {}) presented Last-Event-ID {} that no captured stream of this session delivered: the capture is incomplete or the client invented a cursor.",
-            e.frame(), flow_id(e), r.last_event_id));
+        // A response of the session, before this request, that lost bytes in the capture could
+        // have carried the cursor: then nothing says the client invented it.
+        let lost = model.sessions[r.session]
+            .exchanges
+            .iter()
+            .map(|&x| &exchanges[x])
+            .find(|g| g.resp_gap && g.ts() < e.ts());
+        let mut f = match lost {
+            Some(g) => ctx.finding("unknown_last_event_id", Severity::Info, None, format!(
+                "The resumption GET (frame {}, flow {}) presented Last-Event-ID {} that no captured stream of this session delivered, but the capture lost bytes of the session's responses before it (flow {}, frames {}–{}), which could have carried it.",
+                e.frame(), flow_id(e), r.last_event_id, flow_id(g), g.frame(), g.frame_last.unwrap_or(g.frame()))),
+            None => ctx.finding("unknown_last_event_id", Severity::Warning, None, format!(
+                "The resumption GET (frame {}, flow {}) presented Last-Event-ID {} that no captured stream of this session delivered: the capture is incomplete or the client invented a cursor.",
+                e.frame(), flow_id(e), r.last_event_id)),
+        };
         f.observed = Some("cursor never delivered".into());
         out.push(f);
         return result(

@@ -429,6 +429,7 @@ impl FlowTable {
             let flow = &mut self.flows[i];
             flow.rst[d] = true;
             flow.note(d, 'r');
+            flow.dirs[d].rst(seg.seq);
         }
         let flow = &mut self.flows[i];
         if seg.fin {

@@ -90,11 +90,18 @@ pub struct Reassembler {
     hole_acks: (u8, u64),
     /// Stream offset of the FIN, when seen.
     fin: Option<u64>,
+    /// Stream offset a RST of this direction named (its sequence number: the next byte the
+    /// sender would have sent), when past the bytes delivered: what lies between was sent.
+    rst_end: Option<u64>,
     /// Counters.
     pub stats: DirStats,
     /// Samples of the last segments delivered whole, to compare retransmissions with.
     recent: std::collections::VecDeque<Sample>,
 }
+
+/// Most bytes a RST's sequence number may be ahead of the delivered bytes to count them as a
+/// gap ([`Reassembler::rst`]): a receive window's worth.
+pub const MAX_RST_GAP: u64 = 1 << 20;
 
 /// Segments remembered per direction for [`Sample`] comparison.
 const RECENT_SEGMENTS: usize = 16;
@@ -389,6 +396,21 @@ impl Reassembler {
         }
     }
 
+    /// A RST of this direction with sequence number `seq` (RFC 9293 §3.5.2: a reset sent on a
+    /// synchronized connection carries the sender's next sequence number): bytes before it that
+    /// the capture never showed are a gap when the direction ends, as before a FIN. A sequence
+    /// number more than [`MAX_RST_GAP`] bytes ahead is not believed (a reset for a segment out
+    /// of window), nor one after a FIN (which took a sequence number of its own).
+    pub fn rst(&mut self, seq: u32) {
+        if self.base.is_none() || self.fin.is_some() {
+            return;
+        }
+        let off = self.offset_of(seq);
+        if off > self.next as i64 && off as u64 - self.next <= MAX_RST_GAP {
+            self.rst_end = Some(self.rst_end.unwrap_or(0).max(off as u64));
+        }
+    }
+
     /// Give back what only a live direction needs (the samples of recent segments): the
     /// connection is closed, its later segments are counted, not compared.
     pub fn release(&mut self) {
@@ -401,7 +423,10 @@ impl Reassembler {
         while !self.pending.is_empty() {
             self.flush_first_hole(out);
         }
-        let target = self.acked.max(self.fin.unwrap_or(0));
+        let target = self
+            .acked
+            .max(self.fin.unwrap_or(0))
+            .max(self.rst_end.unwrap_or(0));
         if target > self.next {
             let len = target - self.next;
             out(Chunk::Gap {
@@ -418,6 +443,31 @@ impl Reassembler {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Bytes missing before a RST (its sequence number is past them) are a gap, as before a
+    /// FIN; a RST after a FIN, or far out of window, adds none.
+    #[test]
+    fn bytes_missing_before_a_rst_are_a_gap() {
+        let gap = |rst: u32, fin: bool| {
+            let limits = ReassemblyLimits::default();
+            let mut r = Reassembler::default();
+            let mut gaps = 0u64;
+            let mut out = |c: Chunk<'_>| {
+                if let Chunk::Gap { len, .. } = c {
+                    gaps += len;
+                }
+            };
+            r.segment(1000, b"abcd", 4, fin, &limits, &mut out);
+            r.rst(rst);
+            r.flush(&mut out);
+            gaps
+        };
+        assert_eq!(gap(1004, false), 0);
+        assert_eq!(gap(1169, false), 165);
+        assert_eq!(gap(1005, true), 0);
+        assert_eq!(gap(1004 + (2 << 20), false), 0);
+        assert_eq!(gap(900, false), 0);
+    }
 
     /// Collect output as (bytes, gaps) with gap bytes shown as `None`.
     fn run(segs: &[(u32, Vec<u8>)], isn: Option<u32>, limits: ReassemblyLimits) -> Vec<Option<u8>> {
