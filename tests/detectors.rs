@@ -1088,3 +1088,30 @@ fn an_incomplete_json_body_says_why() {
         ["JSON body cut by the end of the capture; not parsed"]
     );
 }
+
+/// A resumption whose request the capture lost (its GET segment missing) leaves an SSE response
+/// without a request: its cursor is unknown, so the session is `unverifiable`, not `intact`.
+#[test]
+fn an_sse_response_without_its_request_makes_the_session_unverifiable() {
+    let verdict = |lose_request: bool| {
+        let mut cap = Capture::new();
+        handshake(&mut cap);
+        tools_call_stream(&mut cap, &progs(1..=3, 1, 5), End::CutFin);
+        let mut resumed = progs(4..=5, 4, 5);
+        resumed.push(res(6));
+        let mut c = cap.connect();
+        let at = cap.frames.len();
+        c.client(&mut cap, &get(Some(SID), Some("3")));
+        if lose_request {
+            // The request's one data segment.
+            cap.lose(at);
+        }
+        c.server(&mut cap, &sse_response(None, &resumed, true));
+        c.close(&mut cap);
+        let sessions = table_csv(&cap, "sessions");
+        let row = sessions.lines().nth(1).unwrap_or_default().to_string();
+        row.rsplit(',').next().unwrap_or_default().to_string()
+    };
+    assert_eq!(verdict(false), "intact");
+    assert_eq!(verdict(true), "unverifiable");
+}

@@ -110,7 +110,14 @@ pub fn sessions(a: &Analysis, ex: &[Exchange]) -> Table {
             });
             // A request whose response the capture may not hold, or a resumption it could not
             // judge: nothing wrong was seen, but not everything could be.
-            let unverifiable = unjudged[si] || fs.iter().any(|f| f.kind == "response_unverifiable");
+            // So is an SSE response whose request the capture lost: a resumption, maybe, whose
+            // cursor is unknown.
+            let orphan = s
+                .exchanges
+                .iter()
+                .any(|&x| ex[x].request.is_none() && !ex[x].events.is_empty());
+            let unverifiable =
+                unjudged[si] || orphan || fs.iter().any(|f| f.kind == "response_unverifiable");
             let verdict = match worst {
                 Some(Severity::Error) => "broken",
                 Some(Severity::Warning) => "suspect",
