@@ -1106,7 +1106,8 @@ fn an_sse_response_without_its_request_makes_the_session_unverifiable() {
             // The request's one data segment.
             cap.lose(at);
         }
-        c.server(&mut cap, &sse_response(None, &resumed, true));
+        // The server names the session on its answer, as the Python and C# SDKs do.
+        c.server(&mut cap, &sse_response(Some(SID), &resumed, true));
         c.close(&mut cap);
         let sessions = table_csv(&cap, "sessions");
         let row = sessions.lines().nth(1).unwrap_or_default().to_string();
