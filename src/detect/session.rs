@@ -442,7 +442,8 @@ pub(super) fn duplicate_responses(
                             request_id: Some(id.to_string()),
                             expected: Some("one response per request".into()),
                             observed: Some("a second response".into()),
-                            detail: format!("The response to request {id} reached the client twice: first in frame {first_frame}, again in frame {frame} (flow {}).", flow_id(e)),
+                            // Exchanges are in order of their start: the copy on the later one may have come first.
+                            detail: format!("The response to request {id} reached the client twice: first in frame {}, again in frame {} (flow {}).", first_frame.min(frame), first_frame.max(frame), flow_id(e)),
                         });
                     }
                 }
