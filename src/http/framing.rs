@@ -336,18 +336,26 @@ impl DirParser {
                     Chunk::Data(rem - len)
                 });
             }
-            // Exactly the CRLF after a chunk's data is missing: no body byte was lost.
-            State::Chunked(Chunk::DataEnd) if len == 2 => {
+            // Exactly the CRLF after a chunk's data is missing (its CR may be held from the
+            // segment before): no body byte was lost.
+            State::Chunked(Chunk::DataEnd)
+                if len as usize + self.buf.len() == 2 && self.buf.iter().all(|&b| b == b'\r') =>
+            {
+                self.buf.clear();
                 self.state = State::Chunked(Chunk::Size);
             }
             // The gap took framing of a chunked body (past the chunk's data, or in a size line
             // or the CRLF after data): where the next chunk starts is found again in the bytes
             // after it. A long SSE stream has no next start line to wait for.
             State::Chunked(Chunk::Data(_) | Chunk::DataEnd | Chunk::Size | Chunk::Lost) => {
+                // A gap that began where a size line begins (a segment that was one chunk, or
+                // the body's end) most likely ends where one begins too, or the next message's
+                // start line: the bytes after it may start with either. Begun anywhere else,
+                // it ends at no known place.
+                self.line_start = self.state == State::Chunked(Chunk::Size) && self.buf.is_empty();
                 out(HttpEvent::BodyGap(len));
                 self.buf.clear();
                 self.state = State::Chunked(Chunk::Lost);
-                self.line_start = false;
             }
             State::UntilClose => {
                 out(HttpEvent::BodyGap(len));
@@ -552,11 +560,11 @@ impl DirParser {
                     }
                 }
                 State::Chunked(Chunk::Lost) => {
-                    let chunk = find_chunk_line(rest);
+                    let chunk = find_chunk_line(rest, self.line_start);
                     // The body's end may have been in the gap: a start line at a line start
                     // before the next chunk begins the next message.
                     let start = find_start_line(rest, self.is_request, self.line_start)
-                        .filter(|&h| !matches!(chunk, ChunkLine::At(i) if i - 2 < h));
+                        .filter(|&h| !matches!(chunk, ChunkLine::At(i) if i.saturating_sub(2) < h));
                     if let Some(h) = start {
                         if h > 0 {
                             out(HttpEvent::Body(&rest[..h]));
@@ -571,16 +579,15 @@ impl DirParser {
                     }
                     match chunk {
                         ChunkLine::At(i) => {
-                            // Before it, the tail of a chunk's data, then the CRLF that ended it.
-                            if i > 2 {
-                                out(HttpEvent::Body(&rest[..i - 2]));
+                            // Before it, the tail of a chunk's data, then the CRLF that ended it
+                            // (none when the size line starts the bytes after the gap).
+                            let data = i.saturating_sub(2);
+                            if data > 0 {
+                                out(HttpEvent::Body(&rest[..data]));
                             }
                             out(HttpEvent::Anomaly(
                                 "http.chunk_resync",
-                                format!(
-                                    "chunked framing found again after a gap, {} bytes on",
-                                    i - 2
-                                ),
+                                format!("chunked framing found again after a gap, {data} bytes on"),
                             ));
                             pos += i;
                             self.state = State::Chunked(Chunk::Size);
@@ -829,33 +836,46 @@ fn parse_chunk_size(line: &[u8]) -> Option<u64> {
 
 /// Where [`find_chunk_line`] stands.
 enum ChunkLine {
-    /// A chunk-size line starts at this index, after a CRLF (at index - 2).
+    /// A chunk-size line starts at this index: 0, or after a CRLF (at index - 2).
     At(usize),
     /// None before this index; from it on, the bytes may begin one.
     From(usize),
 }
 
-/// The first `CRLF chunk-size [; ext] CRLF` in `b` (RFC 9112 §7.1: the end of a chunk's data and
-/// the next size line), at most 80 bytes of size line.
-fn find_chunk_line(b: &[u8]) -> ChunkLine {
+/// Whether `line` begins with a chunk-size line (`chunk-size [; ext] CRLF`, at most 80 bytes):
+/// `Some(true)` when it does, `Some(false)` when it runs out while it still may.
+fn size_line(line: &[u8]) -> Option<bool> {
     const MAX_LINE: usize = 80;
+    let digits = line.iter().take_while(|c| c.is_ascii_hexdigit()).count();
+    match line.get(digits) {
+        None if digits <= 15 => Some(false),
+        Some(b';' | b' ' | b'\t' | b'\r') if (1..=15).contains(&digits) => {
+            match memchr::memchr(b'\n', &line[digits..]) {
+                Some(nl) if digits + nl < MAX_LINE && line[digits + nl - 1] == b'\r' => Some(true),
+                None if line.len() < MAX_LINE => Some(false),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The first `CRLF chunk-size [; ext] CRLF` in `b` (RFC 9112 §7.1: the end of a chunk's data and
+/// the next size line), or a size line at its start when `at_line_start`.
+fn find_chunk_line(b: &[u8], at_line_start: bool) -> ChunkLine {
+    if at_line_start {
+        match size_line(b) {
+            Some(true) => return ChunkLine::At(0),
+            Some(false) => return ChunkLine::From(0),
+            None => {}
+        }
+    }
     let mut from = 0;
     while let Some(k) = memchr::memmem::find(&b[from..], b"\r\n").map(|k| from + k) {
-        let line = &b[k + 2..];
-        let digits = line.iter().take_while(|c| c.is_ascii_hexdigit()).count();
-        match line.get(digits) {
-            // Runs out: a line that may still become a size line.
-            None if digits <= 15 => return ChunkLine::From(k),
-            Some(b';' | b' ' | b'\t' | b'\r') if (1..=15).contains(&digits) => {
-                match memchr::memchr(b'\n', &line[digits..]) {
-                    Some(nl) if digits + nl < MAX_LINE && line[digits + nl - 1] == b'\r' => {
-                        return ChunkLine::At(k + 2);
-                    }
-                    None if line.len() < MAX_LINE => return ChunkLine::From(k),
-                    _ => {}
-                }
-            }
-            _ => {}
+        match size_line(&b[k + 2..]) {
+            Some(true) => return ChunkLine::At(k + 2),
+            Some(false) => return ChunkLine::From(k),
+            None => {}
         }
         from = k + 1;
     }
@@ -942,20 +962,28 @@ mod tests {
     fn chunk_framing_is_found_again_after_a_gap() {
         let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
         let body = b"5\r\nhello\r\n6;x=1\r\n world\r\n3\r\n!!!\r\n0\r\n\r\n";
-        // (bytes of the body kept before the gap, bytes lost, what is delivered after it)
-        let cases: [(usize, usize, &[u8]); 5] = [
+        // (bytes of the body kept before the gap, bytes lost, what is delivered after it, body
+        // bytes said lost)
+        let cases: [(usize, usize, &[u8], u64); 8] = [
             // The CRLF after "hello": nothing of the data lost.
-            (8, 2, b" world!!!"),
+            (8, 2, b" world!!!", 0),
+            // Its LF alone, the CR held from before the gap: nothing lost either.
+            (9, 1, b" world!!!", 0),
+            // The LF and the next size line's first byte: the rest of that line is read as data.
+            (9, 2, b";x=1\r\n world!!!", 2),
             // The size line of the second chunk: its data is read on to the next size line.
-            (10, 7, b" world!!!"),
+            (10, 7, b" world!!!", 7),
             // From inside "hello" to inside " world": the rest of " world", then "!!!".
-            (6, 12, b"world!!!"),
+            (6, 12, b"world!!!", 12),
             // The second chunk whole and the third's size line: its data follows the gap.
-            (10, 18, b"!!!"),
+            (10, 18, b"!!!", 18),
             // Up to the CRLF before the last chunk.
-            (10, 21, b""),
+            (10, 21, b"", 21),
+            // A whole chunk, from its size line to the next one (one segment = one chunk): the
+            // next chunk's size line starts the bytes after the gap.
+            (10, 15, b"!!!", 15),
         ];
-        for (keep, lost, after) in cases {
+        for (keep, lost, after, said) in cases {
             let rest = &body[keep + lost..];
             for split in 0..=rest.len() {
                 let mut p = DirParser::new(false, HttpLimits::default());
@@ -982,7 +1010,7 @@ mod tests {
                     "keep {keep} lost {lost} split {split}"
                 );
                 assert_eq!(ends, [true], "keep {keep} lost {lost} split {split}");
-                assert_eq!(gaps, if lost == 2 { 0 } else { lost as u64 });
+                assert_eq!(gaps, said, "keep {keep} lost {lost} split {split}");
             }
         }
     }
@@ -993,6 +1021,30 @@ mod tests {
     fn a_start_line_after_a_chunk_framing_gap_ends_the_body() {
         let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel";
         let rest = b"lo\r\nHTTP/1.1 204 No Content\r\n\r\n";
+        // The gap took the body's end exactly: the next message starts the bytes after it.
+        for split in 0..=27 {
+            let mut p = DirParser::new(false, HttpLimits::default());
+            let mut evs = Vec::new();
+            let mut out = |e: HttpEvent<'_>| {
+                match e {
+                    HttpEvent::Head(h) => evs.push(format!("head {}", h.status)),
+                    HttpEvent::End { complete } => evs.push(format!("end {complete}")),
+                    _ => {}
+                }
+                BodyRule::ByHeaders
+            };
+            p.push(head, &mut out);
+            p.push(b"lo\r\n", &mut out);
+            // The last chunk, `0 CRLF CRLF`.
+            p.gap(5, &mut out);
+            p.push(&rest[4..4 + split], &mut out);
+            p.push(&rest[4 + split..], &mut out);
+            assert_eq!(
+                evs,
+                ["head 200", "end false", "head 204", "end true"],
+                "split {split}"
+            );
+        }
         for split in 0..=rest.len() {
             let mut p = DirParser::new(false, HttpLimits::default());
             let mut evs = Vec::new();
