@@ -676,6 +676,8 @@ enum LegacyEnd {
     ResetBeforeCancel,
     /// The client closes it while the server is still sending: the end of the legacy session.
     ClientCloses,
+    /// A later request is answered on it, then the client closes it.
+    LaterAnsweredThenClientCloses,
 }
 
 /// A legacy (2024-11-05) session: `GET /sse`, then `tools/call` id 2 POSTed (202), whose answer
@@ -731,6 +733,18 @@ fn legacy_call(cancel: bool, end: LegacyEnd) -> Vec<(String, String)> {
                 stream.close(&mut cap);
             }
             LegacyEnd::ClientCloses => stream.close(&mut cap),
+            LegacyEnd::LaterAnsweredThenClientCloses => {
+                send(
+                    &mut cap,
+                    &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+                );
+                let answer = json!({"jsonrpc": "2.0", "id": 3, "result": {}});
+                stream.server(
+                    &mut cap,
+                    &chunk(format!("event: message\ndata: {answer}\n\n").as_bytes()),
+                );
+                stream.close(&mut cap);
+            }
             _ => {}
         }
     }
@@ -766,6 +780,11 @@ fn legacy_requests_are_judged_on_the_session_stream() {
     );
     // The client ending the session by closing its stream, as a DELETE would.
     assert_eq!(legacy_call(false, LegacyEnd::ClientCloses), vec![]);
+    // Unless the server answered a later request first: it went on without this one.
+    assert_eq!(
+        legacy_call(false, LegacyEnd::LaterAnsweredThenClientCloses),
+        pair("lost_response")
+    );
 }
 
 /// Without a session, a cancel speaks for its own client's request only: another client's

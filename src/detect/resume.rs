@@ -149,13 +149,13 @@ pub(super) fn check(
         );
     }
     let Some(st) = r.stream else {
-        // A response of the session, before this request, that lost bytes in the capture could
-        // have carried the cursor: then nothing says the client invented it.
+        // An SSE response of the session, before this request, that lost bytes in the capture
+        // could have carried the cursor: then nothing says the client invented it.
         let lost = model.sessions[r.session]
             .exchanges
             .iter()
             .map(|&x| &exchanges[x])
-            .find(|g| g.resp_gap && g.ts() < e.ts());
+            .find(|g| g.resp_gap && g.is_sse && g.ts() < e.ts());
         let mut f = match lost {
             Some(g) => ctx.finding("unknown_last_event_id", Severity::Info, None, format!(
                 "The resumption GET (frame {}, flow {}) presented Last-Event-ID {} that no captured stream of this session delivered, but the capture lost bytes of the session's responses before it (flow {}, frames {}–{}), which could have carried it.",
@@ -971,7 +971,9 @@ pub(super) fn check(
             // The progress went on after L and stopped one step short of its total: a tool that
             // reports each step before doing it ends there (seed 2: last + 1 is a genuine
             // continuation).
-            let last_step = total.is_some_and(|t| reached + step + 1e-9 * t.abs().max(1.0) >= t);
+            // (Only when the progress before L showed its step.)
+            let last_step = progress_before.len() >= 2
+                && total.is_some_and(|t| reached + step + 1e-9 * t.abs().max(1.0) >= t);
             let incomplete = progress_after.is_empty()
                 || desynced
                 || total.is_some_and(|t| reached.is_nan() || (reached < t && !last_step));

@@ -285,11 +285,15 @@ pub(super) fn lost_responses(
                 }
                 // A legacy session has no DELETE: the client ends it by closing its GET stream
                 // (reference §1.8). A request answered on that stream, sent before the client
-                // closed it while the server was still sending, is no longer owed.
+                // closed it while the server was still sending, is no longer owed — unless the
+                // stream answered something after the request was sent: then the server went on
+                // without answering it.
                 if std::ptr::eq(conns, legacy.as_slice())
                     && legacy.iter().any(|&g| {
-                        let g = &exchanges[g];
-                        g.client_closed && g.ts_end.is_some_and(|t| e.ts() <= t)
+                        let (x, t0) = (&exchanges[g], e.ts());
+                        x.client_closed
+                            && x.ts_end.is_some_and(|t| t0 <= t)
+                            && !responses[g].iter().any(|&(_, t, _)| t > t0)
                     })
                 {
                     continue;
