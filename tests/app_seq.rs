@@ -110,28 +110,7 @@ fn bad_pointer_is_usage_error() {
 /// Progress 1..3 on the POST stream (ids 1..3), cut; the resumed connection carries ids 4.. with
 /// the given progress values, then the result.
 fn progress_capture(before: &[u64], after: &[u64]) -> Capture {
-    let mut cap = Capture::new();
-    let mut call = cap.connect();
-    call.client(&mut cap, &post(Some("s1"), &tools_call(2, &json!(2))));
-    let p = |v: u64| progress(&json!(2), v, 100);
-    let evs: Vec<Ev> = before
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| Ev::id(i + 1, p(v)))
-        .collect();
-    call.server(&mut cap, &sse_response(Some("s1"), &evs, false));
-    call.server_reset(&mut cap);
-    let mut r = cap.connect();
-    r.client(&mut cap, &get(Some("s1"), Some(&before.len().to_string())));
-    let mut evs: Vec<Ev> = after
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| Ev::id(before.len() + 1 + i, p(v)))
-        .collect();
-    evs.push(Ev::id(before.len() + 1 + after.len(), result(2)));
-    r.server(&mut cap, &sse_response(Some("s1"), &evs, true));
-    r.close(&mut cap);
-    cap
+    progress_capture_paced(before, &[after])
 }
 
 /// The Python SDK's replay→live race: the resumption itself is fine (resume_ok), but one value
@@ -196,7 +175,7 @@ fn replay_out_of_order_is_said_so() {
     assert!(!jumped.contains("out of order"), "{jumped}");
 }
 
-/// As [`progress_capture`], the resumed connection's events sent in bursts: `after[k]` is sent
+/// [`progress_capture`] with the resumed connection's events sent in bursts: `after[k]` is sent
 /// at once, a pause of 500 ms before each burst but the first.
 fn progress_capture_paced(before: &[u64], after: &[&[u64]]) -> Capture {
     let mut cap = Capture::new();
