@@ -277,6 +277,72 @@ fn dense_ids_that_skip_inside_a_connection_are_an_id_gap() {
 /// Two tool calls on two POST streams: call 2 (ids 1..3, cut), call 3 (ids 10..12, answered on
 /// 13). The resumption of call 2's stream from 3 gets `foreign` first, then 4, 5 and call 2's result.
 fn two_streams_resumed(foreign: Option<Ev>) -> Vec<Value> {
+    let mut evs: Vec<Ev> = foreign.into_iter().collect();
+    evs.extend(progs(2, &["4", "5"], 4, 5));
+    evs.push(Ev::id("6", result(2)));
+    two_streams_resumed_with(evs)
+}
+
+#[test]
+fn cross_stream_replay_of_another_posts_event() {
+    // (The client had it from call 3's stream: it now has it twice.)
+    let fs = two_streams_resumed(Some(Ev::id("11", progress(&token(3), 2, 3))));
+    assert_kinds(
+        &fs,
+        &[
+            ("cross_stream_replay", "error"),
+            ("duplicate_delivery", "error"),
+        ],
+    );
+    let f = one(&fs, "cross_stream_replay");
+    assert_eq!(f["last_event_id"], "3");
+    assert_eq!(f["event_id"], "11");
+}
+
+#[test]
+fn cross_stream_replay_of_another_posts_response() {
+    // The replay carries call 3's result, which belongs to the other POST stream (and which
+    // the client then has twice).
+    let fs = two_streams_resumed(Some(Ev::id("13", result(3))));
+    assert_kinds(
+        &fs,
+        &[
+            ("cross_stream_replay", "error"),
+            ("duplicate_delivery", "error"),
+        ],
+    );
+}
+
+#[test]
+fn another_streams_progress_renumbered_into_the_replay() {
+    // The store files call 3's progress 2 of 3 (delivered on its own stream as id 11) under
+    // call 2's stream with that stream's next id: the ids go on, the message is another
+    // stream's, and the client now has it twice.
+    let fs = two_streams_resumed_with(vec![
+        Ev::id("4", progress(&token(3), 2, 3)),
+        Ev::id("5", progress(&token(2), 4, 5)),
+        Ev::id("6", progress(&token(2), 5, 5)),
+        Ev::id("7", result(2)),
+    ]);
+    assert_kinds(
+        &fs,
+        &[
+            ("cross_stream_replay", "error"),
+            ("duplicate_delivery", "error"),
+        ],
+    );
+    assert_eq!(one(&fs, "cross_stream_replay")["event_id"], "4");
+    let d = one(&fs, "duplicate_delivery")["detail"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(d.contains("1 event(s) of another stream"), "{d}");
+    // Without ids that skip: the renumbered event took the ordinal 4.
+    assert!(fs.iter().all(|f| f["kind"] != "id_gap"), "{fs:#?}");
+}
+
+/// As [`two_streams_resumed`], with `replay` as the whole answer to the resumption from 3.
+fn two_streams_resumed_with(replay: Vec<Ev>) -> Vec<Value> {
     let mut cap = Capture::new();
     handshake_as(&mut cap, SID);
     let mut a = cap.connect();
@@ -294,34 +360,55 @@ fn two_streams_resumed(foreign: Option<Ev>) -> Vec<Value> {
     a.server_close(&mut cap);
     let mut r = cap.connect();
     r.client(&mut cap, &get(Some(SID), Some("3")));
-    let mut evs: Vec<Ev> = foreign.into_iter().collect();
-    evs.extend(progs(2, &["4", "5"], 4, 5));
-    evs.push(Ev::id("6", result(2)));
-    r.server(&mut cap, &sse_response(None, &evs, true));
+    r.server(&mut cap, &sse_response(None, &replay, true));
     r.close(&mut cap);
     analyze(&cap, &[])
 }
 
 #[test]
-fn cross_stream_replay_of_another_posts_event() {
-    let fs = two_streams_resumed(Some(Ev::id("11", progress(&token(3), 2, 3))));
-    assert_kinds(&fs, &[("cross_stream_replay", "error")]);
-    let f = one(&fs, "cross_stream_replay");
-    assert_eq!(f["last_event_id"], "3");
-    assert_eq!(f["event_id"], "11");
-}
-
-#[test]
-fn cross_stream_replay_of_another_posts_response() {
-    // The replay carries call 3's result, which belongs to the other POST stream (and which
-    // the client then has twice).
-    let fs = two_streams_resumed(Some(Ev::id("13", result(3))));
+fn another_streams_events_replayed_before_that_stream_delivers_them() {
+    // Call 3's stream has delivered id 10 when call 2's resumption carries its 11 and 12; its
+    // own connection delivers them afterwards. Both are another stream's, delivered twice — not
+    // a fresh log of call 2's stream.
+    let mut cap = Capture::new();
+    handshake_as(&mut cap, SID);
+    let mut a = cap.connect();
+    a.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
+    let mut b = cap.connect();
+    b.client(&mut cap, &post(Some(SID), &tools_call(3, &token(3))));
+    a.server(
+        &mut cap,
+        &sse_response(None, &progs(2, &["1", "2", "3"], 1, 5), false),
+    );
+    let bevs = progs(3, &["10", "11", "12"], 1, 3);
+    b.server(&mut cap, &sse_response(None, &bevs[..1], false));
+    a.server_close(&mut cap);
+    let mut r = cap.connect();
+    r.client(&mut cap, &get(Some(SID), Some("3")));
+    let mut evs = bevs[1..].to_vec();
+    evs.extend(progs(2, &["4", "5"], 4, 5));
+    evs.push(Ev::id("6", result(2)));
+    r.server(&mut cap, &sse_response(None, &evs, true));
+    r.close(&mut cap);
+    let mut rest: Vec<u8> = Vec::new();
+    for ev in &bevs[1..] {
+        rest.extend(chunk(ev.text().as_bytes()));
+    }
+    rest.extend(chunk(Ev::id("13", result(3)).text().as_bytes()));
+    rest.extend(chunk(b""));
+    b.server(&mut cap, &rest);
+    b.close(&mut cap);
+    let fs = analyze(&cap, &[]);
     assert_kinds(
         &fs,
         &[
             ("cross_stream_replay", "error"),
             ("duplicate_delivery", "error"),
         ],
+    );
+    assert_eq!(
+        one(&fs, "cross_stream_replay")["observed"],
+        "2 event(s) of stream S1"
     );
 }
 
@@ -524,6 +611,25 @@ fn empty_resumes(n: usize) -> Vec<Value> {
         g.close(&mut cap);
     }
     analyze(&cap, &[])
+}
+
+#[test]
+fn an_empty_answer_then_a_resumption_that_carries_the_stream_on() {
+    // An empty 200 over at once, then the client resumes again from the same cursor and gets
+    // the rest: the empty answer skipped nothing (rust-sdk #958's answer, served elsewhere next).
+    let (mut cap, c) = call_under_way();
+    c.server_close(&mut cap);
+    cap.wait(1_000_000);
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some(SID), Some("3")));
+    g.server(&mut cap, &sse_response(None, &[], true));
+    g.close(&mut cap);
+    cap.wait(1_000_000);
+    resume_from_3(&mut cap);
+    assert_kinds(&analyze(&cap, &[]), &[("resume_ok", "info")]);
+    let rs = table_csv(&cap, "resumptions");
+    assert_eq!(rs.matches(",resumed,").count(), 2, "{rs}");
+    assert!(!rs.contains(",gap,"), "{rs}");
 }
 
 #[test]

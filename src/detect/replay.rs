@@ -31,6 +31,9 @@ pub(super) struct Seen {
     pub frame: u64,
     /// The event's own id.
     pub id: Option<String>,
+    /// Whether the delivery was on a resumed connection (a GET with `Last-Event-ID`), which may
+    /// itself be a replay of the wrong stream.
+    pub resumed: bool,
 }
 
 /// Deliveries of the events that resumed connections carry.
@@ -41,6 +44,9 @@ pub(super) struct ReplayIndex {
     /// data hash → the first delivery in each of at most [`MAX_SESSIONS_PER_HASH`] sessions.
     first_by_session: HashMap<u64, Vec<Seen>>,
     request_stream: HashMap<(usize, Short), Vec<usize>>,
+    /// (session, progress token of a request, `params._meta.progressToken`) → the POST streams
+    /// of the requests that issued it.
+    token_stream: HashMap<(usize, Short), Vec<usize>>,
 }
 
 /// Deliveries kept per (session, data): enough to find one on another stream.
@@ -84,6 +90,7 @@ impl ReplayIndex {
         for (sti, st) in model.streams.iter().enumerate() {
             for &xi in &st.connections {
                 let log = &exchanges[xi].events;
+                let resumed = exchanges[xi].resume_cursor().is_some();
                 // Most events carry data no resumption delivered: skipped on their fixed fields.
                 for (ei, ev) in log.briefs() {
                     if !ev.carries_data() || !wanted.contains(&ev.data_hash) {
@@ -95,6 +102,7 @@ impl ReplayIndex {
                         ts: ev.ts,
                         frame: ev.frame_first,
                         id: log.id_of(ei).map(str::to_string).filter(|_| ev.has_own_id),
+                        resumed,
                     };
                     if sessions.contains(&st.session) {
                         let v = idx.own.entry((st.session, ev.data_hash)).or_default();
@@ -121,6 +129,16 @@ impl ReplayIndex {
                             .or_default()
                             .push(sti);
                     }
+                    if let Some(t) = m
+                        .rare
+                        .as_ref()
+                        .and_then(|r| r.request_progress_token.as_deref())
+                    {
+                        idx.token_stream
+                            .entry((st.session, Short::from(t)))
+                            .or_default()
+                            .push(sti);
+                    }
                 }
             }
         }
@@ -128,9 +146,12 @@ impl ReplayIndex {
     }
 
     /// Evidence that `ev`, on a resumed connection of stream `st` in `session`, belongs to another
-    /// stream of the session: an earlier delivery of the same id and data there, or a response to
-    /// a request another POST stream owns. Returns (other stream, frame of
-    /// the earlier delivery or of nothing).
+    /// stream of the session: the same id and data delivered there (earlier, or later on one of
+    /// that stream's own connections, not a resumed one, which may itself be a wrong replay); a
+    /// response to a request another POST stream owns; or progress for a token only another POST
+    /// stream's request issued (its ids may be new: a store that files another stream's messages
+    /// under this one re-numbers them). Returns (other stream, the frame where that stream also
+    /// delivered the same data, when it did).
     pub(super) fn other_stream(
         &self,
         model: &Model,
@@ -144,31 +165,41 @@ impl ReplayIndex {
         // (A proxy's other leg is no stream of its own: hops are not in the model.)
         let other = |o: usize| o != st;
         let id = ev.sse.id.filter(|_| ev.sse.has_own_id);
-        if let Some(seen) = self.own.get(&(session, ev.data_hash)).and_then(|v| {
+        let delivered = self.own.get(&(session, ev.data_hash));
+        if let Some(seen) = delivered.and_then(|v| {
             v.iter().find(|s| {
-                other(s.stream) && s.ts < ev.sse.ts && s.id.as_deref() == id && id.is_some()
+                other(s.stream)
+                    && (s.ts < ev.sse.ts || !s.resumed)
+                    && s.id.as_deref() == id
+                    && id.is_some()
             })
         }) {
             return Some((seen.stream, Some(seen.frame)));
         }
-        // Responses belong to their POST stream; the standalone GET stream never carries one
-        // (MCP "Listening for Messages from the Server").
-        if model.streams[st].kind == StreamKind::Unknown {
+        // Responses and progress belong to their request's POST stream; the standalone GET
+        // stream never carries a response (MCP "Listening for Messages from the Server"), and
+        // may carry progress the server could not send on a stream that was gone.
+        let kind = model.streams[st].kind;
+        if kind == StreamKind::Unknown {
             return None;
         }
-        ev.messages
-            .iter()
-            .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
-            .filter_map(|m| m.id)
-            .find_map(|rid| {
-                // The request must belong to other streams only (a proxy's two legs both send it).
-                let owners = self.request_stream.get(&(session, rid.clone()))?;
-                if owners.iter().all(|&o| other(o)) {
-                    owners.first().map(|&o| (o, None))
-                } else {
-                    None
-                }
-            })
+        // The other POST stream that owns `key` in `map`, when this one does not.
+        let owner = |map: &HashMap<(usize, Short), Vec<usize>>, key: &Short| {
+            // The request must belong to other streams only (a proxy's two legs both send it).
+            let owners = map.get(&(session, key.clone()))?;
+            owners
+                .iter()
+                .all(|&o| other(o))
+                .then(|| owners.first().copied())?
+        };
+        let o = ev.messages.iter().find_map(|m| match m.kind {
+            Kind::Response | Kind::Error => owner(&self.request_stream, m.id.as_ref()?),
+            _ if kind == StreamKind::Post => owner(&self.token_stream, m.progress_token.as_ref()?),
+            _ => None,
+        })?;
+        // Where that stream delivered the same data itself.
+        let also = delivered.and_then(|v| v.iter().find(|s| s.stream == o && !s.resumed));
+        Some((o, also.map(|s| s.frame)))
     }
 
     /// Evidence that `ev`, on a resumed connection of `session`, is another session's event: the

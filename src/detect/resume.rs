@@ -253,6 +253,25 @@ pub(super) fn check(
                 &format!("no events before the connection ended; the client resumed again from the same Last-Event-ID in frame {}, so nothing was skipped here", exchanges[x].frame()),
             );
         }
+        // An empty answer over at once (rmcp's to a resume it cannot serve) skipped nothing
+        // either when a later resumption from the same Last-Event-ID, after more such answers,
+        // carried the stream on: that one is judged.
+        if empty_answer(e) {
+            let served = conns
+                .iter()
+                .skip_while(|&&x| x != r.exchange)
+                .skip(1)
+                .map(|&x| &exchanges[x])
+                .take_while(|x| x.resume_cursor() == Some(r.last_event_id.as_str()))
+                .find(|x| !empty_answer(x));
+            if let Some(x) = served.filter(|x| !x.events.is_empty()) {
+                return result(
+                    Verdict::Resumed,
+                    None,
+                    &format!("the server answered with an empty stream and closed it; the client resumed again from the same Last-Event-ID in frame {}, which carried the stream on, so nothing was skipped here", x.frame()),
+                );
+            }
+        }
         // A stream the server ended cleanly with nothing in it, while the stream's request was
         // still unanswered: what was pending is gone (rmcp answers a late resume this way).
         let pending =
@@ -336,7 +355,7 @@ pub(super) fn check(
         let mut f = ctx.finding("cross_stream_replay", Severity::Error, Some(ev), format!(
             "The resumption from Last-Event-ID {} (GET in frame {}, flow {}) continues stream S{st} but replayed {} event(s) of another stream, starting in frame {} with an event of stream S{other}{}: messages the client handles on the wrong stream, or twice.",
             r.last_event_id, e.frame(), flow_id(e), foreign_stream.len(), ev.sse.frame_first,
-            earlier.map(|f| format!(" first delivered in frame {f}")).unwrap_or_else(|| " (the response to a request of that stream)".into())));
+            earlier.map(|f| format!(" that stream delivered itself in frame {f}")).unwrap_or_else(|| " (a message of that stream's request)".into())));
         // The request whose stream the replayed events belong to.
         f.request_id = super::streams::stream_request_id(model, exchanges, other);
         f.expected = Some(format!("only events of stream S{st}"));
@@ -493,12 +512,13 @@ pub(super) fn check(
             reasons.push("integer ids skipped while the application counter went on by one step (a shared counter)");
         }
         // Ordinals between L and the first message event that priming events of the resumed
-        // connection carried were delivered (as cursors).
+        // connection carried were delivered (as cursors), and so were those another stream's
+        // events replayed here took (reported as cross_stream_replay).
         let mut primed: Vec<u128> = if dense && fs > ls + 1 {
             after
                 .iter()
                 .take_while(|ev| !ev.is(&fev))
-                .filter(|ev| ev.priming && ev.sse.has_own_id)
+                .filter(|ev| (ev.priming || foreign(ev)) && ev.sse.has_own_id)
                 .filter_map(|ev| ev.sse.id.map(ids::parse))
                 .filter(|p| p.format == pf.format && p.prefix == pf.prefix)
                 .filter_map(|p| p.seq.filter(|&n| ls < n && n < fs))
@@ -623,7 +643,21 @@ pub(super) fn check(
             dup_payload.push(*ev);
         }
     }
-    let duplicated = !dup_ids.is_empty() || !dup_payload.is_empty();
+    // Another stream's events that stream also delivered itself (before or after): the client
+    // received them twice. (A response received twice is the session's duplicate_delivery.)
+    let dup_foreign: Vec<(EventRec, u64)> = foreign_stream
+        .iter()
+        .filter_map(|&(ev, _, also)| Some((ev, also?)))
+        .filter(|(ev, _)| {
+            !dup_ids.iter().any(|d| d.is(ev))
+                && !dup_payload.iter().any(|d| d.is(ev))
+                && ev
+                    .messages
+                    .iter()
+                    .any(|m| !matches!(m.kind, Kind::Response | Kind::Error))
+        })
+        .collect();
+    let duplicated = !dup_ids.is_empty() || !dup_payload.is_empty() || !dup_foreign.is_empty();
     // Progress that starts over: the first value after L of a token is one the client already had,
     // below the token's last value up to L. The log began again (seed 1: "the id sequence
     // restarts"), whatever the ids look like — opaque ids cannot show it themselves.
@@ -657,7 +691,15 @@ pub(super) fn check(
         }
     }
     if duplicated {
-        let at = dup_ids.first().or(dup_payload.first()).copied();
+        let at = [
+            dup_ids.first(),
+            dup_payload.first(),
+            dup_foreign.first().map(|(ev, _)| ev),
+        ]
+        .into_iter()
+        .flatten()
+        .min_by_key(|ev| ev.sse.frame_first)
+        .copied();
         let mut what = Vec::new();
         if !dup_ids.is_empty() {
             what.push(format!(
@@ -668,11 +710,34 @@ pub(super) fn check(
         if !dup_payload.is_empty() {
             what.push(format!("{} progress notification(s)", dup_payload.len()));
         }
-        let mut f = ctx.finding("duplicate_delivery", Severity::Error, at, format!(
-            "After resuming from Last-Event-ID {} the client received again {} it already had on this stream, starting in frame {}.",
-            r.last_event_id, what.join(" and "), at.map(|ev| ev.sse.frame_first).unwrap_or(0)));
+        let mut what = match what.is_empty() {
+            true => Vec::new(),
+            false => vec![format!(
+                "again {} it already had on this stream",
+                what.join(" and ")
+            )],
+        };
+        if let Some((ev, also)) = dup_foreign.first() {
+            what.push(format!(
+                "{} event(s) of another stream that stream delivered too (the one in frame {} also in frame {also})",
+                dup_foreign.len(),
+                ev.sse.frame_first
+            ));
+        }
+        let mut f = ctx.finding(
+            "duplicate_delivery",
+            Severity::Error,
+            at,
+            format!(
+            "After resuming from Last-Event-ID {} the client received {}, starting in frame {}.",
+            r.last_event_id, what.join(", and "), at.map(|ev| ev.sse.frame_first).unwrap_or(0)),
+        );
+        let foreign_part = match dup_foreign.len() {
+            0 => String::new(),
+            n => format!(", {n} of another stream"),
+        };
         f.observed = Some(format!(
-            "{} ids, {} progress payloads repeated",
+            "{} ids, {} progress payloads{foreign_part} repeated",
             dup_ids.len(),
             dup_payload.len()
         ));
