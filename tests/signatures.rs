@@ -633,6 +633,36 @@ fn an_empty_answer_then_a_resumption_that_carries_the_stream_on() {
 }
 
 #[test]
+fn integer_ids_past_a_priming_jump_do_not_continue_in_the_detail() {
+    // Resumed from 3: primed with 100 (ids a shared counter may have spent), then 101 with
+    // progress 5 after 3. The desync is reported; the ids went on, they did not continue at 4.
+    let (mut cap, c) = call_under_way();
+    c.server_close(&mut cap);
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some(SID), Some("3")));
+    let mut body = sse_head(None);
+    body.extend(chunk(b"id: 100\ndata: \n\n"));
+    for ev in [
+        Ev::id("101", progress(&token(2), 5, 5)),
+        Ev::id("102", result(2)),
+    ] {
+        body.extend(chunk(ev.text().as_bytes()));
+    }
+    body.extend_from_slice(LAST_CHUNK);
+    g.server(&mut cap, &body);
+    g.close(&mut cap);
+    let fs = analyze(&cap, &[]);
+    let d = one(&fs, "app_seq_desync")["detail"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        d.contains("the transport ids go on past it (next id 101)"),
+        "{d}"
+    );
+}
+
+#[test]
 fn empty_resume_loop_of_three() {
     let fs = empty_resumes(3);
     assert_kinds(

@@ -413,6 +413,9 @@ pub(super) fn check(
     // Whether the first id after L shows, by its format's order, that the log went on from L
     // (`None`: ids that cannot show order, or no id).
     let mut ids_go_on: Option<bool> = None;
+    // Whether the first id is L's next (for counters that step by one: not one further on, past
+    // ids a shared counter spent elsewhere).
+    let mut ids_next = false;
     if let (Some(fev), Some(fid)) = (first, first_id.as_deref()) {
         let pf = ids::parse(fid);
         let comparable = pf.format == pl.format
@@ -560,6 +563,20 @@ pub(super) fn check(
         };
         if comparable {
             ids_go_on = Some(continuity_claimed);
+            ids_next = !(pf.format.dense_by_format() || pf.format == IdFormat::Integer)
+                || fs > ls && {
+                    // Every ordinal in between carried by an event before the first (priming).
+                    let mut between: Vec<u128> = after
+                        .iter()
+                        .take_while(|ev| !ev.is(&fev))
+                        .filter_map(|ev| ev.sse.id.filter(|_| ev.sse.has_own_id).map(ids::parse))
+                        .filter(|p| p.format == pf.format && p.prefix == pf.prefix)
+                        .filter_map(|p| p.seq.filter(|&n| ls < n && n < fs))
+                        .collect();
+                    between.sort_unstable();
+                    between.dedup();
+                    between.len() as u128 == fs - ls - 1
+                };
         }
     }
 
@@ -823,7 +840,7 @@ pub(super) fn check(
                     } else if i == 0 {
                         format!(
                             "Across the resume from Last-Event-ID {} {} (next id {}) but {} went from {} (frame {}) to {} (frame {}), {} the stream's usual step of {}: the continuation was synthesized, not replayed.",
-                            r.last_event_id, if ids_go_on == Some(true) { "the transport ids continue" } else { "the transport claims a continuation with ids new to the stream" }, first_id.as_deref().unwrap_or("-"), label, fmt_num(prev.0), prev.1.sse.frame_first, fmt_num(next), ev.sse.frame_first, how, fmt_num(step))
+                            r.last_event_id, if ids_go_on == Some(true) { if ids_next { "the transport ids continue" } else { "the transport ids go on past it" } } else { "the transport claims a continuation with ids new to the stream" }, first_id.as_deref().unwrap_or("-"), label, fmt_num(prev.0), prev.1.sse.frame_first, fmt_num(next), ev.sse.frame_first, how, fmt_num(step))
                     } else {
                         format!(
                             "Inside the stream resumed from Last-Event-ID {} {} went from {} (event {}, frame {}) to {} (event {}, frame {}), {} the stream's usual step of {}: events in between were never delivered{}.",
