@@ -391,7 +391,7 @@ const PARAMS_KEYS: [&str; 6] = [
 
 /// Classify one JSON text; `None` when the general path must (see the module doc).
 pub(super) fn classify_text(text: &[u8], app_seq: &[String]) -> Option<Message> {
-    classify_str(std::str::from_utf8(text).ok()?, app_seq)
+    classify_str(simdutf8::basic::from_utf8(text).ok()?, app_seq)
 }
 
 /// [`classify_text`] on text already known to be UTF-8.
