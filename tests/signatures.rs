@@ -274,6 +274,12 @@ fn dense_ids_that_skip_inside_a_connection_are_an_id_gap() {
 // ---------------------------------------------------------------------------
 // cross_stream_replay (§7 #6)
 
+/// Another stream's events, which the client then has twice.
+const CROSS_STREAM_TWICE: &[(&str, &str)] = &[
+    ("cross_stream_replay", "error"),
+    ("duplicate_delivery", "error"),
+];
+
 /// Two tool calls on two POST streams: call 2 (ids 1..3, cut), call 3 (ids 10..12, answered on
 /// 13). The resumption of call 2's stream from 3 gets `foreign` first, then 4, 5 and call 2's result.
 fn two_streams_resumed(foreign: Option<Ev>) -> Vec<Value> {
@@ -287,13 +293,7 @@ fn two_streams_resumed(foreign: Option<Ev>) -> Vec<Value> {
 fn cross_stream_replay_of_another_posts_event() {
     // (The client had it from call 3's stream: it now has it twice.)
     let fs = two_streams_resumed(Some(Ev::id("11", progress(&token(3), 2, 3))));
-    assert_kinds(
-        &fs,
-        &[
-            ("cross_stream_replay", "error"),
-            ("duplicate_delivery", "error"),
-        ],
-    );
+    assert_kinds(&fs, CROSS_STREAM_TWICE);
     let f = one(&fs, "cross_stream_replay");
     assert_eq!(f["last_event_id"], "3");
     assert_eq!(f["event_id"], "11");
@@ -304,13 +304,7 @@ fn cross_stream_replay_of_another_posts_response() {
     // The replay carries call 3's result, which belongs to the other POST stream (and which
     // the client then has twice).
     let fs = two_streams_resumed(Some(Ev::id("13", result(3))));
-    assert_kinds(
-        &fs,
-        &[
-            ("cross_stream_replay", "error"),
-            ("duplicate_delivery", "error"),
-        ],
-    );
+    assert_kinds(&fs, CROSS_STREAM_TWICE);
 }
 
 #[test]
@@ -324,13 +318,7 @@ fn another_streams_progress_renumbered_into_the_replay() {
         Ev::id("6", progress(&token(2), 5, 5)),
         Ev::id("7", result(2)),
     ]);
-    assert_kinds(
-        &fs,
-        &[
-            ("cross_stream_replay", "error"),
-            ("duplicate_delivery", "error"),
-        ],
-    );
+    assert_kinds(&fs, CROSS_STREAM_TWICE);
     assert_eq!(one(&fs, "cross_stream_replay")["event_id"], "4");
     let d = one(&fs, "duplicate_delivery")["detail"]
         .as_str()
@@ -399,13 +387,7 @@ fn another_streams_events_replayed_before_that_stream_delivers_them() {
     b.server(&mut cap, &rest);
     b.close(&mut cap);
     let fs = analyze(&cap, &[]);
-    assert_kinds(
-        &fs,
-        &[
-            ("cross_stream_replay", "error"),
-            ("duplicate_delivery", "error"),
-        ],
-    );
+    assert_kinds(&fs, CROSS_STREAM_TWICE);
     assert_eq!(
         one(&fs, "cross_stream_replay")["observed"],
         "2 event(s) of stream S1"
