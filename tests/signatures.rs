@@ -329,8 +329,8 @@ fn another_streams_progress_renumbered_into_the_replay() {
     assert!(fs.iter().all(|f| f["kind"] != "id_gap"), "{fs:#?}");
 }
 
-/// As [`two_streams_resumed`], with `replay` as the whole answer to the resumption from 3.
-fn two_streams_resumed_with(replay: Vec<Ev>) -> Vec<Value> {
+/// Calls 2 and 3 on two POST connections (a, b); a has delivered ids 1..3 (progress 1..3 of 5).
+fn two_calls() -> (Capture, Conn, Conn) {
     let mut cap = Capture::new();
     handshake_as(&mut cap, SID);
     let mut a = cap.connect();
@@ -341,6 +341,12 @@ fn two_streams_resumed_with(replay: Vec<Ev>) -> Vec<Value> {
         &mut cap,
         &sse_response(None, &progs(2, &["1", "2", "3"], 1, 5), false),
     );
+    (cap, a, b)
+}
+
+/// As [`two_streams_resumed`], with `replay` as the whole answer to the resumption from 3.
+fn two_streams_resumed_with(replay: Vec<Ev>) -> Vec<Value> {
+    let (mut cap, a, mut b) = two_calls();
     let mut bevs = progs(3, &["10", "11", "12"], 1, 3);
     bevs.push(Ev::id("13", result(3)));
     b.server(&mut cap, &sse_response(None, &bevs, true));
@@ -358,16 +364,7 @@ fn another_streams_events_replayed_before_that_stream_delivers_them() {
     // Call 3's stream has delivered id 10 when call 2's resumption carries its 11 and 12; its
     // own connection delivers them afterwards. Both are another stream's, delivered twice — not
     // a fresh log of call 2's stream.
-    let mut cap = Capture::new();
-    handshake_as(&mut cap, SID);
-    let mut a = cap.connect();
-    a.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
-    let mut b = cap.connect();
-    b.client(&mut cap, &post(Some(SID), &tools_call(3, &token(3))));
-    a.server(
-        &mut cap,
-        &sse_response(None, &progs(2, &["1", "2", "3"], 1, 5), false),
-    );
+    let (mut cap, a, mut b) = two_calls();
     let bevs = progs(3, &["10", "11", "12"], 1, 3);
     b.server(&mut cap, &sse_response(None, &bevs[..1], false));
     a.server_close(&mut cap);
