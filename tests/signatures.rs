@@ -612,6 +612,50 @@ fn an_empty_answer_then_a_resumption_that_carries_the_stream_on() {
 }
 
 #[test]
+fn an_empty_answer_then_a_forked_resumption_stays_a_gap() {
+    let (mut cap, c) = call_under_way();
+    c.server_close(&mut cap);
+    cap.wait(1_000_000);
+    resume_with(&mut cap, "3", &[]);
+    cap.wait(1_000_000);
+    let mut fresh = progs(2, &["1", "2"], 1, 5);
+    fresh.push(Ev::id("3", result(2)));
+    resume_with(&mut cap, "3", &fresh);
+    let rs = table_csv(&cap, "resumptions");
+    assert!(rs.contains(",gap,") && rs.contains(",forked,"), "{rs}");
+    assert!(!rs.contains(",resumed,"), "{rs}");
+}
+
+#[test]
+fn a_tasks_progress_on_the_stream_of_its_result_request_is_its_own() {
+    // MCP 2025-11-25 tasks (reference §6: the progress token lives as long as the task): call 2
+    // answers at once with its task; the `tasks/result` request's stream carries call 2's
+    // progress, is cut and resumed. Nothing there belongs to another stream.
+    let mut cap = Capture::new();
+    handshake_as(&mut cap, SID);
+    let mut a = cap.connect();
+    a.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
+    a.server(
+        &mut cap,
+        &sse_response(None, &[Ev::id("1", result(2))], true),
+    );
+    a.close(&mut cap);
+    let mut b = cap.connect();
+    let wait =
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/result", "params": {"taskId": "t-1"}});
+    b.client(&mut cap, &post(Some(SID), &wait));
+    b.server(
+        &mut cap,
+        &sse_response(None, &progs(2, &["10", "11"], 1, 4), false),
+    );
+    b.server_close(&mut cap);
+    let mut rest = progs(2, &["12", "13"], 3, 4);
+    rest.push(Ev::id("14", result(3)));
+    resume_with(&mut cap, "11", &rest);
+    assert_kinds(&analyze(&cap, &[]), &[("resume_ok", "info")]);
+}
+
+#[test]
 fn integer_ids_past_a_priming_jump_do_not_continue_in_the_detail() {
     // Resumed from 3: primed with 100 (ids a shared counter may have spent), then 101 with
     // progress 5 after 3. The desync is reported; the ids went on, they did not continue at 4.

@@ -161,6 +161,10 @@ pub struct ResumptionResult {
     /// Verdict `resumed` with nothing against it, but with ids that cannot show order and no
     /// application sequence before the cut: the continuation is not shown, only not contradicted.
     pub continuity_unshown: bool,
+    /// For an empty answer over at once (rust-sdk #958): the exchange of the next resumption
+    /// from the same `Last-Event-ID` that was not one. When that one is `resumed`, so is this
+    /// one (it skipped nothing: the client asked again for everything after L).
+    pub served_later: Option<usize>,
 }
 
 /// Everything the detectors concluded.
@@ -221,6 +225,19 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
         );
         proxy::backend_switch(&model, exchanges, r, &result, first, &mut findings);
         results.push(result);
+    }
+    // Empty answers followed by a resumption from the same cursor that carried the stream on.
+    for i in 0..results.len() {
+        let Some(x) = results[i].served_later else {
+            continue;
+        };
+        let resumed = results
+            .iter()
+            .any(|o| model.resumptions[o.index].exchange == x && o.verdict == Verdict::Resumed);
+        if resumed {
+            results[i].verdict = Verdict::Resumed;
+            results[i].reason = format!("the server answered with an empty stream and closed it; the client resumed again from the same Last-Event-ID in frame {}, which carried the stream on, so nothing was skipped here", exchanges[x].frame());
+        }
     }
     // Read once for the detectors that need them: the responses each exchange delivered, and
     // when each stream's requests were all answered.

@@ -150,15 +150,19 @@ impl ReplayIndex {
     /// that stream's own connections, not a resumed one, which may itself be a wrong replay); a
     /// response to a request another POST stream owns; or progress for a token only another POST
     /// stream's request issued (its ids may be new: a store that files another stream's messages
-    /// under this one re-numbers them). Returns (other stream, the frame where that stream also
-    /// delivered the same data, when it did).
+    /// under this one re-numbers them, when that stream delivered the same data itself — a
+    /// task's progress may come on the stream of its `tasks/result`). A later delivery counts
+    /// only under an id unique to its stream ([`unique_ids`]). Returns (other stream, the frame
+    /// where that stream also delivered the same data, when it did, and whether the client
+    /// surely had the message twice: the same message by its unique id, its progress token or
+    /// its response id, not only an equal id and data).
     pub(super) fn other_stream(
         &self,
         model: &Model,
         session: usize,
         st: usize,
         ev: &EventRec,
-    ) -> Option<(usize, Option<u64>)> {
+    ) -> Option<(usize, Option<u64>, bool)> {
         if !ev.carries_data() {
             return None;
         }
@@ -166,23 +170,6 @@ impl ReplayIndex {
         let other = |o: usize| o != st;
         let id = ev.sse.id.filter(|_| ev.sse.has_own_id);
         let delivered = self.own.get(&(session, ev.data_hash));
-        if let Some(seen) = delivered.and_then(|v| {
-            v.iter().find(|s| {
-                other(s.stream)
-                    && (s.ts < ev.sse.ts || !s.resumed)
-                    && s.id.as_deref() == id
-                    && id.is_some()
-            })
-        }) {
-            return Some((seen.stream, Some(seen.frame)));
-        }
-        // Responses and progress belong to their request's POST stream; the standalone GET
-        // stream never carries a response (MCP "Listening for Messages from the Server"), and
-        // may carry progress the server could not send on a stream that was gone.
-        let kind = model.streams[st].kind;
-        if kind == StreamKind::Unknown {
-            return None;
-        }
         // The other POST stream that owns `key` in `map`, when this one does not.
         let owner = |map: &HashMap<(usize, Short), Vec<usize>>, key: &Short| {
             // The request must belong to other streams only (a proxy's two legs both send it).
@@ -192,14 +179,48 @@ impl ReplayIndex {
                 .all(|&o| other(o))
                 .then(|| owners.first().copied())?
         };
-        let o = ev.messages.iter().find_map(|m| match m.kind {
-            Kind::Response | Kind::Error => owner(&self.request_stream, m.id.as_ref()?),
-            _ if kind == StreamKind::Post => owner(&self.token_stream, m.progress_token.as_ref()?),
+        let unique = id.is_some_and(unique_ids);
+        if let Some(seen) = delivered.and_then(|v| {
+            v.iter().find(|s| {
+                other(s.stream)
+                    && (s.ts < ev.sse.ts || !s.resumed && unique)
+                    && s.id.as_deref() == id
+                    && id.is_some()
+            })
+        }) {
+            // The same message surely: by an id unique to its stream, or by progress of a token
+            // that stream's request issued.
+            let sure = unique
+                || ev.messages.iter().any(|m| {
+                    m.progress_token
+                        .as_ref()
+                        .and_then(|t| owner(&self.token_stream, t))
+                        == Some(seen.stream)
+                });
+            return Some((seen.stream, Some(seen.frame), sure));
+        }
+        // Responses and progress belong to their request's POST stream; the standalone GET
+        // stream never carries a response (MCP "Listening for Messages from the Server"), and
+        // may carry progress the server could not send on a stream that was gone.
+        let kind = model.streams[st].kind;
+        if kind == StreamKind::Unknown {
+            return None;
+        }
+        // Where stream `o` delivered the same data itself.
+        let also =
+            |o: usize| delivered.and_then(|v| v.iter().find(|s| s.stream == o && !s.resumed));
+        ev.messages.iter().find_map(|m| match m.kind {
+            Kind::Response | Kind::Error => {
+                let o = owner(&self.request_stream, m.id.as_ref()?)?;
+                let also = also(o).map(|s| s.frame);
+                Some((o, also, also.is_some()))
+            }
+            _ if kind == StreamKind::Post => {
+                let o = owner(&self.token_stream, m.progress_token.as_ref()?)?;
+                Some((o, Some(also(o)?.frame), true))
+            }
             _ => None,
-        })?;
-        // Where that stream delivered the same data itself.
-        let also = delivered.and_then(|v| v.iter().find(|s| s.stream == o && !s.resumed));
-        Some((o, also.map(|s| s.frame)))
+        })
     }
 
     /// Evidence that `ev`, on a resumed connection of `session`, is another session's event: the

@@ -98,6 +98,7 @@ pub(super) fn check(
             events: e.events.len(),
             reason,
             continuity_unshown: false,
+            served_later: None,
         }
     };
     let status = e.status();
@@ -255,35 +256,30 @@ pub(super) fn check(
         }
         // An empty answer over at once (rmcp's to a resume it cannot serve) skipped nothing
         // either when a later resumption from the same Last-Event-ID, after more such answers,
-        // carried the stream on: that one is judged.
-        if empty_answer(e) {
-            let served = conns
-                .iter()
-                .skip_while(|&&x| x != r.exchange)
-                .skip(1)
-                .map(|&x| &exchanges[x])
-                .take_while(|x| x.resume_cursor() == Some(r.last_event_id.as_str()))
-                .find(|x| !empty_answer(x));
-            if let Some(x) = served.filter(|x| !x.events.is_empty()) {
-                return result(
-                    Verdict::Resumed,
-                    None,
-                    &format!("the server answered with an empty stream and closed it; the client resumed again from the same Last-Event-ID in frame {}, which carried the stream on, so nothing was skipped here", x.frame()),
-                );
-            }
-        }
+        // is itself resumed: the verdict below stands unless that one is ([`super::run`]).
+        let served_later = conns
+            .iter()
+            .skip_while(|&&x| x != r.exchange)
+            .skip(1)
+            .copied()
+            .take_while(|&x| exchanges[x].resume_cursor() == Some(r.last_event_id.as_str()))
+            .find(|&x| !empty_answer(&exchanges[x]))
+            .filter(|_| empty_answer(e));
         // A stream the server ended cleanly with nothing in it, while the stream's request was
         // still unanswered: what was pending is gone (rmcp answers a late resume this way).
         let pending =
             stream.kind == StreamKind::Post && !answered_before(exchanges, stream.origin, &before);
-        if e.resp_complete && pending {
-            return result(Verdict::Gap, None, "the server ended the resumed stream with no events while its request was unanswered");
-        }
-        return result(
-            Verdict::Unverifiable,
-            None,
-            "no events on the resumed connection",
-        );
+        let mut res = if e.resp_complete && pending {
+            result(Verdict::Gap, None, "the server ended the resumed stream with no events while its request was unanswered")
+        } else {
+            result(
+                Verdict::Unverifiable,
+                None,
+                "no events on the resumed connection",
+            )
+        };
+        res.served_later = served_later;
+        return res;
     }
     let ids_before: HashSet<&str> = before
         .iter()
@@ -306,12 +302,12 @@ pub(super) fn check(
     // Events of another stream or session replayed here (checked before the ids: a foreign id is
     // not the start of another log of this stream).
     let named = model.sessions[r.session].id.is_some();
-    let foreign_stream: Vec<(EventRec, usize, Option<u64>)> = after
+    let foreign_stream: Vec<(EventRec, usize, Option<u64>, bool)> = after
         .iter()
         .filter_map(|ev| {
             replays
                 .other_stream(model, r.session, st, ev)
-                .map(|(o, f)| (*ev, o, f))
+                .map(|(o, f, twice)| (*ev, o, f, twice))
         })
         .collect();
     let foreign_session: Vec<(EventRec, &super::replay::Seen)> = if named {
@@ -328,7 +324,7 @@ pub(super) fn check(
         Vec::new()
     };
     let foreign = |ev: &EventRec| {
-        foreign_stream.iter().any(|(f, _, _)| f.is(ev))
+        foreign_stream.iter().any(|(f, ..)| f.is(ev))
             || foreign_session.iter().any(|(f, _)| f.is(ev))
     };
     let first = after
@@ -351,7 +347,7 @@ pub(super) fn check(
         reasons.push("dense ids skipped inside the resumed connection");
     }
 
-    if let Some(&(ev, other, earlier)) = foreign_stream.first() {
+    if let Some(&(ev, other, earlier, _)) = foreign_stream.first() {
         let mut f = ctx.finding("cross_stream_replay", Severity::Error, Some(ev), format!(
             "The resumption from Last-Event-ID {} (GET in frame {}, flow {}) continues stream S{st} but replayed {} event(s) of another stream, starting in frame {} with an event of stream S{other}{}: messages the client handles on the wrong stream, or twice.",
             r.last_event_id, e.frame(), flow_id(e), foreign_stream.len(), ev.sse.frame_first,
@@ -664,7 +660,8 @@ pub(super) fn check(
     // received them twice. (A response received twice is the session's duplicate_delivery.)
     let dup_foreign: Vec<(EventRec, u64)> = foreign_stream
         .iter()
-        .filter_map(|&(ev, _, also)| Some((ev, also?)))
+        .filter(|&&(.., twice)| twice)
+        .filter_map(|&(ev, _, also, _)| Some((ev, also?)))
         .filter(|(ev, _)| {
             !dup_ids.iter().any(|d| d.is(ev))
                 && !dup_payload.iter().any(|d| d.is(ev))
