@@ -233,16 +233,25 @@ fn a_response_head_cut_by_the_snapshot_length_is_unverifiable() {
 #[test]
 fn a_directory_skips_what_is_not_a_capture_in_one_line() {
     // A folder of captures with notes beside them: the notes are skipped in one line; a file
-    // named like a capture that is not one is an error of its own; the capture is analysed.
+    // named like a capture that is not one is an error of its own; a subdirectory is skipped in
+    // a line of its own; the capture is analysed.
     let dir = std::env::temp_dir().join(format!("mcpcap-bad-{}-dir", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("resume_409.pcap"), fixture("resume_409.pcap")).unwrap();
     std::fs::write(dir.join("NOTES.md"), b"# notes\n").unwrap();
     std::fs::write(dir.join("MANIFEST.json"), b"[]\n").unwrap();
     std::fs::write(dir.join("broken.pcap"), b"not a capture at all\n").unwrap();
+    // A subdirectory is not searched, and says so.
+    std::fs::create_dir_all(dir.join("older")).unwrap();
+    std::fs::write(dir.join("older").join("a.pcap"), fixture("resume_409.pcap")).unwrap();
     let (o, lines) = ndjson_never(&dir);
     assert_eq!(o.status.code(), Some(0));
-    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(
+        lines.iter().any(|l| l.contains("skipped 1 entry")
+            && l.contains("subdirectories are not searched): older")),
+        "{lines:?}"
+    );
     assert!(
         lines
             .iter()

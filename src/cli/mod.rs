@@ -916,11 +916,31 @@ fn capture_order(args: &[PathBuf]) -> Vec<(PathBuf, Option<i64>)> {
         if p.is_dir() {
             match std::fs::read_dir(p) {
                 Ok(rd) => {
-                    let mut inside: Vec<PathBuf> = rd
+                    let (mut inside, mut other): (Vec<PathBuf>, Vec<PathBuf>) = rd
                         .filter_map(|e| e.ok().map(|e| e.path()))
-                        .filter(|f| f.is_file())
-                        .collect();
+                        .partition(|f| f.is_file());
                     inside.sort();
+                    // Subdirectories are not searched, nor pipes or sockets read: said, not
+                    // dropped silently.
+                    if !other.is_empty() {
+                        other.sort();
+                        let names: Vec<String> = other
+                            .iter()
+                            .map(|f| {
+                                f.file_name()
+                                    .map(|n| n.to_string_lossy().into_owned())
+                                    .unwrap_or_default()
+                            })
+                            .collect();
+                        say!(
+                            "mcpcap: {}: skipped {} entr{} that {} not regular files (subdirectories are not searched): {}",
+                            p.display(),
+                            names.len(),
+                            if names.len() == 1 { "y" } else { "ies" },
+                            if names.len() == 1 { "is" } else { "are" },
+                            names.join(", ")
+                        );
+                    }
                     if inside.is_empty() {
                         say!("mcpcap: {}: directory holds no files", p.display());
                     }
