@@ -656,6 +656,21 @@ fn a_tasks_progress_on_the_stream_of_its_result_request_is_its_own() {
 }
 
 #[test]
+fn an_event_whose_data_is_not_json_is_an_anomaly() {
+    // One event with a bare key (not JSON), one with an endpoint URL (the legacy transport's
+    // `endpoint` event, not JSON by design): one anomaly, at the first.
+    let (mut cap, mut c) = call_under_way();
+    c.server(
+        &mut cap,
+        &chunk(b"id: 4\ndata: {a: 1}\n\nevent: endpoint\ndata: /messages?x=1\n\n"),
+    );
+    c.close(&mut cap);
+    let a = table_csv(&cap, "anomalies");
+    assert_eq!(a.matches("sse.invalid_json").count(), 1, "{a}");
+    assert!(a.contains("key must be a string"), "{a}");
+}
+
+#[test]
 fn integer_ids_past_a_priming_jump_do_not_continue_in_the_detail() {
     // Resumed from 3: primed with 100 (ids a shared counter may have spent), then 101 with
     // progress 5 after 3. The desync is reported; the ids went on, they did not continue at 4.

@@ -848,12 +848,20 @@ fn on_event(
                 if let Some(mut sse) = conn.sse.take() {
                     let app = &opts.app_seq;
                     let (events, endpoint) = (&mut e.events, &mut e.endpoint);
+                    let mut bad = Vec::new();
                     sse.finish(
                         ts,
                         frame,
-                        &mut |ev| push_event(events, endpoint, ev, app),
+                        &mut |ev| {
+                            if let Some(why) = push_event(events, endpoint, ev, app) {
+                                bad.push((ev.frame_first, why));
+                            }
+                        },
                         &mut |a| anomalies.add(a),
                     );
+                    for b in bad {
+                        bad_event(anomalies, flow_id, b);
+                    }
                     e.sse_comments = sse.comments;
                     // Kept until the end of the run: no spare capacity.
                     e.events.shrink_to_fit();
@@ -935,17 +943,25 @@ fn feed_body(
         Some(sse) => {
             let app = &opts.app_seq;
             let (events, endpoint) = (&mut e.events, &mut e.endpoint);
+            let mut bad = Vec::new();
             sse.push(
                 bytes,
                 ts,
                 frame,
-                &mut |ev| push_event(events, endpoint, ev, app),
+                &mut |ev| {
+                    if let Some(why) = push_event(events, endpoint, ev, app) {
+                        bad.push((ev.frame_first, why));
+                    }
+                },
                 &mut |mut a| {
                     a.frame = a.frame.or(Some(frame));
                     a.flow_id = Some(flow_id.to_string());
                     anomalies.add(a)
                 },
             );
+            for b in bad {
+                bad_event(anomalies, flow_id, b);
+            }
         }
         None => append_bounded(&mut e.resp_body, bytes, anomalies, frame, flow_id),
     }
@@ -1013,13 +1029,14 @@ fn finish_json(
 }
 
 /// Parse an event's `data` as JSON-RPC and append the event to the log; the legacy transport's
-/// `endpoint` event keeps its `data` (the session key of the stream).
+/// `endpoint` event keeps its `data` (the session key of the stream). Returns why the data of
+/// another event is not JSON-RPC, when it is not (a malformed event: an anomaly).
 fn push_event(
     events: &mut EventLog,
     endpoint: &mut Option<String>,
     ev: &SseEvent,
     app_seq: &[String],
-) {
+) -> Option<String> {
     let (data_hash, priming) = (crate::hash::hash64(ev.data.as_bytes()), ev.is_priming());
     let (messages, parse_error) = if ev.data.trim().is_empty() || ev.truncated {
         (smallvec::SmallVec::new(), None)
@@ -1036,4 +1053,15 @@ fn push_event(
         *endpoint = Some(ev.data.trim().to_string());
     }
     events.push(ev, data_hash, priming, &messages, parse_error.as_deref());
+    parse_error.filter(|_| ev.event_type.as_deref() != Some("endpoint"))
+}
+
+/// The anomaly of an event whose data is not JSON-RPC (`bad`: its first frame and the reason).
+fn bad_event(anomalies: &mut Anomalies, flow_id: FlowId, (frame, why): (u64, String)) {
+    anomalies.add(Anomaly::new(
+        "sse.invalid_json",
+        Some(frame),
+        Some(flow_id.to_string()),
+        format!("event data is not a JSON-RPC message: {why}"),
+    ));
 }
