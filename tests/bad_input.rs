@@ -535,3 +535,47 @@ fn a_timestamp_out_of_range_is_counted_not_fatal() {
     );
     let _ = std::fs::remove_file(&p);
 }
+
+#[cfg(unix)]
+#[test]
+fn a_pipe_named_as_a_file_is_read_once_as_the_one_capture() {
+    // A FIFO (as `<(…)` or `/dev/stdin` give): its bytes can be read only once, so it is not
+    // opened first to be ordered among files; with other files it is refused.
+    let dir = std::env::temp_dir().join(format!("mcpcap-bad-{}-fifo", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("live.pcap");
+    let _ = std::fs::remove_file(&fifo);
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        return; // no mkfifo here
+    }
+    let bytes = fixture("resume_409.pcap");
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut w = std::fs::OpenOptions::new().write(true).open(fifo).unwrap();
+            let _ = w.write_all(&bytes);
+        })
+    };
+    let o = mcpcap(&[
+        "analyze",
+        "--format",
+        "ndjson",
+        "--fail-on",
+        "never",
+        fifo.to_str().unwrap(),
+    ]);
+    writer.join().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{:?}", stderr_lines(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("lost_response"));
+    let other = tmp("beside-fifo.pcap", &fixture("resume_409.pcap"));
+    let o = mcpcap(&["analyze", other.to_str().unwrap(), fifo.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let lines = stderr_lines(&o);
+    assert!(
+        lines.len() == 1 && lines[0].contains("live.pcap: not a regular file"),
+        "{lines:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

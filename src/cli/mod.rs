@@ -288,12 +288,24 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     let mut capture_anomalies = mcpcap::anomaly::Anomalies::default();
     // `-`: one capture from standard input (`tcpdump -w - | mcpcap analyze -`), read once, so it
     // cannot be ordered among other files.
+    // So is a pipe named as a file (a FIFO, `/dev/stdin`, `<(…)`): ordering files reads each
+    // one's start first, which would use up a pipe's bytes.
     let stdin = inputs.iter().any(|p| p.as_os_str() == "-");
+    let pipe = inputs
+        .iter()
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| !m.is_file() && !m.is_dir()));
     if stdin && inputs.len() > 1 {
         return Err("standard input (-) is read only as the one capture".into());
     }
-    let order = if stdin {
-        vec![(PathBuf::from("-"), None)]
+    if let (Some(p), true) = (pipe, inputs.len() > 1) {
+        return Err(format!(
+            "{}: not a regular file (a pipe?): it is read only as the one capture",
+            p.display()
+        )
+        .into());
+    }
+    let order = if stdin || pipe.is_some() {
+        vec![(inputs[0].clone(), None)]
     } else {
         capture_order(&inputs)
     };
