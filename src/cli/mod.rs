@@ -301,8 +301,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         return Err(format!(
             "{}: not a regular file (a pipe?): it is read only as the one capture",
             p.display()
-        )
-        .into());
+        ));
     }
     let order = if stdin || pipe.is_some() {
         vec![(inputs[0].clone(), None)]
