@@ -1056,7 +1056,8 @@ fn push_event(
     parse_error.filter(|_| ev.event_type.as_deref() != Some("endpoint"))
 }
 
-/// The anomaly of an event whose data is not JSON-RPC (`bad`: its first frame and the reason).
+/// The anomaly of an event whose data is not JSON-RPC: `(frame, why)`, its first frame and the
+/// reason.
 fn bad_event(anomalies: &mut Anomalies, flow_id: FlowId, (frame, why): (u64, String)) {
     anomalies.add(Anomaly::new(
         "sse.invalid_json",
