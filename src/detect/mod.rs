@@ -226,17 +226,17 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
         proxy::backend_switch(&model, exchanges, r, &result, first, &mut findings);
         results.push(result);
     }
-    // Empty answers followed by a resumption from the same cursor that carried the stream on.
-    for i in 0..results.len() {
-        let Some(x) = results[i].served_later else {
-            continue;
-        };
-        let resumed = results
-            .iter()
-            .any(|o| model.resumptions[o.index].exchange == x && o.verdict == Verdict::Resumed);
-        if resumed {
-            results[i].verdict = Verdict::Resumed;
-            results[i].reason = format!("the server answered with an empty stream and closed it; the client resumed again from the same Last-Event-ID in frame {}, which carried the stream on, so nothing was skipped here", exchanges[x].frame());
+    // Empty answers followed by a resumption from the same cursor that carried the stream on
+    // (the exchanges of resumed resumptions, gathered once: a client may loop for thousands).
+    let resumed_at: crate::hash::FastSet<usize> = results
+        .iter()
+        .filter(|o| o.verdict == Verdict::Resumed)
+        .map(|o| model.resumptions[o.index].exchange)
+        .collect();
+    for res in &mut results {
+        if let Some(x) = res.served_later.filter(|x| resumed_at.contains(x)) {
+            res.verdict = Verdict::Resumed;
+            res.reason = format!("the server answered with an empty stream and closed it; the client resumed again from the same Last-Event-ID in frame {}, which carried the stream on, so nothing was skipped here", exchanges[x].frame());
         }
     }
     // Read once for the detectors that need them: the responses each exchange delivered, and

@@ -420,6 +420,21 @@ pub(super) fn check(
             && pf.seq.is_some()
             && pl.seq.is_some();
         let (fs, ls) = (pf.seq.unwrap_or(0), pl.seq.unwrap_or(0));
+        // Ordinals of the first's format and prefix between L and the first that events before
+        // it carried (sorted, each once). Those events with their own id are priming events and
+        // other streams' (a re-sent cursor has L's own ordinal): what they carried was delivered.
+        let carried = || {
+            let mut v: Vec<u128> = after
+                .iter()
+                .take_while(|ev| !ev.is(&fev))
+                .filter_map(|ev| ev.sse.id.filter(|_| ev.sse.has_own_id).map(ids::parse))
+                .filter(|p| p.format == pf.format && p.prefix == pf.prefix)
+                .filter_map(|p| p.seq.filter(|&n| ls < n && n < fs))
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
         let strict_time = pf.format == IdFormat::TsStore;
         // Ordered formats compare with L itself; opaque ids can only be matched against what the
         // client already had up to L. (Ids re-sent after L by a replay are duplicates, not a regression.)
@@ -513,20 +528,11 @@ pub(super) fn check(
         // Ordinals between L and the first message event that priming events of the resumed
         // connection carried were delivered (as cursors), and so were those another stream's
         // events replayed here took (reported as cross_stream_replay).
-        let mut primed: Vec<u128> = if dense && fs > ls + 1 {
-            after
-                .iter()
-                .take_while(|ev| !ev.is(&fev))
-                .filter(|ev| (ev.priming || foreign(ev)) && ev.sse.has_own_id)
-                .filter_map(|ev| ev.sse.id.map(ids::parse))
-                .filter(|p| p.format == pf.format && p.prefix == pf.prefix)
-                .filter_map(|p| p.seq.filter(|&n| ls < n && n < fs))
-                .collect()
+        let primed: Vec<u128> = if dense && fs > ls + 1 {
+            carried()
         } else {
             Vec::new()
         };
-        primed.sort_unstable();
-        primed.dedup();
         let skipped = (fs.saturating_sub(ls + 1)).saturating_sub(primed.len() as u128);
         // The first ordinal after L that no priming event carried.
         let first_missing = primed
@@ -560,19 +566,7 @@ pub(super) fn check(
         if comparable {
             ids_go_on = Some(continuity_claimed);
             ids_next = !(pf.format.dense_by_format() || pf.format == IdFormat::Integer)
-                || fs > ls && {
-                    // Every ordinal in between carried by an event before the first (priming).
-                    let mut between: Vec<u128> = after
-                        .iter()
-                        .take_while(|ev| !ev.is(&fev))
-                        .filter_map(|ev| ev.sse.id.filter(|_| ev.sse.has_own_id).map(ids::parse))
-                        .filter(|p| p.format == pf.format && p.prefix == pf.prefix)
-                        .filter_map(|p| p.seq.filter(|&n| ls < n && n < fs))
-                        .collect();
-                    between.sort_unstable();
-                    between.dedup();
-                    between.len() as u128 == fs - ls - 1
-                };
+                || fs > ls && carried().len() as u128 == fs - ls - 1;
         }
     }
 
