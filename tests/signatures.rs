@@ -627,6 +627,27 @@ fn an_empty_answer_then_a_forked_resumption_stays_a_gap() {
 }
 
 #[test]
+fn an_empty_answer_to_a_resume_after_the_result_owes_nothing() {
+    // The result (id 4) arrives, the connection is cut before the last chunk, the client
+    // resumes from 4 and gets an empty 200 (Python's and rmcp's answer to a finished stream):
+    // nothing was owed. From 3, before the result, the same empty answer proves nothing.
+    for (cursor, verdict, session) in [
+        ("4", "resumed", "intact"),
+        ("3", "unverifiable", "unverifiable"),
+    ] {
+        let (mut cap, mut c) = call_under_way();
+        c.server(&mut cap, &chunk(Ev::id("4", result(2)).text().as_bytes()));
+        c.server_close(&mut cap);
+        cap.wait(1_000_000);
+        resume_with(&mut cap, cursor, &[]);
+        let rs = table_csv(&cap, "resumptions");
+        assert!(rs.contains(&format!(",{verdict},")), "{cursor}: {rs}");
+        let ss = table_csv(&cap, "sessions");
+        assert!(ss.contains(&format!(",{session}\n")), "{cursor}: {ss}");
+    }
+}
+
+#[test]
 fn a_tasks_progress_on_the_stream_of_its_result_request_is_its_own() {
     // MCP 2025-11-25 tasks (reference §6: the progress token lives as long as the task): call 2
     // answers at once with its task; the `tasks/result` request's stream carries call 2's

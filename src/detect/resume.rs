@@ -254,6 +254,16 @@ pub(super) fn check(
                 &format!("no events before the connection ended; the client resumed again from the same Last-Event-ID in frame {}, so nothing was skipped here", exchanges[x].frame()),
             );
         }
+        // A POST stream whose request was answered at or before L owes nothing after it: an
+        // empty answer is the whole rest of the stream (Python's and rmcp's answer to a resume
+        // of a finished stream, reference §4).
+        if stream.kind == StreamKind::Post && answered_before(exchanges, stream.origin, upto) {
+            return result(
+                Verdict::Resumed,
+                None,
+                "no events on the resumed connection, and none owed: the stream's request was answered at or before the Last-Event-ID",
+            );
+        }
         // An empty answer over at once (rmcp's to a resume it cannot serve) skipped nothing
         // either when a later resumption from the same Last-Event-ID, after more such answers,
         // is itself resumed: the verdict below stands unless that one is ([`super::run`]).
