@@ -3,6 +3,7 @@
 //! (`params.progressToken`, `params.progress`, MCP spec "Progress" utility)
 //! and configurable application sequence fields (JSON pointers, RFC 6901).
 
+use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 mod fast;
@@ -168,7 +169,7 @@ pub fn classify(v: &Value, app_seq: &[String]) -> Message {
     }
     let request_progress_token = if kind == Kind::Request {
         params
-            .and_then(|p| p.pointer("/_meta/progressToken"))
+            .and_then(|p| p.get("_meta")?.get("progressToken"))
             .map(compact)
     } else {
         None
@@ -177,7 +178,10 @@ pub fn classify(v: &Value, app_seq: &[String]) -> Message {
         .and_then(|p| p.get("protocolVersion"))
         .or_else(|| get("result").and_then(|r| r.get("protocolVersion")))
         .or_else(|| {
-            params.and_then(|p| p.pointer("/_meta/io.modelcontextprotocol~1protocolVersion"))
+            params.and_then(|p| {
+                p.get("_meta")?
+                    .get("io.modelcontextprotocol/protocolVersion")
+            })
         })
         .and_then(Value::as_str)
         .map(str::to_string);
@@ -187,12 +191,18 @@ pub fn classify(v: &Value, app_seq: &[String]) -> Message {
         .filter_map(|(i, p)| v.pointer(p).and_then(Value::as_f64).map(|x| (i, x)))
         .collect();
     let params_hash = (kind == Kind::Request).then(|| {
-        let mut p = params.cloned().unwrap_or(Value::Null);
-        if let Some(o) = p.as_object_mut() {
-            o.remove("_meta");
-        }
-        let text = format!("{}\n{}", method.as_deref().unwrap_or(""), compact(&p));
-        crate::hash::hash64(text.as_bytes())
+        // `params` without `_meta`, compact, members in their order; serialized in place, not
+        // cloned first.
+        let mut text = method.as_deref().unwrap_or("").as_bytes().to_vec();
+        text.push(b'\n');
+        let mut ser = serde_json::Serializer::new(&mut text);
+        // Writing into a Vec does not fail, nor does serializing a `Value`.
+        let _ = match params {
+            Some(Value::Object(o)) => ser.collect_map(o.iter().filter(|(k, _)| *k != "_meta")),
+            Some(p) => p.serialize(&mut ser),
+            None => Value::Null.serialize(&mut ser),
+        };
+        crate::hash::hash64(&text)
     });
     let cancels = if method.as_deref() == Some("notifications/cancelled") {
         params.and_then(|p| p.get("requestId")).map(compact)
