@@ -279,6 +279,56 @@ fn healthy_with_one_byte_segments() {
 }
 
 #[test]
+fn bytes_after_a_lost_response_head_are_counted() {
+    // The first segment of a GET's SSE answer (its head and first events) is missing from the
+    // capture and nothing after it starts a message: every byte after the gap is counted as
+    // skipped, to the byte, not dropped unsaid.
+    let mut cap = Capture::with_segment_size(100);
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some("s1"), None));
+    let evs: Vec<Ev> = (1..=20)
+        .map(|i| Ev::id(i, progress(&json!("t"), i, 20)))
+        .collect();
+    let body = sse_response(None, &evs, false);
+    g.server(&mut cap, &body);
+    let port = g.port;
+    g.close(&mut cap);
+    let first = cap.server_data_frames(port)[0];
+    cap.lose(first);
+    let a = table_csv(&cap, "anomalies");
+    let want = format!(
+        "{} bytes skipped to the end of the stream, with no start line",
+        body.len() - 100
+    );
+    assert!(a.contains(&want), "{want}\n{a}");
+}
+
+#[test]
+fn after_a_101_the_client_side_is_not_http_either() {
+    // A WebSocket upgrade: the client's frames after the 101 are another protocol, not a bad
+    // request head and skipped bytes.
+    let mut cap = Capture::new();
+    let mut c = cap.connect();
+    c.client(
+        &mut cap,
+        b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+    );
+    c.server(
+        &mut cap,
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+    );
+    c.client(
+        &mut cap,
+        &[0x81, 0x85, 1, 2, 3, 4, b'h', b'e', b'l', b'l', b'o'],
+    );
+    c.server(&mut cap, &[0x81, 0x02, b'h', b'i']);
+    c.close(&mut cap);
+    let a = table_csv(&cap, "anomalies");
+    assert_eq!(a.lines().count(), 2, "{a}");
+    assert!(a.contains("http.upgrade"), "{a}");
+}
+
+#[test]
 fn healthy_with_reordered_and_retransmitted_segments() {
     let mut cap = Capture::with_segment_size(40);
     let port = healthy(&mut cap);

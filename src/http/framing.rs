@@ -219,6 +219,9 @@ pub struct DirParser {
     in_message: bool,
     /// In Resync: whether the next byte starts a line.
     line_start: bool,
+    /// In Resync: bytes passed over so far without a start line (reported, with the reason the
+    /// skipping stopped, as one `http.resync_skipped` anomaly).
+    skipped: u64,
     /// Bytes of the head in progress at the last attempt to parse it (0: none yet): it is parsed
     /// again only once its end may have arrived, or 4 KiB more, so a head that comes a byte at a
     /// time is not re-parsed from its start for every byte.
@@ -257,7 +260,28 @@ impl DirParser {
             limits,
             in_message: false,
             line_start: false,
+            skipped: 0,
             head_tried: 0,
+        }
+    }
+
+    /// Report the bytes skipped in Resync, if any; `why` says where the skipping stopped. The
+    /// bytes kept back as a possible split start line (in `buf`) are counted when `held`.
+    fn report_skipped(
+        &mut self,
+        why: &str,
+        held: bool,
+        out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule,
+    ) {
+        if held && self.state == State::Resync {
+            self.skipped += self.buf.len() as u64;
+        }
+        if self.skipped > 0 {
+            out(HttpEvent::Anomaly(
+                "http.resync_skipped",
+                format!("{} bytes skipped {why}", self.skipped),
+            ));
+            self.skipped = 0;
         }
     }
 
@@ -289,6 +313,21 @@ impl DirParser {
             self.head_tried = 0;
             self.enter_resync(out);
         }
+    }
+
+    /// Whether HTTP has ended on this direction (after a 101 or a 2xx to CONNECT).
+    pub fn in_tunnel(&self) -> bool {
+        self.state == State::Tunnel
+    }
+
+    /// End HTTP on this direction because the other one left it: the request direction once
+    /// its response switched protocols (RFC 9110 §7.8, §9.3.6). Bytes held back (the start of
+    /// what would have been the next head) belong to the other protocol.
+    pub fn enter_tunnel(&mut self) {
+        self.buf.clear();
+        self.head_tried = 0;
+        self.in_message = false;
+        self.state = State::Tunnel;
     }
 
     /// Whether no message body is under way: between messages, or inside a head (a gap here
@@ -361,6 +400,13 @@ impl DirParser {
                 out(HttpEvent::BodyGap(len));
             }
             State::Tunnel => {}
+            State::Resync => {
+                // Still looking for a start line: the bytes passed over end at the gap; after
+                // it, as before it, a start line is looked for after a line end.
+                self.report_skipped("before a gap, with no start line", true, out);
+                self.buf.clear();
+                self.line_start = false;
+            }
             State::Head if !self.in_message && self.buf.is_empty() => {
                 // The gap began where a message ended, so whole messages may be missing; the
                 // bytes after it may well begin the next message, and a start line is accepted
@@ -390,6 +436,10 @@ impl DirParser {
             State::UntilClose => self.end_message(orderly, out),
             _ if self.in_message => self.end_message(false, out),
             State::Head if !self.buf.is_empty() => self.unfinished_head("at end of stream", out),
+            // (In a tunnel only what was skipped before the other direction entered it.)
+            State::Resync | State::Tunnel => {
+                self.report_skipped("to the end of the stream, with no start line", true, out)
+            }
             _ => {}
         }
         self.buf.clear();
@@ -420,12 +470,8 @@ impl DirParser {
                 State::Resync => {
                     match find_start_line(rest, self.is_request, self.line_start) {
                         Some(i) => {
-                            if i > 0 {
-                                out(HttpEvent::Anomaly(
-                                    "http.resync_skipped",
-                                    format!("{i} bytes skipped to the next start line"),
-                                ));
-                            }
+                            self.skipped += i as u64;
+                            self.report_skipped("to the next start line", false, out);
                             pos += i;
                             self.state = State::Head;
                         }
@@ -443,6 +489,7 @@ impl DirParser {
                                 0
                             };
                             self.line_start = keep > 0 || rest.last() == Some(&b'\n');
+                            self.skipped += (rest.len() - keep) as u64;
                             return input.len() - keep;
                         }
                     }
@@ -476,6 +523,7 @@ impl DirParser {
                             self.head_tried = 0;
                             self.state = State::Resync;
                             self.line_start = false;
+                            self.skipped += 1;
                             pos += 1;
                         }
                         HeadResult::Done(n) => {

@@ -499,6 +499,13 @@ impl HttpLayer {
             };
             f(&mut parser, &mut out);
         }
+        if !is_request && parser.in_tunnel() {
+            // A 101 (or a 2xx to CONNECT) ends HTTP in both directions: what the client sends
+            // next belongs to the other protocol too (the `http.upgrade` anomaly says so).
+            if let Some(req) = conn.parsers[1 - d].as_mut() {
+                req.enter_tunnel();
+            }
+        }
         conn.parsers[d] = Some(parser);
         self.exchanges.extend(done);
     }
