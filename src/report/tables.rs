@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use super::{Table, Text, Values};
-use crate::anomaly::Anomalies;
+use crate::anomaly::{Anomalies, Anomaly};
 use crate::detect::{Analysis, Severity};
 use crate::http::{Exchange, MessageRef};
 use crate::jsonrpc::Kind;
@@ -788,11 +788,38 @@ pub fn vantages(rows: &[VantageRow]) -> Table {
     }
 }
 
-/// `anomalies`: one row per counted anomaly (weird.log).
+/// `anomalies`: one row per counted anomaly (weird.log). Past the rows a run keeps
+/// ([`crate::anomaly::MAX_KEPT`] per stage), one last row, code `anomaly.not_listed` (no frame,
+/// no flow), says how many more were counted, by code.
 pub fn anomalies(sets: &[&Anomalies]) -> Table {
     // In frame order (then flow and code), whichever thread raised them.
     let mut rows: Vec<_> = sets.iter().flat_map(|s| s.rows.iter()).collect();
     rows.sort_by(|a, b| (a.frame, &a.flow_id, a.code).cmp(&(b.frame, &b.flow_id, b.code)));
+    let mut unlisted: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
+    for (code, n) in sets.iter().flat_map(|s| s.counts.iter()) {
+        *unlisted.entry(code).or_insert(0) += n;
+    }
+    for a in &rows {
+        if let Some(n) = unlisted.get_mut(a.code) {
+            *n = n.saturating_sub(1);
+        }
+    }
+    unlisted.retain(|_, n| *n > 0);
+    let summary = (!unlisted.is_empty()).then(|| {
+        let total: u64 = unlisted.values().sum();
+        let by_code: Vec<String> = unlisted.iter().map(|(c, n)| format!("{c} {n}")).collect();
+        Anomaly::new(
+            "anomaly.not_listed",
+            None,
+            None,
+            format!(
+                "{total} more anomalies counted but not listed (rows kept per stage: {}): {}",
+                crate::anomaly::MAX_KEPT,
+                by_code.join(", ")
+            ),
+        )
+    });
+    rows.extend(summary.as_ref());
     Table {
         name: "anomalies",
         columns: vec![
@@ -801,5 +828,37 @@ pub fn anomalies(sets: &[&Anomalies]) -> Table {
             col!("flow_id", Str, rows, |a| a.flow_id.as_deref()),
             col!("detail", Str, rows, |a| Some(a.detail.as_str())),
         ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::anomaly::MAX_KEPT;
+
+    /// Past the rows kept, the table ends with one row that counts the others, by code.
+    #[test]
+    fn anomalies_past_the_rows_kept_are_counted_in_a_last_row() {
+        let mut a = Anomalies::default();
+        for i in 0..MAX_KEPT + 3 {
+            a.add_with("x.y", Some(i as u64), None, String::new);
+        }
+        let mut b = Anomalies::default();
+        b.add(Anomaly::new("z.w", Some(1), None, String::new()));
+        let t = anomalies(&[&a, &b]);
+        assert_eq!(t.height(), MAX_KEPT + 2);
+        let Values::Str(code) = &t.columns[0].1 else {
+            panic!("code is text")
+        };
+        let Values::Str(detail) = &t.columns[3].1 else {
+            panic!("detail is text")
+        };
+        assert_eq!(code.get(MAX_KEPT + 1), Some("anomaly.not_listed"));
+        assert_eq!(
+            detail.get(MAX_KEPT + 1),
+            Some("3 more anomalies counted but not listed (rows kept per stage: 100000): x.y 3")
+        );
+        // Everything listed: no such row.
+        assert_eq!(anomalies(&[&b]).height(), 1);
     }
 }
