@@ -239,7 +239,6 @@ struct Conn {
     parsers: [Option<DirParser>; 2],
     /// Bytes held while the role of a direction is unknown.
     probe: [Vec<u8>; 2],
-    not_http: bool,
     client_dir: Option<Dir>,
     exchanges: Vec<Exchange>,
     emitted: usize,
@@ -276,7 +275,11 @@ struct Conn {
 /// The HTTP stage: a [`StreamSink`] that turns connections into [`Exchange`]s.
 #[derive(Debug, Default)]
 pub struct HttpLayer {
-    conns: crate::hash::FastMap<usize, Conn>,
+    /// HTTP state of the open connections that carry HTTP, boxed: the map's slots stay small
+    /// (the state is over a kilobyte), also while the map grows.
+    conns: crate::hash::FastMap<usize, Box<Conn>>,
+    /// Open connections found not to carry HTTP: nothing more is kept for them.
+    not_http: crate::hash::FastSet<usize>,
     /// Finished exchanges, in completion order.
     pub exchanges: crate::chunks::Chunks<Exchange>,
     /// Client direction per flow, as decided by SYN or by the HTTP roles.
@@ -312,7 +315,6 @@ impl Conn {
         Conn {
             parsers,
             probe: [Vec::new(), Vec::new()],
-            not_http: false,
             client_dir,
             exchanges: Vec::new(),
             emitted: 0,
@@ -347,14 +349,14 @@ impl StreamSink for HttpLayer {
                 }
             }
             StreamEvent::Chunk(d, chunk) => {
+                if !self.not_http.is_empty() && self.not_http.contains(&fi) {
+                    return;
+                }
                 let limits = self.options.limits;
                 let conn = self
                     .conns
                     .entry(fi)
-                    .or_insert_with(|| Conn::new(&flow, limits));
-                if conn.not_http {
-                    return;
-                }
+                    .or_insert_with(|| Box::new(Conn::new(&flow, limits)));
                 match chunk {
                     Chunk::Data { bytes, .. } => {
                         if conn.parsers[d].is_none() {
@@ -392,8 +394,8 @@ impl StreamSink for HttpLayer {
                                     }
                                 }
                                 None => {
-                                    conn.not_http = true;
-                                    conn.probe = [Vec::new(), Vec::new()];
+                                    self.conns.remove(&fi);
+                                    self.not_http.insert(fi);
                                     self.anomalies.add(Anomaly::new(
                                         "http.not_http",
                                         Some(frame),
@@ -447,6 +449,7 @@ impl StreamSink for HttpLayer {
                 }
             }
             StreamEvent::Close => {
+                self.not_http.remove(&fi);
                 if let Some(mut conn) = self.conns.remove(&fi) {
                     // Requests never answered stay as exchanges without a response; when the
                     // capture lost response bytes after the last response began (no later head
