@@ -23,6 +23,7 @@
 //! large captures for benchmarks; [`hash`] compares payloads.
 
 pub mod anomaly;
+pub mod budget;
 pub mod capture;
 pub mod chunks;
 pub mod decode;

@@ -51,6 +51,8 @@ pub struct Exchange {
     pub req_body_len: u64,
     /// Request body while it arrives (bounded by [`MAX_JSON_BODY`]); emptied once parsed.
     pub req_body: Vec<u8>,
+    /// `req_body`'s part of the held-bytes budget ([`HttpOptions::held`]).
+    pub(crate) req_charge: crate::budget::Charge,
     /// Whether bytes of the request were missing from the capture.
     pub req_gap: bool,
     /// Messages in the request body.
@@ -77,6 +79,8 @@ pub struct Exchange {
     pub resp_body_len: u64,
     /// Response body when not SSE, while it arrives (bounded); emptied once parsed.
     pub resp_body: Vec<u8>,
+    /// `resp_body`'s part of the held-bytes budget ([`HttpOptions::held`]).
+    pub(crate) resp_charge: crate::budget::Charge,
     /// Whether bytes of the response were missing from the capture.
     pub resp_gap: bool,
     /// Whether the response ended as its framing said (false: cut by close, reset or gap).
@@ -232,6 +236,9 @@ pub struct HttpOptions {
     pub sse: SseLimits,
     /// JSON pointers to application sequence fields.
     pub app_seq: Vec<String>,
+    /// The bytes JSON bodies and SSE events and lines may hold at once, over all connections
+    /// ([`crate::budget::HELD_LIMIT`] by default; shared by the clones of these options).
+    pub held: std::sync::Arc<crate::budget::Budget>,
 }
 
 #[derive(Debug)]
@@ -680,7 +687,7 @@ fn on_event(
             e.ts_last_byte = Some(ts);
             e.frame_last = Some(frame);
             conn.sse = if e.is_sse {
-                Some(SseParser::new(opts.sse))
+                Some(SseParser::new(opts.sse).with_budget(&opts.held))
             } else {
                 None
             };
@@ -698,7 +705,15 @@ fn on_event(
                     e.req_body_len += bytes.len() as u64;
                     match conn.req_decoder.as_mut() {
                         Some(d) => match d.push(bytes) {
-                            Ok(v) => append_bounded(&mut e.req_body, &v, anomalies, frame, flow_id),
+                            Ok(v) => append_bounded(
+                                &mut e.req_body,
+                                &mut e.req_charge,
+                                opts,
+                                &v,
+                                anomalies,
+                                frame,
+                                flow_id,
+                            ),
                             Err(err) => {
                                 anomalies.add(Anomaly::new(
                                     "http.bad_content_coding",
@@ -711,7 +726,15 @@ fn on_event(
                             }
                         },
                         None if e.req_gap => {}
-                        None => append_bounded(&mut e.req_body, bytes, anomalies, frame, flow_id),
+                        None => append_bounded(
+                            &mut e.req_body,
+                            &mut e.req_charge,
+                            opts,
+                            bytes,
+                            anomalies,
+                            frame,
+                            flow_id,
+                        ),
                     }
                 }
             } else if let Some(i) = conn.resp_idx {
@@ -807,7 +830,15 @@ fn on_event(
                     }
                     if let Some(mut d) = conn.req_decoder.take() {
                         let (rest, ended) = d.finish();
-                        append_bounded(&mut e.req_body, &rest, anomalies, frame, flow_id);
+                        append_bounded(
+                            &mut e.req_body,
+                            &mut e.req_charge,
+                            opts,
+                            &rest,
+                            anomalies,
+                            frame,
+                            flow_id,
+                        );
                         if ended.is_err() {
                             e.req_gap = true;
                         }
@@ -820,7 +851,7 @@ fn on_event(
                         .is_some_and(|&b| b == b'[');
                     finish_json(
                         &e.req_body,
-                        e.req_gap.then_some(LOST_IN_CAPTURE),
+                        not_kept(e.req_gap, &e.req_charge),
                         &opts.app_seq,
                         &mut e.req_messages,
                         anomalies,
@@ -829,6 +860,7 @@ fn on_event(
                         "http.request_not_json",
                     );
                     e.req_body = Vec::new();
+                    e.req_charge.hold(0);
                 }
             } else if conn.resp_interim {
                 conn.resp_interim = false;
@@ -881,8 +913,8 @@ fn on_event(
                         .unwrap_or("")
                         .to_ascii_lowercase();
                     if ct.contains("json") {
-                        let cut = if e.resp_gap {
-                            Some(LOST_IN_CAPTURE)
+                        let cut = if let Some(why) = not_kept(e.resp_gap, &e.resp_charge) {
+                            Some(why)
                         } else if e.open_at_capture_end {
                             Some("JSON body cut by the end of the capture; not parsed")
                         } else {
@@ -902,6 +934,7 @@ fn on_event(
                         );
                     }
                     e.resp_body = Vec::new();
+                    e.resp_charge.hold(0);
                 }
                 // Emit the finished prefix of the connection's exchanges.
                 while conn.emitted < conn.exchanges.len()
@@ -973,31 +1006,74 @@ fn feed_body(
                 bad_event(anomalies, flow_id, b);
             }
         }
-        None => append_bounded(&mut e.resp_body, bytes, anomalies, frame, flow_id),
+        None => append_bounded(
+            &mut e.resp_body,
+            &mut e.resp_charge,
+            opts,
+            bytes,
+            anomalies,
+            frame,
+            flow_id,
+        ),
     }
 }
 
 fn append_bounded(
     buf: &mut Vec<u8>,
+    charge: &mut crate::budget::Charge,
+    opts: &HttpOptions,
     bytes: &[u8],
     anomalies: &mut Anomalies,
     frame: u64,
     flow_id: FlowId,
 ) {
-    if buf.len() + bytes.len() > MAX_JSON_BODY {
-        if buf.len() < MAX_JSON_BODY {
-            anomalies.add(Anomaly::new(
-                "http.body_too_large",
-                Some(frame),
-                Some(flow_id.to_string()),
-                format!("body over {MAX_JSON_BODY} bytes not kept for JSON parsing"),
-            ));
-            buf.extend_from_slice(&bytes[..MAX_JSON_BODY - buf.len()]);
-        }
+    if charge.refused() {
         return;
     }
-    buf.extend_from_slice(bytes);
+    let keep = bytes.len().min(MAX_JSON_BODY.saturating_sub(buf.len()));
+    if keep < bytes.len() && buf.len() < MAX_JSON_BODY {
+        anomalies.add(Anomaly::new(
+            "http.body_too_large",
+            Some(frame),
+            Some(flow_id.to_string()),
+            format!("body over {MAX_JSON_BODY} bytes not kept for JSON parsing"),
+        ));
+    }
+    if keep == 0 {
+        return;
+    }
+    charge.draw_on(&opts.held);
+    if !charge.hold(buf.len() + keep) {
+        anomalies.add(Anomaly::new(
+            "http.memory_budget",
+            Some(frame),
+            Some(flow_id.to_string()),
+            format!(
+                "the JSON bodies and SSE events held for all connections reached {} bytes; this body is not kept",
+                opts.held.limit()
+            ),
+        ));
+        *buf = Vec::new();
+        charge.hold(0);
+        return;
+    }
+    buf.extend_from_slice(&bytes[..keep]);
 }
+
+/// The `http.json_incomplete` detail of a body not kept whole: lost in the capture, or given
+/// up at the held-bytes budget.
+fn not_kept(gap: bool, charge: &crate::budget::Charge) -> Option<&'static str> {
+    if gap {
+        Some(LOST_IN_CAPTURE)
+    } else if charge.refused() {
+        Some(OVER_BUDGET)
+    } else {
+        None
+    }
+}
+
+/// The `http.json_incomplete` detail of a body given up at the held-bytes budget.
+const OVER_BUDGET: &str = "JSON body not kept whole (held-bytes budget); not parsed";
 
 /// The `http.json_incomplete` detail of a body whose bytes the capture missed.
 const LOST_IN_CAPTURE: &str = "JSON body lost bytes in the capture; not parsed";
@@ -1075,4 +1151,47 @@ fn bad_event(anomalies: &mut Anomalies, flow_id: FlowId, (frame, why): (u64, Str
         Some(flow_id.to_string()),
         format!("event data is not a JSON-RPC message: {why}"),
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A JSON body that would take the held bytes past the budget is given up whole: its bytes
+    /// are given back at once, later bytes are not kept, and it is not parsed.
+    #[test]
+    fn a_body_past_the_held_budget_is_given_up() {
+        let opts = HttpOptions {
+            held: crate::budget::Budget::new(100),
+            ..Default::default()
+        };
+        let (mut buf, mut charge) = (Vec::new(), crate::budget::Charge::default());
+        let mut an = Anomalies::default();
+        append_bounded(
+            &mut buf,
+            &mut charge,
+            &opts,
+            &[b' '; 60],
+            &mut an,
+            1,
+            FlowId(0),
+        );
+        assert_eq!((buf.len(), opts.held.held()), (60, 60));
+        assert_eq!(not_kept(false, &charge), None);
+        append_bounded(
+            &mut buf,
+            &mut charge,
+            &opts,
+            &[b' '; 60],
+            &mut an,
+            2,
+            FlowId(0),
+        );
+        assert_eq!((buf.len(), opts.held.held()), (0, 0));
+        assert_eq!(an.count("http.memory_budget"), 1);
+        append_bounded(&mut buf, &mut charge, &opts, b"{}", &mut an, 3, FlowId(0));
+        assert!(buf.is_empty());
+        assert_eq!(not_kept(false, &charge), Some(OVER_BUDGET));
+        assert_eq!(not_kept(true, &charge), Some(LOST_IN_CAPTURE));
+    }
 }

@@ -97,9 +97,18 @@ pub struct SseParser {
     data: Vec<u8>,
     too_large: bool,
     last_event_id: Option<crate::Short>,
+    /// What `data` and `line` hold past [`FREE_HELD`] bytes, drawn on the stage's held-bytes
+    /// budget ([`Self::with_budget`]; none: no such bound).
+    charge: crate::budget::Charge,
+    /// The budget refused the last growth of `data` or `line` (said in the anomaly).
+    over_budget: bool,
     /// Comment lines seen.
     pub comments: u64,
 }
+
+/// Bytes of event data and line a parser holds without drawing on the held-bytes budget: most
+/// events are smaller, so most never touch it.
+const FREE_HELD: usize = 4 << 10;
 
 impl SseParser {
     /// A parser at the start of a body.
@@ -120,8 +129,30 @@ impl SseParser {
             data: Vec::new(),
             too_large: false,
             last_event_id: None,
+            charge: crate::budget::Charge::default(),
+            over_budget: false,
             comments: 0,
         }
+    }
+
+    /// The same parser, its event and line buffers bounded also by `budget`, shared with other
+    /// connections' buffers (anomaly `sse.memory_budget`; the event is skipped).
+    pub fn with_budget(mut self, budget: &std::sync::Arc<crate::budget::Budget>) -> Self {
+        self.charge = crate::budget::Charge::new(budget);
+        self
+    }
+
+    /// Whether `data` and `line` may hold `bytes` in all; sets `over_budget` when not.
+    fn may_hold(&mut self, bytes: usize) -> bool {
+        let ok = self.charge.hold(bytes.saturating_sub(FREE_HELD));
+        self.over_budget |= !ok;
+        ok
+    }
+
+    /// Give back what `data` and `line` no longer hold.
+    fn held_now(&mut self) {
+        let n = self.data.len() + self.line.len();
+        self.charge.hold(n.saturating_sub(FREE_HELD));
     }
 
     /// Push body bytes that arrived in `frame` at `ts`. Each event is lent to `out` as it is
@@ -239,7 +270,9 @@ impl SseParser {
         if self.line_too_long {
             return;
         }
-        if self.line.len() + part.len() > self.limits.max_line {
+        if self.line.len() + part.len() > self.limits.max_line
+            || !self.may_hold(self.data.len() + self.line.len() + part.len())
+        {
             self.too_long(anomalies);
             return;
         }
@@ -248,15 +281,19 @@ impl SseParser {
 
     /// The line in progress passed the length limit: it and its event are skipped.
     fn too_long(&mut self, anomalies: &mut impl FnMut(Anomaly)) {
-        anomalies(Anomaly::new(
-            "sse.line_too_long",
-            None,
-            None,
-            format!(
-                "line longer than {} bytes; event skipped",
-                self.limits.max_line
-            ),
-        ));
+        anomalies(if std::mem::take(&mut self.over_budget) {
+            self.budget_anomaly(None)
+        } else {
+            Anomaly::new(
+                "sse.line_too_long",
+                None,
+                None,
+                format!(
+                    "line longer than {} bytes; event skipped",
+                    self.limits.max_line
+                ),
+            )
+        });
         self.line_too_long = true;
         self.streaming = None;
         self.line.clear();
@@ -300,11 +337,15 @@ impl SseParser {
             v = v.strip_prefix(b" ").unwrap_or(v);
         }
         s.len += v.len();
-        if s.over {
+        if s.over || self.too_large {
             return;
         }
         // The check `line_done` makes on a whole value (and its LF).
-        if s.before + s.len + 1 > self.limits.max_event {
+        let held = s.before + s.len + 1 + self.line.len();
+        if s.before + s.len + 1 > self.limits.max_event || !self.may_hold(held) {
+            let Some(s) = self.streaming.as_mut() else {
+                return;
+            };
             s.over = true;
             self.data.truncate(s.before);
             return;
@@ -326,18 +367,36 @@ impl SseParser {
 
     /// A data value would take the event past its size limit: the event is skipped (said once).
     fn too_large(&mut self, frame: u64, anomalies: &mut impl FnMut(Anomaly)) {
+        let over_budget = std::mem::take(&mut self.over_budget);
         if !self.too_large {
-            anomalies(Anomaly::new(
-                "sse.event_too_large",
-                Some(frame),
-                None,
-                format!(
-                    "event data over {} bytes; event skipped",
-                    self.limits.max_event
-                ),
-            ));
+            anomalies(if over_budget {
+                self.budget_anomaly(Some(frame))
+            } else {
+                Anomaly::new(
+                    "sse.event_too_large",
+                    Some(frame),
+                    None,
+                    format!(
+                        "event data over {} bytes; event skipped",
+                        self.limits.max_event
+                    ),
+                )
+            });
         }
         self.too_large = true;
+        // What the skipped event held is given back now, not at its end.
+        self.data.clear();
+        self.held_now();
+    }
+
+    /// The anomaly of an event or line the held-bytes budget refused.
+    fn budget_anomaly(&self, frame: Option<u64>) -> Anomaly {
+        Anomaly::new(
+            "sse.memory_budget",
+            frame,
+            None,
+            "the JSON bodies and SSE events held for all connections reached their budget; event skipped".into(),
+        )
     }
 
     fn reset_event(&mut self) {
@@ -345,6 +404,7 @@ impl SseParser {
         self.cur_started = false;
         self.data.clear();
         self.too_large = false;
+        self.held_now();
     }
 
     fn line_done(
@@ -393,7 +453,13 @@ impl SseParser {
         }
         match name {
             b"data" => {
-                if self.data.len() + value.len() + 1 > self.limits.max_event {
+                if self.too_large {
+                    // The event is skipped already: its data is not kept.
+                    return;
+                }
+                if self.data.len() + value.len() + 1 > self.limits.max_event
+                    || !self.may_hold(self.data.len() + value.len() + 1 + self.line.len())
+                {
                     self.too_large(frame, anomalies);
                     return;
                 }
@@ -545,6 +611,50 @@ mod tests {
             e.frame_last = 0;
         }
         evs
+    }
+
+    /// Two parsers share a budget of 8 KiB past their free 4 KiB each: an event of 9 KiB in one
+    /// is skipped, whole or split at any byte, while the other's small events go through; the
+    /// bytes come back when the event ends.
+    #[test]
+    fn a_shared_budget_skips_an_event_past_it() {
+        let big = format!(
+            "id: 1\ndata: {}\n\nid: 2\ndata: ok\n\n",
+            "x".repeat(13 << 10)
+        );
+        let big = big.as_bytes();
+        for split in (0..big.len()).step_by(997).chain([1, 6, big.len() - 1]) {
+            let budget = crate::budget::Budget::new(8 << 10);
+            let mut a = SseParser::new(SseLimits::default()).with_budget(&budget);
+            let mut b = SseParser::new(SseLimits::default()).with_budget(&budget);
+            let (mut evs, mut anomalies) = (Vec::new(), Vec::new());
+            for part in [&big[..split], &big[split..]] {
+                a.push(part, 0, 1, &mut |e| evs.push(e.clone()), &mut |x| {
+                    anomalies.push(x.code)
+                });
+                b.push(
+                    b"data: {}\n\n",
+                    0,
+                    1,
+                    &mut |e| evs.push(e.clone()),
+                    &mut |x| anomalies.push(x.code),
+                );
+            }
+            let ids: Vec<_> = evs.iter().map(|e| e.id.as_deref().unwrap_or("-")).collect();
+            assert_eq!(
+                ids.iter().filter(|i| **i == "1").count(),
+                0,
+                "split {split}"
+            );
+            assert!(ids.contains(&"2"), "split {split}: {ids:?}");
+            assert_eq!(
+                ids.iter().filter(|i| **i == "-").count(),
+                2,
+                "split {split}"
+            );
+            assert_eq!(anomalies, ["sse.memory_budget"], "split {split}");
+            assert_eq!(budget.held(), 0, "split {split}");
+        }
     }
 
     // Python SDK (sse-starlette) style: CRLF, priming event, comment.
