@@ -1167,30 +1167,17 @@ mod tests {
         };
         let (mut buf, mut charge) = (Vec::new(), crate::budget::Charge::default());
         let mut an = Anomalies::default();
-        append_bounded(
-            &mut buf,
-            &mut charge,
-            &opts,
-            &[b' '; 60],
-            &mut an,
-            1,
-            FlowId(0),
-        );
+        let mut add = |buf: &mut Vec<u8>, charge: &mut crate::budget::Charge, bytes: &[u8]| {
+            append_bounded(buf, charge, &opts, bytes, &mut an, 1, FlowId(0));
+        };
+        add(&mut buf, &mut charge, &[b' '; 60]);
         assert_eq!((buf.len(), opts.held.held()), (60, 60));
         assert_eq!(not_kept(false, &charge), None);
-        append_bounded(
-            &mut buf,
-            &mut charge,
-            &opts,
-            &[b' '; 60],
-            &mut an,
-            2,
-            FlowId(0),
-        );
+        add(&mut buf, &mut charge, &[b' '; 60]);
         assert_eq!((buf.len(), opts.held.held()), (0, 0));
-        assert_eq!(an.count("http.memory_budget"), 1);
-        append_bounded(&mut buf, &mut charge, &opts, b"{}", &mut an, 3, FlowId(0));
+        add(&mut buf, &mut charge, b"{}");
         assert!(buf.is_empty());
+        assert_eq!(an.count("http.memory_budget"), 1);
         assert_eq!(not_kept(false, &charge), Some(OVER_BUDGET));
         assert_eq!(not_kept(true, &charge), Some(LOST_IN_CAPTURE));
     }
