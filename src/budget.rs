@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
 /// Bytes the buffers of one HTTP stage (JSON bodies, SSE events and lines) may hold at once:
-/// 128 MiB. Ordinary traffic holds a few megabytes.
+/// 128 MiB, for each thread of a run (each shard has its own budget, so that what is refused
+/// does not depend on how threads interleave). Ordinary traffic holds a few megabytes.
 pub const HELD_LIMIT: usize = 128 << 20;
 
 /// A shared count of held bytes, and its limit (bytes).

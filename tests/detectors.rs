@@ -329,6 +329,50 @@ fn after_a_101_the_client_side_is_not_http_either() {
 }
 
 #[test]
+fn a_101_leaves_http_only_after_the_request_and_only_for_an_upgrade() {
+    // An h2c upgrade whose JSON body is still arriving when the 101 comes (the body is sent
+    // whole first), and a 101 to a request that did not ask to upgrade, after which the
+    // client goes on in HTTP: both requests are read whole, and the second request too.
+    let body = serde_json::to_vec(&initialize(1)).unwrap();
+    for upgrade in [true, false] {
+        let mut cap = Capture::new();
+        let mut c = cap.connect();
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: x\r\n{}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            if upgrade { "Upgrade: h2c\r\nConnection: Upgrade\r\n" } else { "" },
+            body.len()
+        );
+        let mut first = head.into_bytes();
+        first.extend_from_slice(&body[..20]);
+        c.client(&mut cap, &first);
+        c.server(
+            &mut cap,
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n",
+        );
+        c.client(&mut cap, &body[20..]);
+        if !upgrade {
+            c.client(&mut cap, &post(None, &tools_call(2, &json!(2))));
+        }
+        c.close(&mut cap);
+        let ex = exchanges_table(&cap);
+        let methods: Vec<&str> = ex
+            .iter()
+            .filter_map(|e| e["jsonrpc_methods"].as_str())
+            .collect();
+        let want: &[&str] = if upgrade {
+            &["initialize"]
+        } else {
+            &["initialize", "tools/call"]
+        };
+        assert_eq!(methods, want, "upgrade {upgrade}: {ex:#?}");
+        assert!(
+            !table_csv(&cap, "anomalies").contains("bad_head"),
+            "upgrade {upgrade}"
+        );
+    }
+}
+
+#[test]
 fn healthy_with_reordered_and_retransmitted_segments() {
     let mut cap = Capture::with_segment_size(40);
     let port = healthy(&mut cap);

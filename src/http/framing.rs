@@ -222,6 +222,8 @@ pub struct DirParser {
     /// In Resync: bytes passed over so far without a start line (reported, with the reason the
     /// skipping stopped, as one `http.resync_skipped` anomaly).
     skipped: u64,
+    /// HTTP ends on this direction when the message under way ends ([`Self::tunnel_after_message`]).
+    tunnel_next: bool,
     /// Bytes of the head in progress at the last attempt to parse it (0: none yet): it is parsed
     /// again only once its end may have arrived, or 4 KiB more, so a head that comes a byte at a
     /// time is not re-parsed from its start for every byte.
@@ -261,6 +263,7 @@ impl DirParser {
             in_message: false,
             line_start: false,
             skipped: 0,
+            tunnel_next: false,
             head_tried: 0,
         }
     }
@@ -315,19 +318,19 @@ impl DirParser {
         }
     }
 
-    /// Whether HTTP has ended on this direction (after a 101 or a 2xx to CONNECT).
-    pub fn in_tunnel(&self) -> bool {
-        self.state == State::Tunnel
-    }
-
-    /// End HTTP on this direction because the other one left it: the request direction once
-    /// its response switched protocols (RFC 9110 §7.8, §9.3.6). Bytes held back (the start of
-    /// what would have been the next head) belong to the other protocol.
-    pub fn enter_tunnel(&mut self) {
-        self.buf.clear();
-        self.head_tried = 0;
-        self.in_message = false;
-        self.state = State::Tunnel;
+    /// End HTTP on this direction once the message under way (if any) ends, because the other
+    /// direction left it: the request side once its response switched protocols (RFC 9110
+    /// §7.8, §9.3.6; a request's body is sent whole before the new protocol, RFC 9113 §3.2 of
+    /// h2c). Bytes held back (the start of what would have been the next head) belong to the
+    /// other protocol.
+    pub fn tunnel_after_message(&mut self) {
+        if self.in_message {
+            self.tunnel_next = true;
+        } else {
+            self.buf.clear();
+            self.head_tried = 0;
+            self.state = State::Tunnel;
+        }
     }
 
     /// Whether no message body is under way: between messages, or inside a head (a gap here
@@ -456,7 +459,11 @@ impl DirParser {
 
     fn end_message(&mut self, complete: bool, out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule) {
         self.in_message = false;
-        self.state = State::Head;
+        self.state = if std::mem::take(&mut self.tunnel_next) {
+            State::Tunnel
+        } else {
+            State::Head
+        };
         out(HttpEvent::End { complete });
     }
 

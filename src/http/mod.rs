@@ -237,7 +237,9 @@ pub struct HttpOptions {
     /// JSON pointers to application sequence fields.
     pub app_seq: Vec<String>,
     /// The bytes JSON bodies and SSE events and lines may hold at once, over all connections
-    /// ([`crate::budget::HELD_LIMIT`] by default; shared by the clones of these options).
+    /// of one HTTP stage ([`crate::budget::HELD_LIMIT`] by default). Each [`HttpLayer`] (each
+    /// shard of a run) draws on a budget of its own of this limit, so that what is refused does
+    /// not depend on how threads interleave.
     pub held: std::sync::Arc<crate::budget::Budget>,
 }
 
@@ -253,6 +255,9 @@ struct Conn {
     next_resp: usize,
     resp_idx: Option<usize>,
     resp_interim: bool,
+    /// The response just read switched protocols for a request that asked to (`Upgrade`, or
+    /// CONNECT): the request side leaves HTTP too.
+    switched: bool,
     /// When response bytes were last lost between two responses (a capture gap, or a head that
     /// could not be read), µs: whole responses may be missing, so the next response head is
     /// paired by time ([`HttpLayer`] docs), and at the close only requests sent by then can
@@ -299,7 +304,8 @@ pub struct HttpLayer {
 
 impl HttpLayer {
     /// A layer with the given options.
-    pub fn new(options: HttpOptions) -> Self {
+    pub fn new(mut options: HttpOptions) -> Self {
+        options.held = crate::budget::Budget::new(options.held.limit());
         HttpLayer {
             options,
             ..Default::default()
@@ -329,6 +335,7 @@ impl Conn {
             next_resp: 0,
             resp_idx: None,
             resp_interim: false,
+            switched: false,
             resp_lost_at: None,
             server_ended: false,
             request_lows: Vec::new(),
@@ -463,6 +470,11 @@ impl StreamSink for HttpLayer {
                     // told whose they were), their responses may be in that gap.
                     let lost = conn.resp_lost_at;
                     for mut e in conn.exchanges.drain(conn.emitted..) {
+                        // A body still held here was never parsed (its message did not end):
+                        // its bytes go, and its part of the held-bytes budget with them.
+                        (e.req_body, e.resp_body) = (Vec::new(), Vec::new());
+                        e.req_charge.hold(0);
+                        e.resp_charge.hold(0);
                         e.open_at_capture_end |= conn.open_at_end;
                         if e.response.is_none()
                             && lost.is_some_and(|at| e.ts_request.is_some_and(|t| t <= at))
@@ -509,11 +521,12 @@ impl HttpLayer {
             };
             f(&mut parser, &mut out);
         }
-        if !is_request && parser.in_tunnel() {
-            // A 101 (or a 2xx to CONNECT) ends HTTP in both directions: what the client sends
-            // next belongs to the other protocol too (the `http.upgrade` anomaly says so).
+        if !is_request && std::mem::take(&mut conn.switched) {
+            // A 101 to an upgrade (or a 2xx to CONNECT) ends HTTP in both directions: what the
+            // client sends after its request belongs to the other protocol too (the
+            // `http.upgrade` anomaly says so).
             if let Some(req) = conn.parsers[1 - d].as_mut() {
-                req.enter_tunnel();
+                req.tunnel_after_message();
             }
         }
         conn.parsers[d] = Some(parser);
@@ -694,6 +707,7 @@ fn on_event(
             if method == "HEAD" {
                 BodyRule::None
             } else if status == 101 || (method == "CONNECT" && (200..300).contains(&status)) {
+                conn.switched = method == "CONNECT" || e.req_header("upgrade").is_some();
                 BodyRule::Tunnel
             } else {
                 BodyRule::ByHeaders
