@@ -1063,7 +1063,7 @@ fn append_bounded(
             Some(frame),
             Some(flow_id.to_string()),
             format!(
-                "the JSON bodies and SSE events held for all connections reached {} bytes; this body is not kept",
+                "the JSON bodies and SSE events held at once for the connections of one thread reached {} bytes; this body is not kept",
                 opts.held.limit()
             ),
         ));

@@ -395,7 +395,7 @@ impl SseParser {
             "sse.memory_budget",
             frame,
             None,
-            "the JSON bodies and SSE events held for all connections reached their budget; event skipped".into(),
+            "the JSON bodies and SSE events held at once for the connections of one thread reached their budget; event skipped".into(),
         )
     }
 
@@ -404,6 +404,7 @@ impl SseParser {
         self.cur_started = false;
         self.data.clear();
         self.too_large = false;
+        self.over_budget = false;
         self.held_now();
     }
 
