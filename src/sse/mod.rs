@@ -224,8 +224,12 @@ impl SseParser {
                         self.append_line(&rest[..n], anomalies);
                         let line = std::mem::take(&mut self.line);
                         self.line_done(&line, line_start_offset, ts, frame, out, anomalies);
-                        self.line = line;
-                        self.line.clear();
+                        // The room of a long line is given back (see `clear_data`).
+                        if line.capacity() <= FREE_HELD {
+                            self.line = line;
+                            self.line.clear();
+                        }
+                        self.held_now();
                     }
                     self.line_too_long = false;
                     self.partial = 0;
@@ -296,7 +300,7 @@ impl SseParser {
         });
         self.line_too_long = true;
         self.streaming = None;
-        self.line.clear();
+        self.line = Vec::new();
         self.skipping = true;
         self.reset_event();
     }
@@ -385,8 +389,18 @@ impl SseParser {
         }
         self.too_large = true;
         // What the skipped event held is given back now, not at its end.
-        self.data.clear();
+        self.clear_data();
         self.held_now();
+    }
+
+    /// Empty `data`; room a large event grew is given back to the allocator, not kept (the
+    /// budget counts bytes held, and room kept would be held uncounted).
+    fn clear_data(&mut self) {
+        if self.data.capacity() > FREE_HELD {
+            self.data = Vec::new();
+        } else {
+            self.data.clear();
+        }
     }
 
     /// The anomaly of an event or line the held-bytes budget refused.
@@ -402,7 +416,7 @@ impl SseParser {
     fn reset_event(&mut self) {
         self.cur = SseEvent::default();
         self.cur_started = false;
-        self.data.clear();
+        self.clear_data();
         self.too_large = false;
         self.over_budget = false;
         self.held_now();
