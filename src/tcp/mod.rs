@@ -474,7 +474,7 @@ impl FlowTable {
         }
         if after.overlap_conflicts > before.overlap_conflicts {
             let detail =
-                "overlapping copies of the same stream bytes differ; the first copy was kept"
+                "overlapping copies of the same stream bytes differ; one of them was delivered (the first at the same offset, else the one that starts first)"
                     .to_string();
             self.anomalies.add(Anomaly::new(
                 "tcp.overlap_conflict",

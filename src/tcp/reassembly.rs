@@ -67,9 +67,10 @@ pub struct DirStats {
     pub out_of_order: u64,
     /// Times the out-of-order buffer limit forced holes to become gaps (anomaly `tcp.ooo_buffer_full`).
     pub ooo_overflows: u64,
-    /// Overlapping copies that differ (first copy wins): among buffered segments byte for byte;
-    /// against delivered data (not kept) by a retransmission repeating one of the last
-    /// segments' boundaries, on their first and last 8 bytes.
+    /// Overlapping copies that differ: among buffered segments byte for byte, at the same
+    /// offset (the first copy wins) and at others (the one that starts first wins); against
+    /// delivered data (not kept) only by a retransmission repeating one of the last segments'
+    /// boundaries, on their first and last 8 bytes.
     pub overlap_conflicts: u64,
 }
 
@@ -295,8 +296,12 @@ impl Reassembler {
     }
 
     fn store(&mut self, off: u64, payload: &[u8]) {
-        // One buffer per offset; overlaps at other offsets are trimmed on delivery. Of a
-        // snaplen-cut segment only the captured bytes are kept; the rest becomes a gap later.
+        // One buffer per offset; overlaps at other offsets are trimmed on delivery, and compared
+        // here. Of a snaplen-cut segment only the captured bytes are kept; the rest becomes a
+        // gap later.
+        if self.differs_from_buffered_neighbours(off, payload) {
+            self.stats.overlap_conflicts += 1;
+        }
         match self.pending.get_mut(&off) {
             Some(existing) => {
                 self.stats.retransmitted += 1;
@@ -315,6 +320,22 @@ impl Reassembler {
                 self.pending.insert(off, payload.to_vec());
             }
         }
+    }
+
+    /// Whether `payload` at `off` differs from a buffered segment that starts at another offset
+    /// and overlaps it (the one that starts before it and reaches into it, and those that start
+    /// inside it), on the bytes they share. The copy at the same offset is compared in
+    /// [`Self::store`].
+    fn differs_from_buffered_neighbours(&self, off: u64, payload: &[u8]) -> bool {
+        let end = off + payload.len() as u64;
+        let before = self.pending.range(..off).next_back();
+        let inside = self.pending.range(off + 1..end.max(off + 1));
+        before.into_iter().chain(inside).any(|(&o, d)| {
+            let (from, to) = (o.max(off), (o + d.len() as u64).min(end));
+            from < to
+                && d[(from - o) as usize..(to - o) as usize]
+                    != payload[(from - off) as usize..(to - off) as usize]
+        })
     }
 
     /// Deliver buffered segments that now touch `next`.
@@ -648,6 +669,31 @@ mod tests {
         r.segment(1, b"aB", 2, false, &limits, &mut sink); // differing retransmission
         assert_eq!(r.stats.overlap_conflicts, 2);
         assert_eq!(out, b"abcdefgh");
+    }
+
+    #[test]
+    fn overlap_conflict_at_other_offsets() {
+        // Buffered copies that overlap without sharing a start: compared on the bytes they
+        // share, either way round. (Of buffered copies at other offsets, the one that starts
+        // first in the stream is delivered.)
+        let mut r = Reassembler::default();
+        r.syn(0);
+        let mut out: Vec<u8> = Vec::new();
+        let limits = ReassemblyLimits::default();
+        let mut sink = |c: Chunk<'_>| {
+            if let Chunk::Data { bytes, .. } = c {
+                out.extend_from_slice(bytes)
+            }
+        };
+        r.segment(5, b"efgh", 4, false, &limits, &mut sink); // offsets 4..8
+        r.segment(7, b"ghij", 4, false, &limits, &mut sink); // 6..10, agrees on "gh"
+        assert_eq!(r.stats.overlap_conflicts, 0);
+        r.segment(8, b"HIJK", 4, false, &limits, &mut sink); // 7..11, differs on "hij"
+        assert_eq!(r.stats.overlap_conflicts, 1);
+        r.segment(3, b"cdEf", 4, false, &limits, &mut sink); // 2..6, differs on "e"
+        assert_eq!(r.stats.overlap_conflicts, 2);
+        r.segment(1, b"ab", 2, false, &limits, &mut sink); // fills the hole
+        assert_eq!(out, b"abcdEfghijK");
     }
 
     proptest! {
