@@ -296,19 +296,15 @@ impl Reassembler {
     }
 
     fn store(&mut self, off: u64, payload: &[u8]) {
-        // One buffer per offset; overlaps at other offsets are trimmed on delivery, and compared
-        // here. Of a snaplen-cut segment only the captured bytes are kept; the rest becomes a
-        // gap later.
-        if self.differs_from_buffered_neighbours(off, payload) {
+        // One buffer per offset; overlaps at other offsets are trimmed on delivery. Every
+        // overlap is compared here, once per segment. Of a snaplen-cut segment only the captured
+        // bytes are kept; the rest becomes a gap later.
+        if self.differs_from_buffered(off, payload) {
             self.stats.overlap_conflicts += 1;
         }
         match self.pending.get_mut(&off) {
             Some(existing) => {
                 self.stats.retransmitted += 1;
-                let common = existing.len().min(payload.len());
-                if existing[..common] != payload[..common] {
-                    self.stats.overlap_conflicts += 1;
-                }
                 // First wins: only bytes beyond the buffered copy are taken from the new one.
                 if payload.len() > existing.len() {
                     self.pending_bytes += payload.len() - existing.len();
@@ -322,14 +318,13 @@ impl Reassembler {
         }
     }
 
-    /// Whether `payload` at `off` differs from a buffered segment that starts at another offset
-    /// and overlaps it (the one that starts before it and reaches into it, and those that start
-    /// inside it), on the bytes they share. The copy at the same offset is compared in
-    /// [`Self::store`].
-    fn differs_from_buffered_neighbours(&self, off: u64, payload: &[u8]) -> bool {
+    /// Whether `payload` at `off` differs from a buffered segment it overlaps (the one that
+    /// starts before it and reaches into it, and those that start inside it), on the bytes they
+    /// share.
+    fn differs_from_buffered(&self, off: u64, payload: &[u8]) -> bool {
         let end = off + payload.len() as u64;
         let before = self.pending.range(..off).next_back();
-        let inside = self.pending.range(off + 1..end.max(off + 1));
+        let inside = self.pending.range(off..end);
         before.into_iter().chain(inside).any(|(&o, d)| {
             let (from, to) = (o.max(off), (o + d.len() as u64).min(end));
             from < to
@@ -649,51 +644,57 @@ mod tests {
         }
     }
 
+    /// A reassembler after a SYN at sequence 0, and the bytes it delivered.
+    #[derive(Default)]
+    struct Fed {
+        r: Reassembler,
+        out: Vec<u8>,
+    }
+
+    impl Fed {
+        fn new() -> Fed {
+            let mut f = Fed::default();
+            f.r.syn(0);
+            f
+        }
+        /// One whole segment at `seq`; returns the overlap conflicts counted so far.
+        fn seg(&mut self, seq: u32, bytes: &[u8]) -> u64 {
+            let out = &mut self.out;
+            let limits = ReassemblyLimits::default();
+            self.r
+                .segment(seq, bytes, bytes.len() as u32, false, &limits, &mut |c| {
+                    if let Chunk::Data { bytes, .. } = c {
+                        out.extend_from_slice(bytes)
+                    }
+                });
+            self.r.stats.overlap_conflicts
+        }
+    }
+
     #[test]
     fn overlap_conflict_first_wins() {
-        let mut r = Reassembler::default();
-        r.syn(0);
-        let mut out: Vec<u8> = Vec::new();
-        let limits = ReassemblyLimits::default();
-        let mut sink = |c: Chunk<'_>| {
-            if let Chunk::Data { bytes, .. } = c {
-                out.extend_from_slice(bytes)
-            }
-        };
-        r.segment(3, b"cdef", 4, false, &limits, &mut sink); // future: buffered
-        r.segment(3, b"XYefgh", 6, false, &limits, &mut sink); // same offset, differs, longer
-        r.segment(1, b"ab", 2, false, &limits, &mut sink); // fills the hole
-        assert_eq!(r.stats.overlap_conflicts, 1);
-        r.segment(1, b"ab", 2, false, &limits, &mut sink); // same retransmission: fine
-        assert_eq!(r.stats.overlap_conflicts, 1);
-        r.segment(1, b"aB", 2, false, &limits, &mut sink); // differing retransmission
-        assert_eq!(r.stats.overlap_conflicts, 2);
-        assert_eq!(out, b"abcdefgh");
+        let mut f = Fed::new();
+        assert_eq!(f.seg(3, b"cdef"), 0); // future: buffered
+        assert_eq!(f.seg(3, b"XYefgh"), 1); // same offset, differs, longer
+        assert_eq!(f.seg(1, b"ab"), 1); // fills the hole
+        assert_eq!(f.seg(1, b"ab"), 1); // same retransmission: fine
+        assert_eq!(f.seg(1, b"aB"), 2); // differing retransmission
+        assert_eq!(f.out, b"abcdefgh");
     }
 
     #[test]
     fn overlap_conflict_at_other_offsets() {
         // Buffered copies that overlap without sharing a start: compared on the bytes they
-        // share, either way round. (Of buffered copies at other offsets, the one that starts
-        // first in the stream is delivered.)
-        let mut r = Reassembler::default();
-        r.syn(0);
-        let mut out: Vec<u8> = Vec::new();
-        let limits = ReassemblyLimits::default();
-        let mut sink = |c: Chunk<'_>| {
-            if let Chunk::Data { bytes, .. } = c {
-                out.extend_from_slice(bytes)
-            }
-        };
-        r.segment(5, b"efgh", 4, false, &limits, &mut sink); // offsets 4..8
-        r.segment(7, b"ghij", 4, false, &limits, &mut sink); // 6..10, agrees on "gh"
-        assert_eq!(r.stats.overlap_conflicts, 0);
-        r.segment(8, b"HIJK", 4, false, &limits, &mut sink); // 7..11, differs on "hij"
-        assert_eq!(r.stats.overlap_conflicts, 1);
-        r.segment(3, b"cdEf", 4, false, &limits, &mut sink); // 2..6, differs on "e"
-        assert_eq!(r.stats.overlap_conflicts, 2);
-        r.segment(1, b"ab", 2, false, &limits, &mut sink); // fills the hole
-        assert_eq!(out, b"abcdEfghijK");
+        // share, either way round, once per segment. (Of buffered copies at other offsets, the
+        // one that starts first in the stream is delivered.)
+        let mut f = Fed::new();
+        assert_eq!(f.seg(5, b"efgh"), 0); // offsets 4..8
+        assert_eq!(f.seg(7, b"ghij"), 0); // 6..10, agrees on "gh"
+        assert_eq!(f.seg(8, b"HIJK"), 1); // 7..11, differs on "hij"
+        assert_eq!(f.seg(3, b"cdEf"), 2); // 2..6, differs on "e"
+        assert_eq!(f.seg(5, b"eFgH"), 3); // 4..8: differs from two copies, one conflict
+        assert_eq!(f.seg(1, b"ab"), 3); // fills the hole
+        assert_eq!(f.out, b"abcdEfghijK");
     }
 
     proptest! {
