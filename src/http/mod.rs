@@ -902,22 +902,7 @@ fn on_event(
                 e.ts_end = Some(ts);
                 e.frame_last = Some(frame);
                 if let Some(mut sse) = conn.sse.take() {
-                    let app = &opts.app_seq;
-                    let (events, endpoint) = (&mut e.events, &mut e.endpoint);
-                    let mut bad = Vec::new();
-                    sse.finish(
-                        ts,
-                        frame,
-                        &mut |ev| {
-                            if let Some(why) = push_event(events, endpoint, ev, app) {
-                                bad.push((ev.frame_first, why));
-                            }
-                        },
-                        &mut |a| anomalies.add(a),
-                    );
-                    for b in bad {
-                        bad_event(anomalies, flow_id, b);
-                    }
+                    feed_sse(&mut sse, None, e, ts, frame, opts, anomalies, flow_id);
                     e.sse_comments = sse.comments;
                     // Kept until the end of the run: no spare capacity.
                     e.events.shrink_to_fit();
@@ -997,29 +982,7 @@ fn feed_body(
     flow_id: FlowId,
 ) {
     match sse.as_mut() {
-        Some(sse) => {
-            let app = &opts.app_seq;
-            let (events, endpoint) = (&mut e.events, &mut e.endpoint);
-            let mut bad = Vec::new();
-            sse.push(
-                bytes,
-                ts,
-                frame,
-                &mut |ev| {
-                    if let Some(why) = push_event(events, endpoint, ev, app) {
-                        bad.push((ev.frame_first, why));
-                    }
-                },
-                &mut |mut a| {
-                    a.frame = a.frame.or(Some(frame));
-                    a.flow_id = Some(flow_id.to_string());
-                    anomalies.add(a)
-                },
-            );
-            for b in bad {
-                bad_event(anomalies, flow_id, b);
-            }
-        }
+        Some(sse) => feed_sse(sse, Some(bytes), e, ts, frame, opts, anomalies, flow_id),
         None => append_bounded(
             &mut e.resp_body,
             &mut e.resp_charge,
@@ -1154,6 +1117,42 @@ fn push_event(
     }
     events.push(ev, data_hash, priming, &messages, parse_error.as_deref());
     parse_error.filter(|_| ev.event_type.as_deref() != Some("endpoint"))
+}
+
+/// Push `bytes` of exchange `e`'s response body into its SSE parser, or end the body (`None`):
+/// each event goes into the exchange's log (one whose data is not JSON-RPC is also an
+/// `sse.invalid_json` anomaly), each anomaly with the frame, when it names none, and the flow.
+#[allow(clippy::too_many_arguments)]
+fn feed_sse(
+    sse: &mut SseParser,
+    bytes: Option<&[u8]>,
+    e: &mut Exchange,
+    ts: i64,
+    frame: u64,
+    opts: &HttpOptions,
+    anomalies: &mut Anomalies,
+    flow_id: FlowId,
+) {
+    let app = &opts.app_seq;
+    let (events, endpoint) = (&mut e.events, &mut e.endpoint);
+    let mut bad = Vec::new();
+    let mut out = |ev: &SseEvent| {
+        if let Some(why) = push_event(events, endpoint, ev, app) {
+            bad.push((ev.frame_first, why));
+        }
+    };
+    let mut an = |mut a: Anomaly| {
+        a.frame = a.frame.or(Some(frame));
+        a.flow_id = Some(flow_id.to_string());
+        anomalies.add(a)
+    };
+    match bytes {
+        Some(bytes) => sse.push(bytes, ts, frame, &mut out, &mut an),
+        None => sse.finish(ts, frame, &mut out, &mut an),
+    }
+    for b in bad {
+        bad_event(anomalies, flow_id, b);
+    }
 }
 
 /// The anomaly of an event whose data is not JSON-RPC: `(frame, why)`, its first frame and the
