@@ -559,9 +559,15 @@ fn resume_from_3(cap: &mut Capture) {
 
 /// A GET resuming the session's stream from `cursor`, answered by `evs` and closed.
 fn resume_with(cap: &mut Capture, cursor: &str, evs: &[Ev]) {
+    resume_raw(cap, cursor, &sse_response(None, evs, true));
+}
+
+/// A GET resuming the session's stream from `cursor`, answered by the bytes `answer` (head and
+/// body) and closed.
+fn resume_raw(cap: &mut Capture, cursor: &str, answer: &[u8]) {
     let mut g = cap.connect();
     g.client(cap, &get(Some(SID), Some(cursor)));
-    g.server(cap, &sse_response(None, evs, true));
+    g.server(cap, answer);
     g.close(cap);
 }
 
@@ -584,10 +590,7 @@ fn empty_resumes(n: usize) -> Vec<Value> {
     c.server_close(&mut cap);
     for _ in 0..n {
         cap.wait(1_000_000);
-        let mut g = cap.connect();
-        g.client(&mut cap, &get(Some(SID), Some("3")));
-        g.server(&mut cap, &sse_response(None, &[], true));
-        g.close(&mut cap);
+        resume_with(&mut cap, "3", &[]);
     }
     analyze(&cap, &[])
 }
@@ -599,10 +602,7 @@ fn an_empty_answer_then_a_resumption_that_carries_the_stream_on() {
     let (mut cap, c) = call_under_way();
     c.server_close(&mut cap);
     cap.wait(1_000_000);
-    let mut g = cap.connect();
-    g.client(&mut cap, &get(Some(SID), Some("3")));
-    g.server(&mut cap, &sse_response(None, &[], true));
-    g.close(&mut cap);
+    resume_with(&mut cap, "3", &[]);
     cap.wait(1_000_000);
     resume_from_3(&mut cap);
     assert_kinds(&analyze(&cap, &[]), &[("resume_ok", "info")]);
@@ -697,8 +697,6 @@ fn integer_ids_past_a_priming_jump_do_not_continue_in_the_detail() {
     // progress 5 after 3. The desync is reported; the ids went on, they did not continue at 4.
     let (mut cap, c) = call_under_way();
     c.server_close(&mut cap);
-    let mut g = cap.connect();
-    g.client(&mut cap, &get(Some(SID), Some("3")));
     let mut body = sse_head(None);
     body.extend(chunk(b"id: 100\ndata: \n\n"));
     for ev in [
@@ -708,8 +706,7 @@ fn integer_ids_past_a_priming_jump_do_not_continue_in_the_detail() {
         body.extend(chunk(ev.text().as_bytes()));
     }
     body.extend_from_slice(LAST_CHUNK);
-    g.server(&mut cap, &body);
-    g.close(&mut cap);
+    resume_raw(&mut cap, "3", &body);
     let fs = analyze(&cap, &[]);
     let d = one(&fs, "app_seq_desync")["detail"]
         .as_str()
@@ -745,10 +742,7 @@ fn a_long_empty_resume_loop_spends_the_history_budget() {
     c.server_close(&mut cap);
     for _ in 0..2100 {
         cap.wait(1_000_000);
-        let mut g = cap.connect();
-        g.client(&mut cap, &get(Some(SID), Some("3")));
-        g.server(&mut cap, &sse_response(None, &[], true));
-        g.close(&mut cap);
+        resume_with(&mut cap, "3", &[]);
     }
     let anomalies = table_csv(&cap, "anomalies");
     assert!(anomalies.contains("detect.history_window"), "{anomalies}");
@@ -1390,10 +1384,7 @@ fn a_quiet_poll_skips_nothing() {
             let (mut cap, c) = call_under_way();
             c.server_close(&mut cap);
             cap.wait(1_000_000);
-            let mut g = cap.connect();
-            g.client(&mut cap, &get(Some(SID), Some("3")));
-            g.server(&mut cap, &sse_response(None, &[], true));
-            g.close(&mut cap);
+            resume_with(&mut cap, "3", &[]);
             cap
         }),
         ["gap"]
@@ -2006,10 +1997,7 @@ fn a_resume_with_unordered_ids_and_nothing_before_the_cut_is_not_shown_to_contin
 fn a_resumption_with_no_message_says_so() {
     let (mut cap, c) = call_under_way();
     c.server_reset(&mut cap);
-    let mut g = cap.connect();
-    g.client(&mut cap, &get(Some(SID), Some("3")));
-    g.server(&mut cap, &raw_sse("id: 4\ndata: \n\n"));
-    g.close(&mut cap);
+    resume_raw(&mut cap, "3", &raw_sse("id: 4\ndata: \n\n"));
     let rs = table_csv(&cap, "resumptions");
     assert!(rs.contains(",no message after the cursor,"), "{rs}");
 }
