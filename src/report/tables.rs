@@ -340,6 +340,10 @@ pub fn events_chunks<'a>(
     pieces_of_events(m, ex, rows, PIECE_TEXT_BYTES)
 }
 
+/// Rows reserved ahead for a piece of the `events` table (the pieces the CLI asks for are this
+/// size; a larger piece grows as it is filled).
+const ROWS_HINT: usize = 1 << 14;
+
 /// [`events_chunks`] with pieces cut at `rows` rows or `text_cap` bytes of the events' strings.
 fn pieces_of_events<'a>(
     m: &'a crate::mcp::Model,
@@ -353,7 +357,8 @@ fn pieces_of_events<'a>(
     let mut at = (0usize, 0usize);
     let mut first = true;
     std::iter::from_fn(move || {
-        let mut evs: Vec<(usize, crate::http::EventRec)> = Vec::new();
+        let mut evs: Vec<(usize, crate::http::EventRec)> =
+            Vec::with_capacity(rows.min(ROWS_HINT));
         let mut text = 0usize;
         while evs.len() < rows && text < text_cap && at.0 < ex.len() {
             match ex[at.0].events.get(at.1) {
