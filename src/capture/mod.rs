@@ -127,6 +127,8 @@ pub fn read_capture_while<R: Read + Send>(
     let mut legacy_linktype = 1i32;
     let mut legacy_nanos = false;
     let mut ifaces: Vec<Iface> = Vec::new();
+    // The byte order of the current pcapng section (`None` for a pcap file).
+    let mut ng_big_endian: Option<bool> = None;
     let mut number = first_number;
     let mut position: u64 = 0;
     let mut capacity = BLOCK_BUFFER;
@@ -140,11 +142,23 @@ pub fn read_capture_while<R: Read + Send>(
                         legacy_nanos = h.is_nanosecond_precision();
                     }
                     PcapBlockOwned::Legacy(b) => {
-                        let sub = if legacy_nanos {
-                            b.ts_usec as i64 / 1000
+                        let (sub, unit) = if legacy_nanos {
+                            (b.ts_usec as i64 / 1000, 1_000_000_000)
                         } else {
-                            b.ts_usec as i64
+                            (b.ts_usec as i64, 1_000_000)
                         };
+                        if i64::from(b.ts_usec) >= unit {
+                            anomalies.add(Anomaly::new(
+                                "pcap.bad_fraction",
+                                Some(number),
+                                None,
+                                format!(
+                                    "the record's fraction of a second is {} {}; taken as given (past the next second)",
+                                    b.ts_usec,
+                                    if legacy_nanos { "ns" } else { "µs" }
+                                ),
+                            ));
+                        }
                         let ts = (b.ts_sec as i64) * 1_000_000 + sub;
                         let caplen = (b.caplen as usize).min(b.data.len());
                         go_on = sink(Frame {
@@ -157,7 +171,10 @@ pub fn read_capture_while<R: Read + Send>(
                         number += 1;
                         summary.frames += 1;
                     }
-                    PcapBlockOwned::NG(Block::SectionHeader(_)) => ifaces.clear(),
+                    PcapBlockOwned::NG(Block::SectionHeader(shb)) => {
+                        ifaces.clear();
+                        ng_big_endian = Some(shb.big_endian());
+                    }
                     PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
                         let resolution = ts_resolution(idb.if_tsresol).unwrap_or_else(|| {
                             anomalies.add(Anomaly::new(
@@ -242,6 +259,34 @@ pub fn read_capture_while<R: Read + Send>(
             }
             Err(PcapError::Eof) => break,
             Err(PcapError::Incomplete(_)) => {
+                let framing = ng_big_endian.and_then(|be| ng_framing(reader.data(), be));
+                if framing.is_some() {
+                    // The whole block, by its length, is in the buffer, yet the parser asks for
+                    // more: something inside it (a captured length, an option) runs past its end.
+                    let reason = "a length inside it runs past its end";
+                    let be = ng_big_endian.unwrap_or(false);
+                    match bad_block(
+                        framing,
+                        reason,
+                        reader.data(),
+                        be,
+                        position,
+                        &mut number,
+                        &mut ifaces,
+                        anomalies,
+                    ) {
+                        Ok(len) => {
+                            position += len as u64;
+                            reader.consume_noshift(len);
+                            continue;
+                        }
+                        Err(stop) => {
+                            summary.truncated = Some(stop);
+                            summary.stopped_at = Some(position);
+                            break;
+                        }
+                    }
+                }
                 let before = reader.data().len();
                 if reader.refill().is_err() {
                     summary.truncated = Some("read error".into());
@@ -276,17 +321,119 @@ pub fn read_capture_while<R: Read + Send>(
                 break;
             }
             Err(e) => {
-                summary.truncated = Some(format!("malformed block: {}", short_err(&e)));
-                summary.stopped_at = Some(position);
-                break;
+                let reason = short_err(&e);
+                let framing = ng_big_endian.and_then(|be| ng_framing(reader.data(), be));
+                let be = ng_big_endian.unwrap_or(false);
+                match bad_block(
+                    framing,
+                    &reason,
+                    reader.data(),
+                    be,
+                    position,
+                    &mut number,
+                    &mut ifaces,
+                    anomalies,
+                ) {
+                    Ok(len) => {
+                        position += len as u64;
+                        reader.consume_noshift(len);
+                    }
+                    Err(stop) => {
+                        summary.truncated = Some(stop);
+                        summary.stopped_at = Some(position);
+                        break;
+                    }
+                }
             }
         }
     }
     Ok(summary)
 }
 
+/// A pcapng block at the start of `data` whose two length fields can be read (draft-ietf-opsawg-
+/// pcapng §3.1: type, total length, body, total length again), in the section's byte order:
+/// its type, its length by the first field, and the second field. `None` when fewer than 8 bytes
+/// are there, or the first length is not a block length (below 12 or not a multiple of 4) or
+/// runs past `data`.
+fn ng_framing(data: &[u8], big_endian: bool) -> Option<(u32, usize, u32)> {
+    let word = |at: usize| -> Option<u32> {
+        let b: [u8; 4] = data.get(at..at + 4)?.try_into().ok()?;
+        Some(if big_endian {
+            u32::from_be_bytes(b)
+        } else {
+            u32::from_le_bytes(b)
+        })
+    };
+    let len = word(4)? as usize;
+    if len < 12 || !len.is_multiple_of(4) || len > data.len() {
+        return None;
+    }
+    Some((word(0)?, len, word(len - 4)?))
+}
+
+/// What to do with a pcapng block the parser refused (`reason`), given its `framing`
+/// ([`ng_framing`]): `Ok(length)` to skip it, when both length fields agree and it is not a
+/// section header (whose byte order and options the rest depends on), counted as
+/// `pcapng.bad_block`; a packet block keeps its frame number (`number` moves past it), an
+/// interface block its place (its link type is read from its first bytes, the options left).
+/// `Err(reason)` to stop reading the file, saying why.
+#[allow(clippy::too_many_arguments)]
+fn bad_block(
+    framing: Option<(u32, usize, u32)>,
+    reason: &str,
+    data: &[u8],
+    big_endian: bool,
+    position: u64,
+    number: &mut u64,
+    ifaces: &mut Vec<Iface>,
+    anomalies: &mut Anomalies,
+) -> Result<usize, String> {
+    const SHB: u32 = 0x0A0D_0D0A;
+    let Some((kind, len, len2)) = framing else {
+        return Err(format!("malformed block: {reason}"));
+    };
+    if len2 as usize != len {
+        return Err(format!(
+            "malformed block: its length fields disagree ({len} bytes at its start, {len2} at its end)"
+        ));
+    }
+    if kind == SHB {
+        return Err(format!("malformed section header block: {reason}"));
+    }
+    let packet = matches!(kind, 2 | 3 | 6);
+    anomalies.add(Anomaly::new(
+        "pcapng.bad_block",
+        packet.then_some(*number),
+        None,
+        format!("block type {kind:#x} of {len} bytes at byte {position} is malformed ({reason}); skipped"),
+    ));
+    if packet {
+        *number += 1;
+    }
+    if kind == 1 {
+        let linktype = data.get(8..10).map_or(0, |b| {
+            let b = [b[0], b[1]];
+            if big_endian {
+                u16::from_be_bytes(b)
+            } else {
+                u16::from_le_bytes(b)
+            }
+        });
+        ifaces.push(Iface {
+            linktype: i32::from(linktype),
+            resolution: 1_000_000,
+            offset: 0,
+        });
+    }
+    Ok(len)
+}
+
 fn short_err(e: &PcapError<&[u8]>) -> String {
     match e {
+        PcapError::NomError(_, nom::error::ErrorKind::Verify)
+        | PcapError::OwnedNomError(_, nom::error::ErrorKind::Verify) => {
+            "a length or type field does not fit the block".into()
+        }
         PcapError::NomError(_, k) => format!("{k:?}"),
         PcapError::OwnedNomError(_, k) => format!("{k:?}"),
         PcapError::BufferTooSmall => "block too large".into(),
@@ -463,48 +610,61 @@ mod tests {
         }
     }
 
+    fn ng_block(kind: u32, body: &[u8]) -> Vec<u8> {
+        let len = 12 + body.len() as u32;
+        let mut b = kind.to_le_bytes().to_vec();
+        b.extend_from_slice(&len.to_le_bytes());
+        b.extend_from_slice(body);
+        b.extend_from_slice(&len.to_le_bytes());
+        b
+    }
+
+    /// A little-endian section header block.
+    fn ng_shb() -> Vec<u8> {
+        let mut shb = 0x1A2B3C4Du32.to_le_bytes().to_vec();
+        shb.extend_from_slice(&[1, 0, 0, 0]);
+        shb.extend_from_slice(&u64::MAX.to_le_bytes());
+        ng_block(0x0A0D0D0A, &shb)
+    }
+
+    fn ng_idb(linktype: u16, tsresol: Option<u8>) -> Vec<u8> {
+        let mut b = linktype.to_le_bytes().to_vec();
+        b.extend_from_slice(&[0, 0]);
+        b.extend_from_slice(&65535u32.to_le_bytes());
+        if let Some(r) = tsresol {
+            b.extend_from_slice(&[9, 0, 1, 0, r, 0, 0, 0, 0, 0, 0, 0]);
+        }
+        ng_block(1, &b)
+    }
+
+    /// An enhanced packet block whose captured length field says `caplen`.
+    fn ng_epb_len(iface: u32, ts: u64, data: &[u8], caplen: u32) -> Vec<u8> {
+        let mut b = iface.to_le_bytes().to_vec();
+        b.extend_from_slice(&((ts >> 32) as u32).to_le_bytes());
+        b.extend_from_slice(&(ts as u32).to_le_bytes());
+        b.extend_from_slice(&caplen.to_le_bytes());
+        b.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        b.extend_from_slice(data);
+        while !b.len().is_multiple_of(4) {
+            b.push(0);
+        }
+        ng_block(6, &b)
+    }
+
+    fn ng_epb(iface: u32, ts: u64, data: &[u8]) -> Vec<u8> {
+        ng_epb_len(iface, ts, data, data.len() as u32)
+    }
+
     /// pcapng with two interfaces: Ethernet with the default microsecond resolution, and raw IP
     /// with `if_tsresol` 9 (nanoseconds), per draft-ietf-opsawg-pcapng §4.2 and §4.3.
     #[test]
     fn pcapng_two_interfaces() {
-        fn block(kind: u32, body: &[u8]) -> Vec<u8> {
-            let len = 12 + body.len() as u32;
-            let mut b = kind.to_le_bytes().to_vec();
-            b.extend_from_slice(&len.to_le_bytes());
-            b.extend_from_slice(body);
-            b.extend_from_slice(&len.to_le_bytes());
-            b
-        }
-        let mut shb = 0x1A2B3C4Du32.to_le_bytes().to_vec();
-        shb.extend_from_slice(&[1, 0, 0, 0]);
-        shb.extend_from_slice(&u64::MAX.to_le_bytes());
-        let idb = |linktype: u16, tsresol: Option<u8>| {
-            let mut b = linktype.to_le_bytes().to_vec();
-            b.extend_from_slice(&[0, 0]);
-            b.extend_from_slice(&65535u32.to_le_bytes());
-            if let Some(r) = tsresol {
-                b.extend_from_slice(&[9, 0, 1, 0, r, 0, 0, 0, 0, 0, 0, 0]);
-            }
-            b
-        };
-        let epb = |iface: u32, ts: u64, data: &[u8]| {
-            let mut b = iface.to_le_bytes().to_vec();
-            b.extend_from_slice(&((ts >> 32) as u32).to_le_bytes());
-            b.extend_from_slice(&(ts as u32).to_le_bytes());
-            b.extend_from_slice(&(data.len() as u32).to_le_bytes());
-            b.extend_from_slice(&(data.len() as u32).to_le_bytes());
-            b.extend_from_slice(data);
-            while !b.len().is_multiple_of(4) {
-                b.push(0);
-            }
-            b
-        };
-        let mut file = block(0x0A0D0D0A, &shb);
-        file.extend(block(1, &idb(1, None)));
-        file.extend(block(1, &idb(101, Some(9))));
-        file.extend(block(6, &epb(0, 5_000_001, b"eth")));
-        file.extend(block(6, &epb(1, 6_000_000_123, b"ip")));
-        file.extend(block(0x0BAD, &[1, 2, 3, 4])); // unknown block: skipped
+        let mut file = ng_shb();
+        file.extend(ng_idb(1, None));
+        file.extend(ng_idb(101, Some(9)));
+        file.extend(ng_epb(0, 5_000_001, b"eth"));
+        file.extend(ng_epb(1, 6_000_000_123, b"ip"));
+        file.extend(ng_block(0x0BAD, &[1, 2, 3, 4])); // unknown block: skipped
         assert_eq!(
             frames(&file),
             vec![
@@ -512,6 +672,85 @@ mod tests {
                 (2, 6_000_000, 101, b"ip".to_vec())
             ]
         );
+    }
+
+    /// Reads `bytes`: the frames (number, data), the anomaly codes with their frames, and why
+    /// reading stopped early.
+    fn read_all(
+        bytes: &[u8],
+    ) -> (
+        Vec<(u64, Vec<u8>)>,
+        Vec<(String, Option<u64>)>,
+        Option<String>,
+    ) {
+        let mut a = Anomalies::default();
+        let mut out = Vec::new();
+        let summary =
+            read_capture(bytes, 1, &mut a, |f| out.push((f.number, f.data.to_vec()))).unwrap();
+        let codes = a
+            .rows
+            .iter()
+            .map(|x| (x.code.to_string(), x.frame))
+            .collect();
+        (out, codes, summary.truncated)
+    }
+
+    /// A block whose two lengths agree but whose inside does not fit them (an EPB captured
+    /// length past the block, an IDB too short for its fields) is skipped and counted; frames
+    /// keep their numbers and interfaces their indices, and the file is read to its end.
+    #[test]
+    fn pcapng_malformed_block_is_skipped() {
+        let mut file = ng_shb();
+        file.extend(ng_idb(1, None));
+        file.extend(ng_block(1, &[101, 0, 0, 0])); // IDB of 4 bytes: no snaplen
+        file.extend(ng_idb(101, None));
+        file.extend(ng_epb(0, 1, b"one"));
+        file.extend(ng_epb_len(0, 2, b"two", 200)); // caplen past the block
+        file.extend(ng_epb(2, 3, b"three"));
+        let (frames, codes, stopped) = read_all(&file);
+        assert_eq!(frames, vec![(1, b"one".to_vec()), (3, b"three".to_vec())]);
+        assert_eq!(
+            codes,
+            vec![
+                ("pcapng.bad_block".to_string(), None),
+                ("pcapng.bad_block".to_string(), Some(2))
+            ]
+        );
+        assert_eq!(stopped, None);
+    }
+
+    /// Length fields that disagree leave no way to find the next block: reading stops there,
+    /// saying so.
+    #[test]
+    fn pcapng_length_fields_that_disagree_stop_the_file() {
+        let mut file = ng_shb();
+        file.extend(ng_idb(1, None));
+        file.extend(ng_epb(0, 1, b"one"));
+        let mut bad = ng_epb(0, 2, b"two");
+        let n = bad.len();
+        bad[n - 4..].copy_from_slice(&999u32.to_le_bytes());
+        file.extend(bad);
+        file.extend(ng_epb(0, 3, b"three"));
+        let (frames, codes, stopped) = read_all(&file);
+        assert_eq!(frames, vec![(1, b"one".to_vec())]);
+        assert!(codes.is_empty());
+        assert_eq!(
+            stopped.as_deref(),
+            Some("malformed block: its length fields disagree (36 bytes at its start, 999 at its end)")
+        );
+    }
+
+    /// A pcap record whose fraction of a second is a whole second or more is taken as given and
+    /// counted.
+    #[test]
+    fn pcap_fraction_of_a_second_too_large() {
+        let recs: [(u32, u32, &[u8]); 2] = [(1000, 1_500_000, b"a"), (1001, 7, b"b")];
+        let file = legacy(0xa1b2c3d4, false, 1, &recs);
+        let (frames, codes, _) = read_all(&file);
+        assert_eq!(frames.len(), 2);
+        assert_eq!(codes, vec![("pcap.bad_fraction".to_string(), Some(1))]);
+        let ts: Vec<i64> = self::frames(&file).iter().map(|f| f.1).collect();
+        assert_eq!(ts, vec![1_001_500_000, 1_001_000_007]);
     }
 
     #[test]

@@ -357,8 +357,7 @@ fn pieces_of_events<'a>(
     let mut at = (0usize, 0usize);
     let mut first = true;
     std::iter::from_fn(move || {
-        let mut evs: Vec<(usize, crate::http::EventRec)> =
-            Vec::with_capacity(rows.min(ROWS_HINT));
+        let mut evs: Vec<(usize, crate::http::EventRec)> = Vec::with_capacity(rows.min(ROWS_HINT));
         let mut text = 0usize;
         while evs.len() < rows && text < text_cap && at.0 < ex.len() {
             match ex[at.0].events.get(at.1) {
