@@ -572,3 +572,80 @@ fn a_pipe_named_as_a_file_is_read_once_as_the_one_capture() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The blocks of a little-endian pcapng file: (offset, type, length).
+fn ng_blocks(ng: &[u8]) -> Vec<(usize, u32, usize)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at + 8 <= ng.len() {
+        let word = |k: usize| u32::from_le_bytes(ng[at + k..at + k + 4].try_into().unwrap());
+        let (kind, len) = (word(0), word(4) as usize);
+        out.push((at, kind, len));
+        at += len;
+    }
+    out
+}
+
+/// A malformed packet block (its captured length runs past its end) in the first of two files
+/// of one capture is skipped and counted; it keeps its frame number, so the `files` table maps
+/// frames as Wireshark numbers them, and the second file's first frame follows it.
+#[test]
+fn a_malformed_packet_block_keeps_its_frame_number_across_files() {
+    let ng = as_pcapng(&fixture("healthy_ts.pcap"), |_, t| t);
+    let blocks = ng_blocks(&ng);
+    let epbs: Vec<_> = blocks.iter().filter(|b| b.1 == 6).collect();
+    assert!(epbs.len() > 10);
+    // The first file: section and interface, then five packet blocks, the third malformed.
+    let head_end = epbs[0].0;
+    let cut = epbs[5].0;
+    let mut a = ng[..cut].to_vec();
+    let bad = epbs[2].0;
+    a[bad + 20..bad + 24].copy_from_slice(&0xFFF0u32.to_le_bytes());
+    let mut b = ng[..head_end].to_vec();
+    b.extend_from_slice(&ng[cut..]);
+    let (pa, pb) = (tmp("bad-epb-a.pcapng", &a), tmp("bad-epb-b.pcapng", &b));
+    let dir = std::env::temp_dir().join(format!("mcpcap-bad-{}-epb-files", std::process::id()));
+    let o = mcpcap(&[
+        "analyze",
+        "--fail-on",
+        "never",
+        "--format",
+        "csv",
+        "--out",
+        dir.to_str().unwrap(),
+        pa.to_str().unwrap(),
+        pb.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let files = std::fs::read_to_string(dir.join("files.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = files
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    // file, vantage, frame_first, frame_last, frames, ...
+    assert_eq!(rows.len(), 2, "{files}");
+    assert_eq!(rows[0][1], rows[1][1], "one vantage point: {files}");
+    assert_eq!(&rows[0][2..5], ["1", "5", "5"], "{files}");
+    let rest = (epbs.len() - 5).to_string();
+    let last = epbs.len().to_string();
+    assert_eq!(
+        &rows[1][2..5],
+        ["6", last.as_str(), rest.as_str()],
+        "{files}"
+    );
+    let anomalies = std::fs::read_to_string(dir.join("anomalies.csv")).unwrap();
+    assert!(
+        anomalies.contains("pcapng.bad_block,3,"),
+        "the third frame, skipped: {anomalies}"
+    );
+    for p in [&pa, &pb] {
+        let _ = std::fs::remove_file(p);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -56,7 +56,9 @@ pub enum CaptureError {
 /// What one file contributed to a run.
 #[derive(Debug, Clone, Default)]
 pub struct FileSummary {
-    /// Frames read from this file.
+    /// Frames of this file: each numbered, whether handed on or counted as an anomaly (a
+    /// malformed packet block, one of an unknown interface). The next file's first frame is
+    /// numbered this many after this file's.
     pub frames: u64,
     /// `Some(reason)` when the file ended in the middle of a block or was unreadable past some point.
     pub truncated: Option<String>,
@@ -65,7 +67,9 @@ pub struct FileSummary {
 }
 
 struct Iface {
-    linktype: i32,
+    /// `None` for an interface whose description block was malformed (skipped): its frames
+    /// are counted as `pcapng.unknown_interface`, not decoded as some guessed link type.
+    linktype: Option<i32>,
     /// Units per second of the EPB timestamp.
     resolution: u64,
     /// Seconds added to every timestamp (`if_tsoffset`).
@@ -134,7 +138,15 @@ pub fn read_capture_while<R: Read + Send>(
     let mut capacity = BLOCK_BUFFER;
     let mut go_on = true;
     loop {
-        match reader.next() {
+        // pcap-parser compares a block's two length fields for some block types only: every
+        // block is checked here before it is parsed, once it is whole in the buffer.
+        if let Some(stop) = ng_big_endian.and_then(|be| ng_lengths_wrong(reader.data(), be)) {
+            summary.truncated = Some(stop);
+            summary.stopped_at = Some(position);
+            break;
+        }
+        // Why the parser refused the block at `position`, when it did.
+        let refused: String = match reader.next() {
             Ok((offset, block)) => {
                 match block {
                     PcapBlockOwned::LegacyHeader(h) => {
@@ -186,14 +198,14 @@ pub fn read_capture_while<R: Read + Send>(
                             1_000_000
                         });
                         ifaces.push(Iface {
-                            linktype: idb.linktype.0,
+                            linktype: Some(idb.linktype.0),
                             resolution: resolution.max(1),
                             offset: idb.if_tsoffset,
                         });
                     }
                     PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
-                        match ifaces.get(epb.if_id as usize) {
-                            Some(iface) => {
+                        match ifaces.get(epb.if_id as usize).and_then(|i| Some((i, i.linktype?))) {
+                            Some((iface, linktype)) => {
                                 let raw = ((epb.ts_high as u64) << 32) | epb.ts_low as u64;
                                 let mut ts = ts_to_micros(raw, iface.resolution, iface.offset);
                                 if !(TS_MIN_US..=TS_MAX_US).contains(&ts) {
@@ -209,7 +221,7 @@ pub fn read_capture_while<R: Read + Send>(
                                 go_on = sink(Frame {
                                     number,
                                     ts,
-                                    linktype: iface.linktype,
+                                    linktype,
                                     data: &epb.data[..caplen],
                                     orig_len: epb.origlen,
                                 });
@@ -218,7 +230,11 @@ pub fn read_capture_while<R: Read + Send>(
                                 "pcapng.unknown_interface",
                                 Some(number),
                                 None,
-                                format!("EPB names interface {} of {}", epb.if_id, ifaces.len()),
+                                if (epb.if_id as usize) < ifaces.len() {
+                                    format!("EPB names interface {}, whose description block was malformed", epb.if_id)
+                                } else {
+                                    format!("EPB names interface {} of {}", epb.if_id, ifaces.len())
+                                },
                             )),
                         }
                         number += 1;
@@ -226,13 +242,13 @@ pub fn read_capture_while<R: Read + Send>(
                     }
                     PcapBlockOwned::NG(Block::SimplePacket(spb)) => {
                         // RFC draft pcapng §4.4: SPBs belong to interface 0 and carry no timestamp.
-                        match ifaces.first() {
-                            Some(iface) => {
+                        match ifaces.first().and_then(|i| i.linktype) {
+                            Some(linktype) => {
                                 let caplen = (spb.origlen as usize).min(spb.data.len());
                                 go_on = sink(Frame {
                                     number,
                                     ts: 0,
-                                    linktype: iface.linktype,
+                                    linktype,
                                     data: &spb.data[..caplen],
                                     orig_len: spb.origlen,
                                 });
@@ -241,7 +257,12 @@ pub fn read_capture_while<R: Read + Send>(
                                 "pcapng.unknown_interface",
                                 Some(number),
                                 None,
-                                "SPB before any IDB".into(),
+                                if ifaces.is_empty() {
+                                    "SPB before any IDB".into()
+                                } else {
+                                    "SPB of interface 0, whose description block was malformed"
+                                        .into()
+                                },
                             )),
                         }
                         number += 1;
@@ -256,94 +277,79 @@ pub fn read_capture_while<R: Read + Send>(
                 if !go_on {
                     break;
                 }
+                continue;
             }
             Err(PcapError::Eof) => break,
             Err(PcapError::Incomplete(_)) => {
-                let framing = ng_big_endian.and_then(|be| ng_framing(reader.data(), be));
-                if framing.is_some() {
+                if ng_big_endian.is_some_and(|be| ng_framing(reader.data(), be).is_some()) {
                     // The whole block, by its length, is in the buffer, yet the parser asks for
                     // more: something inside it (a captured length, an option) runs past its end.
-                    let reason = "a length inside it runs past its end";
-                    let be = ng_big_endian.unwrap_or(false);
-                    match bad_block(
-                        framing,
-                        reason,
-                        reader.data(),
-                        be,
-                        position,
-                        &mut number,
-                        &mut ifaces,
-                        anomalies,
-                    ) {
-                        Ok(len) => {
-                            position += len as u64;
-                            reader.consume_noshift(len);
+                    "a length inside it runs past its end".into()
+                } else {
+                    let before = reader.data().len();
+                    if reader.refill().is_err() {
+                        summary.truncated = Some("read error".into());
+                        summary.stopped_at = Some(position);
+                        break;
+                    }
+                    if reader.data().len() > before {
+                        continue;
+                    }
+                    if before == 0 {
+                        // Clean end of file between blocks.
+                        break;
+                    }
+                    // Nothing more was read: either the buffer is full (a block larger than it) or the file ended.
+                    if before >= capacity && capacity < MAX_BLOCK {
+                        capacity = (capacity * 2).min(MAX_BLOCK);
+                        if reader.grow(capacity) {
                             continue;
                         }
-                        Err(stop) => {
-                            summary.truncated = Some(stop);
-                            summary.stopped_at = Some(position);
-                            break;
-                        }
                     }
-                }
-                let before = reader.data().len();
-                if reader.refill().is_err() {
-                    summary.truncated = Some("read error".into());
+                    summary.truncated = Some(if before >= capacity {
+                        format!("block larger than {MAX_BLOCK} bytes")
+                    } else {
+                        format!("file ends inside a block ({before} bytes left over)")
+                    });
                     summary.stopped_at = Some(position);
                     break;
                 }
-                if reader.data().len() > before {
-                    continue;
-                }
-                if before == 0 {
-                    // Clean end of file between blocks.
-                    break;
-                }
-                // Nothing more was read: either the buffer is full (a block larger than it) or the file ended.
-                if before >= capacity && capacity < MAX_BLOCK {
-                    capacity = (capacity * 2).min(MAX_BLOCK);
-                    if reader.grow(capacity) {
-                        continue;
-                    }
-                }
-                summary.truncated = Some(if before >= capacity {
-                    format!("block larger than {MAX_BLOCK} bytes")
-                } else {
-                    format!("file ends inside a block ({before} bytes left over)")
-                });
-                summary.stopped_at = Some(position);
-                break;
             }
             Err(PcapError::UnexpectedEof) => {
                 summary.truncated = Some("file ends inside a block".into());
                 summary.stopped_at = Some(position);
                 break;
             }
-            Err(e) => {
-                let reason = short_err(&e);
-                let framing = ng_big_endian.and_then(|be| ng_framing(reader.data(), be));
-                let be = ng_big_endian.unwrap_or(false);
-                match bad_block(
-                    framing,
-                    &reason,
-                    reader.data(),
-                    be,
-                    position,
-                    &mut number,
-                    &mut ifaces,
-                    anomalies,
-                ) {
-                    Ok(len) => {
-                        position += len as u64;
-                        reader.consume_noshift(len);
-                    }
-                    Err(stop) => {
-                        summary.truncated = Some(stop);
-                        summary.stopped_at = Some(position);
-                        break;
-                    }
+            // A block larger than the buffer (pcap-parser says so before asking for its bytes):
+            // the buffer grows for it, up to `MAX_BLOCK`.
+            Err(PcapError::BufferTooSmall) if capacity < MAX_BLOCK => {
+                capacity = (capacity * 2).min(MAX_BLOCK);
+                if reader.grow(capacity) {
+                    continue;
                 }
+                format!("block larger than {MAX_BLOCK} bytes")
+            }
+            Err(e) => short_err(&e),
+        };
+        let numbered = number;
+        match bad_block(
+            &refused,
+            reader.data(),
+            ng_big_endian,
+            position,
+            &mut number,
+            &mut ifaces,
+            anomalies,
+        ) {
+            Ok(len) => {
+                position += len as u64;
+                summary.frames += number - numbered;
+                reader.consume_noshift(len);
+            }
+            Err(stop) => {
+                summary.truncated = Some(stop);
+                summary.stopped_at = Some(position);
+                break;
             }
         }
     }
@@ -356,6 +362,7 @@ pub fn read_capture_while<R: Read + Send>(
 /// are there, or the first length is not a block length (below 12 or not a multiple of 4) or
 /// runs past `data`.
 fn ng_framing(data: &[u8], big_endian: bool) -> Option<(u32, usize, u32)> {
+    let big_endian = shb_big_endian(data).unwrap_or(big_endian);
     let word = |at: usize| -> Option<u32> {
         let b: [u8; 4] = data.get(at..at + 4)?.try_into().ok()?;
         Some(if big_endian {
@@ -371,25 +378,63 @@ fn ng_framing(data: &[u8], big_endian: bool) -> Option<(u32, usize, u32)> {
     Some((word(0)?, len, word(len - 4)?))
 }
 
-/// What to do with a pcapng block the parser refused (`reason`), given its `framing`
-/// ([`ng_framing`]): `Ok(length)` to skip it, when both length fields agree and it is not a
+/// The byte order of a section header block at the start of `data`, by its byte-order magic
+/// (draft-ietf-opsawg-pcapng §4.1); `None` when `data` does not start with one. A new section
+/// may change the byte order.
+fn shb_big_endian(data: &[u8]) -> Option<bool> {
+    if data.get(0..4)? != [0x0A, 0x0D, 0x0D, 0x0A] {
+        return None;
+    }
+    match data.get(8..12)? {
+        [0x4D, 0x3C, 0x2B, 0x1A] => Some(false),
+        [0x1A, 0x2B, 0x3C, 0x4D] => Some(true),
+        _ => None,
+    }
+}
+
+/// Why the pcapng block at the start of `data` cannot be framed, when it cannot: its first
+/// length is not a block length (at least 12, a multiple of 4: draft-ietf-opsawg-pcapng §3.1),
+/// or, once the whole block is in `data`, its second length disagrees with the first. `None`
+/// when it can be, or when too little of it is there to tell.
+fn ng_lengths_wrong(data: &[u8], big_endian: bool) -> Option<String> {
+    let big_endian = shb_big_endian(data).unwrap_or(big_endian);
+    let b: [u8; 4] = data.get(4..8)?.try_into().ok()?;
+    let len = if big_endian {
+        u32::from_be_bytes(b)
+    } else {
+        u32::from_le_bytes(b)
+    };
+    if len < 12 || !len.is_multiple_of(4) {
+        return Some(format!(
+            "malformed block: its length, {len} bytes, is not a block length (at least 12, a multiple of 4)"
+        ));
+    }
+    match ng_framing(data, big_endian) {
+        Some((_, len, len2)) if len2 as usize != len => Some(format!(
+            "malformed block: its length fields disagree ({len} bytes at its start, {len2} at its end)"
+        )),
+        _ => None,
+    }
+}
+
+/// What to do with a block at the start of `data` that the parser refused (`reason`), in a
+/// pcapng section of the given byte order (`None`: a pcap file, whose records have no second
+/// length to check them by): `Ok(length)` to skip it, when both length fields agree and it is not a
 /// section header (whose byte order and options the rest depends on), counted as
 /// `pcapng.bad_block`; a packet block keeps its frame number (`number` moves past it), an
-/// interface block its place (its link type is read from its first bytes, the options left).
+/// interface block its place (an interface without a link type, whose frames are counted).
 /// `Err(reason)` to stop reading the file, saying why.
-#[allow(clippy::too_many_arguments)]
 fn bad_block(
-    framing: Option<(u32, usize, u32)>,
     reason: &str,
     data: &[u8],
-    big_endian: bool,
+    big_endian: Option<bool>,
     position: u64,
     number: &mut u64,
     ifaces: &mut Vec<Iface>,
     anomalies: &mut Anomalies,
 ) -> Result<usize, String> {
     const SHB: u32 = 0x0A0D_0D0A;
-    let Some((kind, len, len2)) = framing else {
+    let Some((kind, len, len2)) = big_endian.and_then(|be| ng_framing(data, be)) else {
         return Err(format!("malformed block: {reason}"));
     };
     if len2 as usize != len {
@@ -411,16 +456,10 @@ fn bad_block(
         *number += 1;
     }
     if kind == 1 {
-        let linktype = data.get(8..10).map_or(0, |b| {
-            let b = [b[0], b[1]];
-            if big_endian {
-                u16::from_be_bytes(b)
-            } else {
-                u16::from_le_bytes(b)
-            }
-        });
+        // Its place is kept, so that later blocks name the right interfaces; its link type
+        // is not guessed.
         ifaces.push(Iface {
-            linktype: i32::from(linktype),
+            linktype: None,
             resolution: 1_000_000,
             offset: 0,
         });
@@ -674,15 +713,16 @@ mod tests {
         );
     }
 
-    /// Reads `bytes`: the frames (number, data), the anomaly codes with their frames, and why
-    /// reading stopped early.
-    fn read_all(
-        bytes: &[u8],
-    ) -> (
+    /// What [`read_all`] gives: the frames (number, data), the anomaly codes with their frames,
+    /// and why reading stopped early.
+    type ReadAll = (
         Vec<(u64, Vec<u8>)>,
         Vec<(String, Option<u64>)>,
         Option<String>,
-    ) {
+    );
+
+    /// Reads `bytes` whole.
+    fn read_all(bytes: &[u8]) -> ReadAll {
         let mut a = Anomalies::default();
         let mut out = Vec::new();
         let summary =
@@ -717,6 +757,71 @@ mod tests {
             ]
         );
         assert_eq!(stopped, None);
+    }
+
+    /// Length fields that disagree, or a first length that is no block length, stop the file
+    /// whatever the block's type (pcap-parser compares them only for some types).
+    #[test]
+    fn pcapng_bad_lengths_stop_the_file_for_every_block_type() {
+        let spb = {
+            let mut b = 3u32.to_le_bytes().to_vec();
+            b.extend_from_slice(b"spb\0");
+            ng_block(3, &b)
+        };
+        for (kind, block) in [
+            ("SPB", spb),
+            ("unknown", ng_block(0x0BAD, &[1, 2, 3, 4])),
+            ("SHB", ng_shb()),
+        ] {
+            let mut file = ng_shb();
+            file.extend(ng_idb(1, None));
+            file.extend(ng_epb(0, 1, b"one"));
+            let mut bad = block;
+            let n = bad.len();
+            bad[n - 4..].copy_from_slice(&(n as u32 + 4).to_le_bytes());
+            file.extend(bad);
+            file.extend(ng_epb(0, 3, b"three"));
+            let (frames, _, stopped) = read_all(&file);
+            assert_eq!(frames, vec![(1, b"one".to_vec())], "{kind}");
+            let want = format!("malformed block: its length fields disagree ({n} bytes at its start, {} at its end)", n + 4);
+            assert_eq!(stopped.as_deref(), Some(want.as_str()), "{kind}");
+        }
+        let mut file = ng_shb();
+        file.extend(ng_idb(1, None));
+        file.extend(ng_epb(0, 1, b"one"));
+        let mut bad = ng_block(0x0BAD, &[1, 2, 3, 4]);
+        bad[4..8].copy_from_slice(&18u32.to_le_bytes());
+        file.extend(bad);
+        let (frames, _, stopped) = read_all(&file);
+        assert_eq!(frames.len(), 1);
+        assert_eq!(
+            stopped.as_deref(),
+            Some("malformed block: its length, 18 bytes, is not a block length (at least 12, a multiple of 4)")
+        );
+    }
+
+    /// A packet of an interface whose description block was skipped is counted, not decoded as
+    /// some link type; a block larger than the read buffer is read whole.
+    #[test]
+    fn pcapng_skipped_interface_and_large_block() {
+        let mut file = ng_shb();
+        file.extend(ng_block(1, &[])); // IDB without a body
+        file.extend(ng_idb(1, None));
+        file.extend(ng_epb(0, 1, b"lost"));
+        let big = vec![7u8; BLOCK_BUFFER + BLOCK_BUFFER / 2];
+        file.extend(ng_epb(1, 2, &big));
+        let (frames, codes, stopped) = read_all(&file);
+        assert_eq!(stopped, None);
+        assert_eq!(frames.len(), 1);
+        assert_eq!(frames[0].0, 2);
+        assert_eq!(frames[0].1.len(), big.len());
+        assert_eq!(
+            codes,
+            vec![
+                ("pcapng.bad_block".to_string(), None),
+                ("pcapng.unknown_interface".to_string(), Some(1))
+            ]
+        );
     }
 
     /// Length fields that disagree leave no way to find the next block: reading stops there,

@@ -345,7 +345,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         v.files.push(path.display().to_string());
         let vantage = v.name.clone();
         let analyzer = &mut v.analyzer;
-        let first = analyzer.counters.frames + 1;
+        let first = v.numbered + 1;
         let unsupported_before = analyzer.anomalies.count("capture.unsupported_linktype");
         let (cut_before, segments_before, fragments_before, backwards_before) = (
             analyzer.anomalies.count("capture.snaplen_cut"),
@@ -410,7 +410,8 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         }
         let bytes = read_bytes.load(std::sync::atomic::Ordering::Relaxed);
         done_bytes += bytes;
-        let frames = analyzer.counters.frames + 1 - first;
+        let frames = res.as_ref().map_or(0, |s| s.frames);
+        v.numbered += frames;
         file_rows.push(tables::FileRow {
             file: path.display().to_string(),
             vantage,
@@ -418,8 +419,9 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             frame_last: (frames > 0).then_some(first + frames - 1),
             frames,
             bytes,
-            ts_first: (frames > 0).then_some(span.0),
-            ts_last: (frames > 0).then_some(span.1),
+            // Times only of frames handed on (a file's numbered frames may all be malformed).
+            ts_first: (span.0 <= span.1).then_some(span.0),
+            ts_last: (span.0 <= span.1).then_some(span.1),
             stopped: match &res {
                 Ok(summary) => summary.truncated.clone(),
                 Err(e) => Some(e.to_string()),
@@ -843,6 +845,9 @@ struct Vantage {
     explicit: bool,
     files: Vec<String>,
     analyzer: Analyzer,
+    /// Frames numbered in its files so far (some not handed to the analyzer: a malformed block,
+    /// a packet of an unknown interface): the next file's first frame follows them.
+    numbered: u64,
     ts_first: Option<i64>,
     last_ts: Option<i64>,
 }
@@ -900,6 +905,7 @@ fn pick_vantage(
         name,
         explicit: explicit.is_some(),
         files: Vec::new(),
+        numbered: 0,
         // `threads` 0: every stage on this thread (see `run`); else shards (this thread's own
         // and `threads - 1` workers), even for one thread: flows of every vantage point are
         // then numbered alike for any --threads.
