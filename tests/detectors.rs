@@ -743,6 +743,20 @@ fn unknown_last_event_id() {
     assert_eq!(exit_status(&cap, "warning"), 1);
 }
 
+/// A session whose first captured request already carried its `Mcp-Session-Id` began before
+/// the capture: a cursor no captured stream delivered could have come from before it (info).
+#[test]
+fn an_unknown_cursor_of_a_session_older_than_the_capture_is_info() {
+    let mut cap = Capture::new();
+    resume(&mut cap, "999", &sse_response(None, &[], true));
+    let fs = findings(&cap);
+    assert_kinds(&fs, &[("unknown_last_event_id", "info")]);
+    assert!(fs[0]["detail"]
+        .as_str()
+        .unwrap()
+        .contains("the session began before the capture"));
+}
+
 /// A cursor the capture could have lost (a response of the session missed bytes before the
 /// resumption) is not said to be invented: `unknown_last_event_id` is info, not a warning.
 #[test]

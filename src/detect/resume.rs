@@ -157,11 +157,21 @@ pub(super) fn check(
             .iter()
             .map(|&x| &exchanges[x])
             .find(|g| g.resp_gap && g.is_sse && g.ts() < e.ts());
-        let mut f = match lost {
-            Some(g) => ctx.finding("unknown_last_event_id", Severity::Info, None, format!(
+        // A session whose first captured request already carried its `Mcp-Session-Id` began
+        // before the capture did: a stream before it could have delivered the cursor too.
+        let began_before = model.sessions[r.session]
+            .exchanges
+            .first()
+            .map(|&x| &exchanges[x])
+            .filter(|g| g.req_header("mcp-session-id").is_some());
+        let mut f = match (lost, began_before) {
+            (Some(g), _) => ctx.finding("unknown_last_event_id", Severity::Info, None, format!(
                 "The resumption GET (frame {}, flow {}) presented Last-Event-ID {} that no captured stream of this session delivered, but the capture lost bytes of the session's responses before it (flow {}, frames {}–{}), which could have carried it.",
                 e.frame(), flow_id(e), r.last_event_id, flow_id(g), g.frame(), g.frame_last.unwrap_or(g.frame()))),
-            None => ctx.finding("unknown_last_event_id", Severity::Warning, None, format!(
+            (None, Some(g)) => ctx.finding("unknown_last_event_id", Severity::Info, None, format!(
+                "The resumption GET (frame {}, flow {}) presented Last-Event-ID {} that no captured stream of this session delivered, but the session began before the capture (its first captured request, frame {}, already carried its Mcp-Session-Id): a stream before the capture could have delivered it.",
+                e.frame(), flow_id(e), r.last_event_id, g.frame())),
+            (None, None) => ctx.finding("unknown_last_event_id", Severity::Warning, None, format!(
                 "The resumption GET (frame {}, flow {}) presented Last-Event-ID {} that no captured stream of this session delivered: the capture is incomplete or the client invented a cursor.",
                 e.frame(), flow_id(e), r.last_event_id)),
         };
@@ -1060,7 +1070,24 @@ pub(super) fn check(
             let incomplete = progress_after.is_empty()
                 || desynced
                 || total.is_some_and(|t| reached.is_nan() || (reached < t && !last_step));
-            if incomplete {
+            // Nothing in between, and the progress stood one step short of its total, or had
+            // none: a tool that reports each step before doing it (or gives no total) can end
+            // right there, and a replica that invents the result (seed 2) would look the same
+            // on the wire. Suspect (seed 2's own word), not proven: a warning, the resumption
+            // unverifiable — unless another backend than L's answered, where the result cannot
+            // come from the log the client was reading (a planned poll was let through above).
+            if incomplete && progress_after.is_empty() && !desynced && near_end && !switched {
+                let mut f = ctx.finding("suspect_terminal", Severity::Warning, Some(ev), format!(
+                    "The final response to request {} arrived on the resumed stream right after Last-Event-ID {} (event {}, frame {}) with no progress in between, while its progress stood at {}{}: the tool may have finished after that step, or the result was made up; the capture cannot show which.",
+                    rid, r.last_event_id, ev.sse.id.unwrap_or("-"), ev.sse.frame_first, fmt_num(last), total.map(|t| format!(" of {}", fmt_num(t))).unwrap_or_else(|| " (no total)".into())));
+                f.request_id = Some(rid.to_string());
+                f.expected = Some(format!("progress continuing from {}", fmt_num(last)));
+                f.observed = Some("response with no progress notification in between".into());
+                out.push(f);
+                unverified = true;
+                terminal_suspect = true;
+                reasons.push("terminal result right after the cut, one step short of the total or without one");
+            } else if incomplete {
                 let mut f = ctx.finding("suspect_terminal", Severity::Error, Some(ev), format!(
                     "The final response to request {} arrived on the resumed stream right after Last-Event-ID {} (event {}, frame {}) while its progress stood at {}{} with {} progress notification(s) in between: a terminal event not attributable to the original stream.",
                     rid, r.last_event_id, ev.sse.id.unwrap_or("-"), ev.sse.frame_first, fmt_num(last), total.map(|t| format!(" of {}", fmt_num(t))).unwrap_or_default(), progress_after.len()));
