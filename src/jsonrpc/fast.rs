@@ -12,6 +12,7 @@
 //! and the caller takes the general path: text that is not UTF-8, not an object or not valid,
 //! requests (their `params` are hashed in canonical form), and pointer steps through arrays.
 
+use smallvec::SmallVec;
 use std::borrow::Cow;
 
 use serde::de::{
@@ -138,6 +139,9 @@ struct Top<'a> {
     method: Option<&'a str>,
     id: Option<&'a str>,
     params: Option<Params<'a>>,
+    /// The raw text of `params` (the last one), when the hand-written reader read the message
+    /// (the serde reader leaves it out: a request is then left to the general path).
+    params_text: Option<&'a str>,
     result: Option<ResultVersion>,
     error: bool,
 }
@@ -379,6 +383,98 @@ fn top_serde<'a>(text: &'a str, keys: &[Cow<str>]) -> Option<Top<'a>> {
     Some(top)
 }
 
+/// `params` (raw, already validated JSON) as serde_json writes its `Value` compactly, without the
+/// object's own `_meta` members: what [`super::classify`] hashes. `None` unless the text is
+/// sure to be written back as it stands: no whitespace outside strings, no escape, numbers that
+/// are integers of at most 18 digits (not `-0`), no member name twice in an object (a `Value`
+/// keeps one of them).
+fn params_compact(t: &str) -> Option<Cow<'_, str>> {
+    let b = t.as_bytes();
+    // Open containers: whether each is an object, and its member names so far.
+    let mut open: SmallVec<[(bool, SmallVec<[&str; 8]>); 8]> = SmallVec::new();
+    let mut name_next = false;
+    // The top object's members as byte ranges, and whether any is `_meta`.
+    let mut members: SmallVec<[(usize, usize); 8]> = SmallVec::new();
+    let (mut start, mut meta) = (0usize, false);
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                let end = i + 1 + memchr::memchr2(b'"', b'\\', &b[i + 1..])?;
+                if b[end] != b'"' {
+                    return None;
+                }
+                if name_next {
+                    let name = t.get(i + 1..end)?;
+                    let names = &mut open.last_mut()?.1;
+                    if names.contains(&name) {
+                        return None;
+                    }
+                    names.push(name);
+                    if open.len() == 1 {
+                        start = i;
+                        meta |= name == "_meta";
+                    }
+                    name_next = false;
+                }
+                i = end + 1;
+            }
+            c @ (b'{' | b'[') => {
+                open.push((c == b'{', SmallVec::new()));
+                name_next = c == b'{';
+                i += 1;
+            }
+            c @ (b'}' | b']' | b',') => {
+                if open.len() == 1 && open[0].0 && !name_next {
+                    members.push((start, i));
+                }
+                if c == b',' {
+                    name_next = open.last()?.0;
+                } else {
+                    open.pop();
+                    name_next = false;
+                }
+                i += 1;
+            }
+            b':' => i += 1,
+            b'-' | b'0'..=b'9' => {
+                let end = b[i..]
+                    .iter()
+                    .position(|c| !matches!(c, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'))
+                    .map_or(b.len(), |n| i + n);
+                let digits = b.get(i + usize::from(b[i] == b'-')..end)?;
+                if digits.is_empty()
+                    || digits.len() > 18
+                    || !digits.iter().all(u8::is_ascii_digit)
+                    || &b[i..end] == b"-0"
+                {
+                    return None;
+                }
+                i = end;
+            }
+            b't' | b'n' => i += 4,
+            b'f' => i += 5,
+            _ => return None,
+        }
+    }
+    if !meta {
+        return Some(Cow::Borrowed(t));
+    }
+    let mut out = String::with_capacity(t.len());
+    out.push('{');
+    for &(a, z) in members
+        .iter()
+        .filter(|&&(a, _)| !t[a..].starts_with("\"_meta\":"))
+    {
+        if out.len() > 1 {
+            out.push(',');
+        }
+        out.push_str(t.get(a..z)?);
+    }
+    out.push('}');
+    Some(Cow::Owned(out))
+}
+
 /// The members of `params` the classification reads, in the order of their slots.
 const PARAMS_KEYS: [&str; 6] = [
     "progressToken",
@@ -432,6 +528,7 @@ pub(super) fn classify_str(text: &str, app_seq: &[String]) -> Option<Message> {
         method,
         id,
         params,
+        params_text,
         result,
         error,
     } = top;
@@ -442,7 +539,7 @@ pub(super) fn classify_str(text: &str, app_seq: &[String]) -> Option<Message> {
     };
     let id = id.filter(|i| *i != "null" || error.is_some()).map(compact);
     let kind = match (&method, &id) {
-        (Some(_), Some(_)) => return None,
+        (Some(_), Some(_)) => Kind::Request,
         (Some(_), None) => Kind::Notification,
         (None, _) if result.is_some() => Kind::Response,
         (None, _) if error.is_some() => Kind::Error,
@@ -490,6 +587,25 @@ pub(super) fn classify_str(text: &str, app_seq: &[String]) -> Option<Message> {
     let cancels = request_id
         .filter(|_| m == Some("notifications/cancelled"))
         .map(|c| compact(c).into_owned());
+    // A request: its progress token, and the hash of `params` without `_meta` as the general
+    // path writes it (`super::classify`), when the raw text is already that (else it decides).
+    let (request_progress_token, params_hash) = if kind == Kind::Request {
+        let params = match params_text {
+            Some(t) => params_compact(t)?,
+            None if params.is_none() => Cow::Borrowed("null"),
+            None => return None,
+        };
+        let mut text = String::with_capacity(m.map_or(0, str::len) + 1 + params.len());
+        text.push_str(m.unwrap_or(""));
+        text.push('\n');
+        text.push_str(&params);
+        (
+            get(meta, "progressToken").map(|t| compact(t).into_owned()),
+            Some(crate::hash::hash64(text.as_bytes())),
+        )
+    } else {
+        (None, None)
+    };
     Some(Message {
         kind,
         method: method.as_deref().map(Short::from),
@@ -500,10 +616,11 @@ pub(super) fn classify_str(text: &str, app_seq: &[String]) -> Option<Message> {
         progress: progress.filter(|_| progress_note).and_then(as_f64),
         progress_total: total.filter(|_| progress_note).and_then(as_f64),
         rare: Rare {
+            request_progress_token,
             protocol_version,
+            params_hash,
             cancels,
             app_seq: seq,
-            ..Rare::default()
         }
         .boxed(),
     })
@@ -657,7 +774,7 @@ mod tests {
             let text = text.trim_matches([' ', '\t', '\n', '\r']);
             let keys = scan_keys();
             if let Some(t) = scan::top(text, &keys) {
-                prop_assert_eq!(top_serde(text, &keys), Some(t), "{}", text);
+                prop_assert_eq!(top_serde(text, &keys), Some(Top { params_text: None, ..t }), "{}", text);
             };
         }
     }
@@ -698,6 +815,11 @@ mod tests {
         ] {
             let text = text.trim();
             let t = scan::top(text, &keys).unwrap_or_else(|| panic!("not read: {text}"));
+            // (The serde reader does not keep `params`' text.)
+            let t = Top {
+                params_text: None,
+                ..t
+            };
             assert_eq!(top_serde(text, &keys), Some(t), "{text}");
         }
         let deep = format!(
@@ -757,6 +879,10 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{}}}"#,
             r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}"#,
             r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"work","arguments":{"q":"abc é","n":[1,-2,true,null]},"_meta":{"progressToken":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":{"progressToken":"p"},"name":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#,
+            r#"{"jsonrpc":"2.0","id":"r","method":"tools/list"}"#,
         ] {
             let fast = classify_text(text.as_bytes(), &p).unwrap_or_else(|| panic!("slow: {text}"));
             assert_eq!(
@@ -786,9 +912,15 @@ mod tests {
             );
             assert!(super::super::parse(text.as_bytes(), &p).is_err(), "{text}");
         }
-        // Requests, batches, pointer steps through arrays and non-JSON take the general path.
+        // Requests whose `params` serde_json would write otherwise (whitespace, an escape, a
+        // number it rewrites, a name twice), batches, pointer steps through arrays and non-JSON
+        // take the general path.
         for text in [
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"a": 1}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"a":"\u0041"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"a":1.0}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"a":-0}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"a":{"b":1,"b":2}}}"#,
             r#"[{"jsonrpc":"2.0","method":"a"}]"#,
             r#"{"x":[1]}"#,
             "{not json",

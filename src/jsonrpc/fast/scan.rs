@@ -318,7 +318,12 @@ pub(super) fn top<'a>(text: &'a str, keys: &[std::borrow::Cow<str>]) -> Option<T
         match name {
             "method" => t.method = Some(sc.raw(1)?),
             "id" => t.id = Some(sc.raw(1)?),
-            "params" => t.params = Some(params(sc, keys)?),
+            "params" => {
+                sc.ws();
+                let start = sc.i;
+                t.params = Some(params(sc, keys)?);
+                t.params_text = text.get(start..sc.i);
+            }
             "result" => t.result = Some(result(sc)?),
             "error" => {
                 sc.value(1)?;
