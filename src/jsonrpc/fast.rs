@@ -391,7 +391,8 @@ fn top_serde<'a>(text: &'a str, keys: &[Cow<str>]) -> Option<Top<'a>> {
 fn params_compact(t: &str) -> Option<Cow<'_, str>> {
     let b = t.as_bytes();
     // Open containers: whether each is an object, and its member names so far.
-    let mut open: SmallVec<[(bool, SmallVec<[&str; 8]>); 8]> = SmallVec::new();
+    type Names<'t> = SmallVec<[&'t str; 8]>;
+    let mut open: SmallVec<[(bool, Names); 8]> = SmallVec::new();
     let mut name_next = false;
     // The top object's members as byte ranges, and whether any is `_meta`.
     let mut members: SmallVec<[(usize, usize); 8]> = SmallVec::new();
