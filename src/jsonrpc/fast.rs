@@ -1,6 +1,6 @@
 //! The common case of [`super::parse`] without building a `serde_json::Value` tree: one JSON
-//! object that is not a request (notifications, responses, errors: what SSE streams carry by the
-//! thousand). Only the members the classification reads are looked at, as borrowed raw JSON
+//! object (notifications, responses, errors: what SSE streams carry by the thousand; requests,
+//! what POST bodies carry). Only the members the classification reads are looked at, as borrowed raw JSON
 //! text; everything else is skipped by the parser without allocating. A hand-written reader
 //! ([`scan`]) reads them first; what it is not sure of goes to the serde reader ([`TopSeed`]).
 //!
@@ -10,7 +10,8 @@
 //! numbers out of range, nesting past serde_json's recursion limit are errors), so text the
 //! general path rejects is rejected here too. Anything this path does not cover returns `None`,
 //! and the caller takes the general path: text that is not UTF-8, not an object or not valid,
-//! requests (their `params` are hashed in canonical form), and pointer steps through arrays.
+//! requests whose `params` serde_json would not write back as they stand (they are hashed as it
+//! writes them: [`params_compact`]), and pointer steps through arrays.
 
 use smallvec::SmallVec;
 use std::borrow::Cow;
