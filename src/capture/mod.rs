@@ -48,6 +48,10 @@ pub enum CaptureError {
     /// The first bytes are neither a pcap header nor a pcapng section header block.
     #[error("not a pcap or pcapng file (unrecognised header)")]
     NotACapture,
+    /// The file starts like a pcap or pcapng file but ends inside its file header (24 bytes) or
+    /// first section header block (28 bytes at least); the value is its length in bytes.
+    #[error("file ends inside its header ({0} bytes)")]
+    TruncatedHeader(usize),
     /// The underlying reader failed.
     #[error("read error: {0}")]
     Io(String),
@@ -120,12 +124,18 @@ pub fn read_capture_while<R: Read + Send>(
     if let Err(e) = (&mut input).take(HEAD_BYTES as u64).read_to_end(&mut head) {
         return Err(CaptureError::Io(e.to_string()));
     }
+    let cut_header = truncated_header(&head).then_some(head.len());
     let input = std::io::Cursor::new(head).chain(input);
     let mut reader = match create_reader(BLOCK_BUFFER, input) {
         Ok(r) => r,
         Err(PcapError::Eof) => return Err(CaptureError::Empty),
         Err(PcapError::ReadError) => return Err(CaptureError::Io("read failed".into())),
-        Err(_) => return Err(CaptureError::NotACapture),
+        Err(_) => {
+            return Err(match cut_header {
+                Some(len) => CaptureError::TruncatedHeader(len),
+                None => CaptureError::NotACapture,
+            })
+        }
     };
     let mut summary = FileSummary::default();
     let mut legacy_linktype = 1i32;
@@ -354,6 +364,23 @@ pub fn read_capture_while<R: Read + Send>(
         }
     }
     Ok(summary)
+}
+
+/// Whether `head`, the whole of a file shorter than a capture's header, starts like one: a pcap
+/// magic number (either byte order, micro- or nanoseconds) with fewer than 24 bytes, or a pcapng
+/// section header block type with fewer than 28.
+fn truncated_header(head: &[u8]) -> bool {
+    const PCAP: [[u8; 4]; 4] = [
+        [0xd4, 0xc3, 0xb2, 0xa1],
+        [0xa1, 0xb2, 0xc3, 0xd4],
+        [0x4d, 0x3c, 0xb2, 0xa1],
+        [0xa1, 0xb2, 0x3c, 0x4d],
+    ];
+    match head.get(0..4) {
+        Some(m) if PCAP.iter().any(|p| p == m) => head.len() < 24,
+        Some([0x0a, 0x0d, 0x0d, 0x0a]) => head.len() < 28,
+        _ => false,
+    }
 }
 
 /// A pcapng block at the start of `data` whose two length fields can be read (draft-ietf-opsawg-
@@ -865,5 +892,11 @@ mod tests {
         assert!(matches!(r, Err(CaptureError::NotACapture)));
         let r = read_capture(&b""[..], 1, &mut a, |_| {});
         assert!(matches!(r, Err(CaptureError::Empty)));
+        // Cut inside the file header: said so, with the length.
+        let pcap = legacy(0xa1b2c3d4, false, 1, &[]);
+        let r = read_capture(&pcap[..20], 1, &mut a, |_| {});
+        assert!(matches!(r, Err(CaptureError::TruncatedHeader(20))), "{r:?}");
+        let r = read_capture(&ng_shb()[..16], 1, &mut a, |_| {});
+        assert!(matches!(r, Err(CaptureError::TruncatedHeader(16))), "{r:?}");
     }
 }
