@@ -125,6 +125,12 @@ fn value_lost_inside_the_resumed_connection() {
     let ok = fs.iter().find(|f| f["kind"] == "resume_ok").unwrap();
     let desync = fs.iter().find(|f| f["kind"] == "app_seq_desync").unwrap();
     assert_eq!(ok["event_id"], "4");
+    // It says the loss past the cursor is reported on its own.
+    let said = ok["detail"].as_str().unwrap();
+    assert!(
+        said.contains("past the cursor, is reported on its own"),
+        "{said}"
+    );
     assert_eq!(desync["last_event_id"], "5");
     assert_eq!(desync["event_id"], "6");
     assert_eq!(desync["observed"], "7");

@@ -1138,9 +1138,16 @@ pub(super) fn check(
             "The resumption from Last-Event-ID {} (GET in frame {}, flow {}) delivered {} event(s){} with nothing that contradicts a continuation; the ids cannot show order and no application sequence came before the cut, so the continuation is not shown either.",
             r.last_event_id, e.frame(), flow_id(e), after.len(), first_text)
         } else {
+            // (A loss after the boundary, inside the resumed connection, is its own finding and
+            // makes the verdict gap.)
+            let later = if gap {
+                "; what went missing later on the resumed connection, past the cursor, is reported on its own"
+            } else {
+                ""
+            };
             format!(
-            "The resumption from Last-Event-ID {} (GET in frame {}, flow {}) continued the stream with {} event(s){}.",
-            r.last_event_id, e.frame(), flow_id(e), after.len(), first_text)
+            "The resumption from Last-Event-ID {} (GET in frame {}, flow {}) continued the stream with {} event(s){}{}.",
+            r.last_event_id, e.frame(), flow_id(e), after.len(), first_text, later)
         });
         f.observed = first_id.clone();
         out.push(f);
