@@ -97,20 +97,26 @@ fn truncated_capture_is_analysed_up_to_the_cut() {
     );
 }
 
+/// `analyze --format csv --out <temp dir named by tag>` of `paths` (it must exit 0): its output
+/// and the directory of tables (the caller removes it).
+fn analyze_csv(paths: &[&std::path::Path], tag: &str) -> (Output, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("mcpcap-bad-{}-{tag}", std::process::id()));
+    let mut args = vec!["analyze", "--fail-on", "never", "--format", "csv", "--out"];
+    args.push(dir.to_str().unwrap());
+    args.extend(paths.iter().map(|p| p.to_str().unwrap()));
+    let o = mcpcap(&args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o, dir)
+}
+
 /// `analyze --format csv` of `p` (it must exit 0): its stderr lines and `anomalies.csv`.
 fn stderr_and_anomalies(p: &std::path::Path, tag: &str) -> (Vec<String>, String) {
-    let dir = std::env::temp_dir().join(format!("mcpcap-bad-{}-{tag}", std::process::id()));
-    let o = mcpcap(&[
-        "analyze",
-        "--fail-on",
-        "never",
-        "--format",
-        "csv",
-        "--out",
-        dir.to_str().unwrap(),
-        p.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(0));
+    let (o, dir) = analyze_csv(&[p], tag);
     let anomalies = std::fs::read_to_string(dir.join("anomalies.csv")).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     (stderr_lines(&o), anomalies)
@@ -604,24 +610,7 @@ fn a_malformed_packet_block_keeps_its_frame_number_across_files() {
     let mut b = ng[..head_end].to_vec();
     b.extend_from_slice(&ng[cut..]);
     let (pa, pb) = (tmp("bad-epb-a.pcapng", &a), tmp("bad-epb-b.pcapng", &b));
-    let dir = std::env::temp_dir().join(format!("mcpcap-bad-{}-epb-files", std::process::id()));
-    let o = mcpcap(&[
-        "analyze",
-        "--fail-on",
-        "never",
-        "--format",
-        "csv",
-        "--out",
-        dir.to_str().unwrap(),
-        pa.to_str().unwrap(),
-        pb.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let (_, dir) = analyze_csv(&[&pa, &pb], "epb-files");
     let files = std::fs::read_to_string(dir.join("files.csv")).unwrap();
     let rows: Vec<Vec<&str>> = files
         .lines()

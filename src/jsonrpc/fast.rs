@@ -1,8 +1,9 @@
 //! The common case of [`super::parse`] without building a `serde_json::Value` tree: one JSON
 //! object (notifications, responses, errors: what SSE streams carry by the thousand; requests,
-//! what POST bodies carry). Only the members the classification reads are looked at, as borrowed raw JSON
-//! text; everything else is skipped by the parser without allocating. A hand-written reader
-//! ([`scan`]) reads them first; what it is not sure of goes to the serde reader ([`TopSeed`]).
+//! what POST bodies carry). Only the members the classification reads are looked at, as
+//! borrowed raw JSON text; everything else is skipped by the parser without allocating. A
+//! hand-written reader ([`scan`]) reads them first; what it is not sure of goes to the serde
+//! reader ([`TopSeed`]).
 //!
 //! The result equals [`super::classify`] on the parsed value, member for member: duplicate keys
 //! keep the last value, escaped keys are unescaped before they are compared, `null` members are
