@@ -198,6 +198,9 @@ pub fn read_capture_while<R: Read + Send>(
                         ng_big_endian = Some(shb.big_endian());
                     }
                     PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
+                        // Link type, reserved, snaplen: 8 bytes after the block's 8.
+                        let region = (idb.block_len1 as usize).saturating_sub(20);
+                        options_cut(&idb.options, region, None, "IDB", anomalies);
                         let resolution = ts_resolution(idb.if_tsresol).unwrap_or_else(|| {
                             anomalies.add(Anomaly::new(
                                 "pcapng.bad_tsresol",
@@ -214,6 +217,11 @@ pub fn read_capture_while<R: Read + Send>(
                         });
                     }
                     PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
+                        // Interface, time, lengths: 20 bytes after the block's 8, then the
+                        // padded data.
+                        let data = (epb.caplen as usize).next_multiple_of(4);
+                        let region = (epb.block_len1 as usize).saturating_sub(32 + data);
+                        options_cut(&epb.options, region, Some(number), "EPB", anomalies);
                         match ifaces.get(epb.if_id as usize).and_then(|i| Some((i, i.linktype?))) {
                             Some((iface, linktype)) => {
                                 let raw = ((epb.ts_high as u64) << 32) | epb.ts_low as u64;
@@ -330,14 +338,24 @@ pub fn read_capture_while<R: Read + Send>(
                 summary.stopped_at = Some(position);
                 break;
             }
-            // A block larger than the buffer (pcap-parser says so before asking for its bytes):
-            // the buffer grows for it, up to `MAX_BLOCK`.
-            Err(PcapError::BufferTooSmall) if capacity < MAX_BLOCK => {
-                capacity = (capacity * 2).min(MAX_BLOCK);
-                if reader.grow(capacity) {
-                    continue;
+            // A pcapng block larger than the buffer (pcap-parser says so before asking for its
+            // bytes): the buffer grows for it, up to `MAX_BLOCK` — unless the block, by its own
+            // length, is already whole in the buffer (a length inside it is what is too large:
+            // it is refused). A pcap record has no second length to check a large one by: it
+            // stops the file, as tshark does past 256 KiB.
+            Err(PcapError::BufferTooSmall) if ng_big_endian.is_some() => {
+                let be = ng_big_endian.unwrap_or(false);
+                if ng_framing(reader.data(), be).is_some() {
+                    "a length inside it runs past its end".into()
+                } else if capacity < MAX_BLOCK {
+                    capacity = (capacity * 2).min(MAX_BLOCK);
+                    if reader.grow(capacity) {
+                        continue;
+                    }
+                    format!("block larger than {MAX_BLOCK} bytes")
+                } else {
+                    format!("block larger than {MAX_BLOCK} bytes")
                 }
-                format!("block larger than {MAX_BLOCK} bytes")
             }
             Err(e) => short_err(&e),
         };
@@ -364,6 +382,30 @@ pub fn read_capture_while<R: Read + Send>(
         }
     }
     Ok(summary)
+}
+
+/// Counts `pcapng.bad_option` when the options pcap-parser read from a block (each 4 bytes of
+/// code and length, then its value padded to 4) cover less than the block's option bytes
+/// (`region`): an option ran past the block's end, and pcap-parser stops there without a word
+/// (draft-ietf-opsawg-pcapng §3.5). The packet itself is read.
+fn options_cut(
+    options: &[pcap_parser::pcapng::PcapNGOption<'_>],
+    region: usize,
+    frame: Option<u64>,
+    block: &str,
+    anomalies: &mut Anomalies,
+) {
+    let read: usize = options.iter().map(|o| 4 + o.value.len()).sum();
+    if read < region {
+        anomalies.add(Anomaly::new(
+            "pcapng.bad_option",
+            frame,
+            None,
+            format!(
+                "{block} options: {read} of {region} bytes readable, the next option runs past the block's end; the rest ignored"
+            ),
+        ));
+    }
 }
 
 /// Whether `head`, the whole of a file shorter than a capture's header, starts like one: a pcap
@@ -784,6 +826,54 @@ mod tests {
             ]
         );
         assert_eq!(stopped, None);
+    }
+
+    /// A length inside a record larger than the read buffer: a pcapng block whose own length
+    /// says it is whole is refused and skipped at once (the buffer does not grow for it); a
+    /// pcap record, which has no second length to check it by, stops the file.
+    #[test]
+    fn a_huge_inner_length_does_not_grow_the_buffer() {
+        let mut file = ng_shb();
+        file.extend(ng_idb(1, None));
+        file.extend(ng_epb(0, 1, b"one"));
+        file.extend(ng_epb_len(0, 2, b"two", 3_000_000));
+        file.extend(ng_epb(0, 3, b"three"));
+        let (frames, codes, stopped) = read_all(&file);
+        assert_eq!(stopped, None);
+        assert_eq!(frames, vec![(1, b"one".to_vec()), (3, b"three".to_vec())]);
+        assert_eq!(codes, vec![("pcapng.bad_block".to_string(), Some(2))]);
+        let recs: [(u32, u32, &[u8]); 3] = [(1, 0, b"a"), (2, 0, b"b"), (3, 0, b"c")];
+        let mut pcap = legacy(0xa1b2c3d4, false, 1, &recs);
+        // The second record's captured length: 24 + 17 bytes in.
+        pcap[24 + 17 + 8..24 + 17 + 12].copy_from_slice(&3_000_000u32.to_le_bytes());
+        let (frames, _, stopped) = read_all(&pcap);
+        assert_eq!(frames, vec![(1, b"a".to_vec())]);
+        assert_eq!(stopped.as_deref(), Some("malformed block: block too large"));
+    }
+
+    /// An option that runs past its block's end is counted; the packet is read, and so is an
+    /// EPB whose options are whole (an end-of-options marker included).
+    #[test]
+    fn pcapng_option_past_the_block_is_counted() {
+        let epb_with = |opts: &[u8]| {
+            let mut b = 0u32.to_le_bytes().to_vec();
+            b.extend_from_slice(&[0; 8]);
+            b.extend_from_slice(&3u32.to_le_bytes());
+            b.extend_from_slice(&3u32.to_le_bytes());
+            b.extend_from_slice(b"one\0");
+            b.extend_from_slice(opts);
+            ng_block(6, &b)
+        };
+        let mut file = ng_shb();
+        file.extend(ng_idb(1, None));
+        // A comment of 2 bytes, then the end of options: whole.
+        file.extend(epb_with(&[1, 0, 2, 0, b'h', b'i', 0, 0, 0, 0, 0, 0]));
+        // A comment that says 200 bytes, with 4 there.
+        file.extend(epb_with(&[1, 0, 200, 0, b'a', b'b', b'c', b'd']));
+        let (frames, codes, stopped) = read_all(&file);
+        assert_eq!(stopped, None);
+        assert_eq!(frames, vec![(1, b"one".to_vec()), (2, b"one".to_vec())]);
+        assert_eq!(codes, vec![("pcapng.bad_option".to_string(), Some(2))]);
     }
 
     /// Length fields that disagree, or a first length that is no block length, stop the file
