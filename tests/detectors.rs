@@ -583,6 +583,25 @@ fn app_seq_desync_and_suspect_terminal() {
     );
 }
 
+/// A result right after the cut, with nothing in between: one step short of the total is a
+/// warning only when the progress showed its step (two values at least). A single value of 0.1
+/// of 1 is not "one step short" by a step of 1 nobody saw: it stays an error.
+#[test]
+fn a_result_after_one_progress_value_is_not_one_step_short() {
+    let tenth = Ev::id(1, progress(&token(), 1, 10));
+    let mut tenth = tenth;
+    tenth.data["params"]["progress"] = json!(0.1);
+    tenth.data["params"]["total"] = json!(1.0);
+    let mut cap = Capture::new();
+    handshake(&mut cap);
+    tools_call_stream(&mut cap, &[tenth], End::CutFin);
+    resume(&mut cap, "1", &sse_response(None, &[res(2)], true));
+    assert_kinds(&findings(&cap), &[("suspect_terminal", "error")]);
+    // Two values, one step short of the total: a warning.
+    let cap = cut_and_resume(4, End::CutFin, &[res(4)]);
+    assert_kinds(&findings(&cap), &[("suspect_terminal", "warning")]);
+}
+
 #[test]
 fn progress_batched_with_the_result_counts() {
     // One event carries the last progress notifications and the result (a JSON-RPC batch, as
@@ -755,6 +774,21 @@ fn an_unknown_cursor_of_a_session_older_than_the_capture_is_info() {
         .as_str()
         .unwrap()
         .contains("the session began before the capture"));
+    // Unless the cursor names a stream the capture saw (Go ids: its stream part): a warning.
+    let go = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    let mut cap = Capture::new();
+    let evs: Vec<Ev> = (1..=3)
+        .map(|i| Ev::id(format!("{go}_{i}"), progress(&token(), i, 10)))
+        .collect();
+    tools_call_stream(&mut cap, &evs, End::CutFin);
+    resume(&mut cap, &format!("{go}_7"), &sse_response(None, &[], true));
+    assert_kinds(
+        &findings(&cap),
+        &[
+            ("lost_response", "error"),
+            ("unknown_last_event_id", "warning"),
+        ],
+    );
 }
 
 /// A cursor the capture could have lost (a response of the session missed bytes before the

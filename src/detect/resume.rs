@@ -158,12 +158,26 @@ pub(super) fn check(
             .map(|&x| &exchanges[x])
             .find(|g| g.resp_gap && g.is_sse && g.ts() < e.ts());
         // A session whose first captured request already carried its `Mcp-Session-Id` began
-        // before the capture did: a stream before it could have delivered the cursor too.
+        // before the capture did: a stream before it could have delivered the cursor too —
+        // unless the cursor names a stream (by its id's stream part) that the capture saw.
+        let cursor = ids::parse(&r.last_event_id);
+        let stream_seen = !cursor.prefix.is_empty()
+            && model.sessions[r.session].exchanges.iter().any(|&x| {
+                // (Before this resumption: its own answer continues the stream it names.)
+                x != r.exchange
+                    && exchanges[x].ts() < e.ts()
+                    && exchanges[x].events.iter().any(|ev| {
+                        ev.sse.id.is_some_and(|id| {
+                            let p = ids::parse(id);
+                            p.format == cursor.format && p.prefix == cursor.prefix
+                        })
+                    })
+            });
         let began_before = model.sessions[r.session]
             .exchanges
             .first()
             .map(|&x| &exchanges[x])
-            .filter(|g| g.req_header("mcp-session-id").is_some());
+            .filter(|g| !stream_seen && g.req_header("mcp-session-id").is_some());
         let mut f = match (lost, began_before) {
             (Some(g), _) => ctx.finding("unknown_last_event_id", Severity::Info, None, format!(
                 "The resumption GET (frame {}, flow {}) presented Last-Event-ID {} that no captured stream of this session delivered, but the capture lost bytes of the session's responses before it (flow {}, frames {}–{}), which could have carried it.",
@@ -1076,7 +1090,12 @@ pub(super) fn check(
             // on the wire. Suspect (seed 2's own word), not proven: a warning, the resumption
             // unverifiable — unless another backend than L's answered, where the result cannot
             // come from the log the client was reading (a planned poll was let through above).
-            if incomplete && progress_after.is_empty() && !desynced && near_end && !switched {
+            // (One step short only when the progress showed its step: two values at least.)
+            let one_short = match total {
+                Some(_) => progress_before.len() >= 2 && near_end,
+                None => true,
+            };
+            if incomplete && progress_after.is_empty() && !desynced && one_short && !switched {
                 let mut f = ctx.finding("suspect_terminal", Severity::Warning, Some(ev), format!(
                     "The final response to request {} arrived on the resumed stream right after Last-Event-ID {} (event {}, frame {}) with no progress in between, while its progress stood at {}{}: the tool may have finished after that step, or the result was made up; the capture cannot show which.",
                     rid, r.last_event_id, ev.sse.id.unwrap_or("-"), ev.sse.frame_first, fmt_num(last), total.map(|t| format!(" of {}", fmt_num(t))).unwrap_or_else(|| " (no total)".into())));
