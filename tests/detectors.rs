@@ -1258,3 +1258,35 @@ fn an_sse_response_without_its_request_makes_the_session_unverifiable() {
     assert_eq!(verdict(false), "intact");
     assert_eq!(verdict(true), "unverifiable");
 }
+
+/// The `streams` verdict is its worst resumption's: a first resumption the capture cannot judge
+/// (answered with JSON, not an event stream), then a second one answered by a fresh log (ids
+/// from 1 again), is `forked`, not `unverifiable`.
+#[test]
+fn a_stream_verdict_is_its_worst_resumption() {
+    let mut cap = Capture::new();
+    handshake(&mut cap);
+    tools_call_stream(&mut cap, &progs(1..=3, 1, 10), End::CutFin);
+    resume(
+        &mut cap,
+        "3",
+        &json_response(Some(SID), &json!({"jsonrpc": "2.0", "method": "x"})),
+    );
+    resume(
+        &mut cap,
+        "3",
+        &sse_response(None, &progs(1..=2, 1, 10), true),
+    );
+    let rs = table_csv(&cap, "resumptions");
+    assert!(
+        rs.contains(",unverifiable,") && rs.contains(",forked,"),
+        "{rs}"
+    );
+    let streams = table_csv(&cap, "streams");
+    let post: Vec<&str> = streams
+        .lines()
+        .filter(|l| l.split(',').nth(2) == Some("post"))
+        .collect();
+    assert_eq!(post.len(), 1, "{streams}");
+    assert_eq!(post[0].split(',').nth(12), Some("forked"), "{streams}");
+}

@@ -1088,8 +1088,9 @@ pub(super) fn check(
             // none: a tool that reports each step before doing it (or gives no total) can end
             // right there, and a replica that invents the result (seed 2) would look the same
             // on the wire. Suspect (seed 2's own word), not proven: a warning, the resumption
-            // unverifiable — unless another backend than L's answered, where the result cannot
-            // come from the log the client was reading (a planned poll was let through above).
+            // unverifiable — unless another backend than L's is known to have answered (the
+            // result cannot come from the log the client was reading; a planned poll was let
+            // through above).
             // (One step short only when the progress showed its step: two values at least.)
             let one_short = match total {
                 Some(_) => progress_before.len() >= 2 && near_end,
