@@ -302,7 +302,7 @@ pub fn read_capture_while<R: Read + Send>(
                 if ng_big_endian.is_some_and(|be| ng_framing(reader.data(), be).is_some()) {
                     // The whole block, by its length, is in the buffer, yet the parser asks for
                     // more: something inside it (a captured length, an option) runs past its end.
-                    "a length inside it runs past its end".into()
+                    INSIDE_PAST_END.into()
                 } else {
                     let before = reader.data().len();
                     if reader.refill().is_err() {
@@ -318,11 +318,8 @@ pub fn read_capture_while<R: Read + Send>(
                         break;
                     }
                     // Nothing more was read: either the buffer is full (a block larger than it) or the file ended.
-                    if before >= capacity && capacity < MAX_BLOCK {
-                        capacity = (capacity * 2).min(MAX_BLOCK);
-                        if reader.grow(capacity) {
-                            continue;
-                        }
+                    if before >= capacity && grow(&mut *reader, &mut capacity) {
+                        continue;
                     }
                     summary.truncated = Some(if before >= capacity {
                         format!("block larger than {MAX_BLOCK} bytes")
@@ -346,13 +343,9 @@ pub fn read_capture_while<R: Read + Send>(
             Err(PcapError::BufferTooSmall) if ng_big_endian.is_some() => {
                 let be = ng_big_endian.unwrap_or(false);
                 if ng_framing(reader.data(), be).is_some() {
-                    "a length inside it runs past its end".into()
-                } else if capacity < MAX_BLOCK {
-                    capacity = (capacity * 2).min(MAX_BLOCK);
-                    if reader.grow(capacity) {
-                        continue;
-                    }
-                    format!("block larger than {MAX_BLOCK} bytes")
+                    INSIDE_PAST_END.into()
+                } else if grow(&mut *reader, &mut capacity) {
+                    continue;
                 } else {
                     format!("block larger than {MAX_BLOCK} bytes")
                 }
@@ -382,6 +375,20 @@ pub fn read_capture_while<R: Read + Send>(
         }
     }
     Ok(summary)
+}
+
+/// Why a pcapng block whole in the buffer by its own length was refused: a length inside it (a
+/// captured length, an option's) runs past its end.
+const INSIDE_PAST_END: &str = "a length inside it runs past its end";
+
+/// Doubles the read buffer (`capacity`, bytes) for a block larger than it, up to [`MAX_BLOCK`];
+/// false when it is that large already, or could not grow.
+fn grow(reader: &mut dyn pcap_parser::traits::PcapReaderIterator, capacity: &mut usize) -> bool {
+    if *capacity >= MAX_BLOCK {
+        return false;
+    }
+    *capacity = (*capacity * 2).min(MAX_BLOCK);
+    reader.grow(*capacity)
 }
 
 /// Counts `pcapng.bad_option` when the options pcap-parser read from a block (each 4 bytes of
