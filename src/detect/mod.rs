@@ -133,6 +133,18 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// How bad it is, for the worst of several: another log (4), then loss (3), then what the
+    /// capture cannot tell (2), then a loud refusal (1); resumed is 0.
+    pub fn badness(self) -> u8 {
+        match self {
+            Verdict::Forked => 4,
+            Verdict::Gap => 3,
+            Verdict::Unverifiable => 2,
+            Verdict::Rejected => 1,
+            Verdict::Resumed => 0,
+        }
+    }
+
     /// Lower-case name.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -200,24 +200,13 @@ pub fn streams(a: &Analysis, ex: &[Exchange]) -> Table {
             let res = &res_of[i];
             // The worst resumption's; a stream that lost events inside a connection, with
             // nothing worse at a resumption, is a `gap` too.
-            // (Worst first: another log, then loss, then what the capture cannot tell, then a
-            // loud refusal; the first of equals.)
-            let badness = |v: crate::detect::Verdict| {
-                use crate::detect::Verdict::*;
-                match v {
-                    Forked => 4,
-                    Gap => 3,
-                    Unverifiable => 2,
-                    Rejected => 1,
-                    Resumed => 0,
-                }
-            };
+            // (By `Verdict::badness`; the first of equals.)
             let worst = res
                 .iter()
                 .map(|r| r.verdict)
                 .filter(|v| !matches!(v, crate::detect::Verdict::Resumed))
                 .fold(None, |w: Option<crate::detect::Verdict>, v| match w {
-                    Some(w) if badness(w) >= badness(v) => Some(w),
+                    Some(w) if w.badness() >= v.badness() => Some(w),
                     _ => Some(v),
                 });
             let verdict = match worst {
