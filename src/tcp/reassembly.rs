@@ -318,9 +318,10 @@ impl Reassembler {
         }
     }
 
-    /// Whether `payload` at `off` differs from a buffered segment it overlaps (the one that
-    /// starts before it and reaches into it, and those that start inside it), on the bytes they
-    /// share.
+    /// Whether `payload` at `off` differs from a buffered segment it overlaps, on the bytes they
+    /// share: those that start inside it, and the nearest one that starts before it (an
+    /// earlier, longer one that also reaches into it is not compared: finding it would mean
+    /// walking every buffered segment before `off`).
     fn differs_from_buffered(&self, off: u64, payload: &[u8]) -> bool {
         let end = off + payload.len() as u64;
         let before = self.pending.range(..off).next_back();
