@@ -7,6 +7,8 @@
 //! through without being buffered. After a gap or malformed framing it
 //! resyncs at the next plausible start line.
 
+use std::mem::MaybeUninit;
+
 /// Limits of the HTTP stage.
 #[derive(Debug, Clone, Copy)]
 pub struct HttpLimits {
@@ -684,42 +686,23 @@ impl DirParser {
         rest: &[u8],
         out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule,
     ) -> HeadResult {
-        let mut storage = vec![httparse::EMPTY_HEADER; self.limits.max_headers];
-        let mut head = Head::default();
-        let n = if self.is_request {
-            let mut req = httparse::Request::new(&mut storage);
-            match req.parse(rest) {
-                Ok(httparse::Status::Complete(n)) => {
-                    head.method = req.method.unwrap_or("").to_string();
-                    head.target = req.path.unwrap_or("").to_string();
-                    head.version = req.version.unwrap_or(1);
-                    set_headers(&mut head, req.headers);
-                    n
-                }
-                Ok(httparse::Status::Partial) => return HeadResult::Partial,
-                Err(e) => return self.bad_head(e, out),
+        // Most heads have a few fields: their slots are on the stack, left uninitialised
+        // (httparse writes each before it is read). Only a head with more fields than that is
+        // parsed again with room for `max_headers` on the heap.
+        let mut few = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; FEW_HEADERS];
+        let max = self.limits.max_headers;
+        let parsed = match parse_fields(self.is_request, rest, &mut few[..max.min(FEW_HEADERS)]) {
+            Err(httparse::Error::TooManyHeaders) if max > FEW_HEADERS => {
+                let mut many = Vec::with_capacity(max);
+                many.resize_with(max, MaybeUninit::uninit);
+                parse_fields(self.is_request, rest, &mut many)
             }
-        } else {
-            let mut resp = httparse::Response::new(&mut storage);
-            // A recipient of a response keeps what an older sender wrote: obs-fold (RFC 9112
-            // §5.2, its value unfolded below), spaces before a header's colon, runs of spaces in
-            // the status line.
-            let lenient = httparse::ParserConfig::default()
-                .allow_obsolete_multiline_headers_in_responses(true)
-                .allow_spaces_after_header_name_in_responses(true)
-                .allow_multiple_spaces_in_response_status_delimiters(true)
-                .clone();
-            match lenient.parse_response(&mut resp, rest) {
-                Ok(httparse::Status::Complete(n)) => {
-                    head.status = resp.code.unwrap_or(0);
-                    head.reason = resp.reason.unwrap_or("").to_string();
-                    head.version = resp.version.unwrap_or(1);
-                    set_headers(&mut head, resp.headers);
-                    n
-                }
-                Ok(httparse::Status::Partial) => return HeadResult::Partial,
-                Err(e) => return self.bad_head(e, out),
-            }
+            other => other,
+        };
+        let (head, n) = match parsed {
+            Ok(Some(done)) => done,
+            Ok(None) => return HeadResult::Partial,
+            Err(e) => return self.bad_head(e, out),
         };
         // RFC 9112 §6.3: chunked framing applies when chunked is the final transfer coding.
         let te_chunked = head.header("transfer-encoding").is_some_and(|v| {
@@ -831,6 +814,57 @@ enum HeadResult {
     Partial,
     Bad,
     Done(usize),
+}
+
+/// Header slots kept on the stack for one head (the rest of `max_headers` only when needed).
+const FEW_HEADERS: usize = 64;
+
+/// Parse a request head (`is_request`) or a response head from `rest` into a [`Head`], with
+/// `slots` for its fields: `Ok(None)` while incomplete, `Ok(Some((head, length)))` when complete.
+///
+/// Requests are parsed strictly (RFC 9112 §3); a recipient of a response keeps what an older
+/// sender wrote: obs-fold (RFC 9112 §5.2, its value unfolded), spaces before a header's colon,
+/// runs of spaces in the status line.
+///
+/// Errors: httparse's, `TooManyHeaders` when the fields do not fit `slots`.
+fn parse_fields<'b>(
+    is_request: bool,
+    rest: &'b [u8],
+    slots: &mut [MaybeUninit<httparse::Header<'b>>],
+) -> Result<Option<(Head, usize)>, httparse::Error> {
+    let mut head = Head::default();
+    if is_request {
+        let mut req = httparse::Request::new(&mut []);
+        match httparse::ParserConfig::default()
+            .parse_request_with_uninit_headers(&mut req, rest, slots)?
+        {
+            httparse::Status::Complete(n) => {
+                head.method = req.method.unwrap_or("").to_string();
+                head.target = req.path.unwrap_or("").to_string();
+                head.version = req.version.unwrap_or(1);
+                set_headers(&mut head, req.headers);
+                Ok(Some((head, n)))
+            }
+            httparse::Status::Partial => Ok(None),
+        }
+    } else {
+        let mut resp = httparse::Response::new(&mut []);
+        let lenient = httparse::ParserConfig::default()
+            .allow_obsolete_multiline_headers_in_responses(true)
+            .allow_spaces_after_header_name_in_responses(true)
+            .allow_multiple_spaces_in_response_status_delimiters(true)
+            .clone();
+        match lenient.parse_response_with_uninit_headers(&mut resp, rest, slots)? {
+            httparse::Status::Complete(n) => {
+                head.status = resp.code.unwrap_or(0);
+                head.reason = resp.reason.unwrap_or("").to_string();
+                head.version = resp.version.unwrap_or(1);
+                set_headers(&mut head, resp.headers);
+                Ok(Some((head, n)))
+            }
+            httparse::Status::Partial => Ok(None),
+        }
+    }
 }
 
 /// Copy the parsed header fields into `head`; values decoded lossily as UTF-8.
@@ -1269,6 +1303,47 @@ mod tests {
         for i in 0..=req.len() {
             assert_eq!(run(true, req, &[i]), whole, "split at {i}");
         }
+    }
+
+    /// A head with more fields than the stack holds is parsed whole from the heap (up to
+    /// `max_headers`), and one past `max_headers` is refused, as before.
+    #[test]
+    fn heads_past_the_stack_slots() {
+        let head = |n: usize| {
+            let mut h = String::from("HTTP/1.1 200 OK\r\n");
+            for i in 0..n {
+                h.push_str(&format!("X-F{i}: v{i}\r\n"));
+            }
+            h.push_str("Content-Length: 0\r\n\r\n");
+            h.into_bytes()
+        };
+        for n in [FEW_HEADERS - 2, FEW_HEADERS - 1, FEW_HEADERS, 200, 255] {
+            let mut p = DirParser::new(false, HttpLimits::default());
+            let mut got = None;
+            p.push(&head(n), &mut |e| {
+                if let HttpEvent::Head(h) = e {
+                    got = Some(h);
+                }
+                BodyRule::ByHeaders
+            });
+            let h = got.unwrap_or_else(|| panic!("{n} fields: no head"));
+            assert_eq!(h.headers().count(), n + 1, "{n} fields");
+            assert_eq!(h.header("x-f0"), Some("v0"));
+            assert_eq!(
+                h.header(&format!("X-F{}", n - 1)),
+                Some(format!("v{}", n - 1).as_str())
+            );
+            assert_eq!(h.header("content-length"), Some("0"));
+        }
+        let mut p = DirParser::new(false, HttpLimits::default());
+        let mut codes = Vec::new();
+        p.push(&head(256), &mut |e| {
+            if let HttpEvent::Anomaly(c, _) = e {
+                codes.push(c);
+            }
+            BodyRule::ByHeaders
+        });
+        assert_eq!(codes, ["http.too_many_headers"]);
     }
 
     #[test]
