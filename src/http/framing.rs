@@ -254,6 +254,129 @@ pub fn looks_like_response(b: &[u8]) -> bool {
     b.starts_with(b"HTTP/1.")
 }
 
+/// Whether `b` could be the inside of a text body (an event stream): no NUL and no control
+/// character but TAB, CR and LF. Bytes of 0x80 and above pass (UTF-8 is checked per event).
+pub fn plausible_text(b: &[u8]) -> bool {
+    b.iter()
+        .all(|&c| (c >= 0x20 && c != 0x7f) || matches!(c, b'\t' | b'\r' | b'\n'))
+}
+
+/// Whether `b` starts like a line of an event stream (WHATWG HTML §9.2.6): a field this parser
+/// knows (`id`, `data`, `event`, `retry`, each followed by a colon) or a comment (`:`).
+fn sse_line_start(b: &[u8]) -> bool {
+    b.starts_with(b":")
+        || [&b"data:"[..], b"id:", b"event:", b"retry:"]
+            .iter()
+            .any(|f| b.starts_with(f))
+}
+
+/// Bytes of an event stream read past a blank line before it is taken as delimited by the
+/// close ([`sse_start`]): a chunk boundary further on would show it chunked.
+pub const SSE_DEFER: usize = 8 << 10;
+
+/// How a body entered in its middle is framed from where [`sse_start`] found it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyFrom {
+    /// At a chunk-size line (RFC 9112 §7.1).
+    ChunkSize,
+    /// Inside a chunk's data, this many bytes before its end (then its CRLF).
+    ChunkData(u64),
+    /// Delimited by the close.
+    Raw,
+}
+
+/// Whether `after` starts with a chunk-size line (hex digits, optional extensions, CRLF or LF)
+/// whose data starts an event line.
+fn size_line_then_event(after: &[u8]) -> bool {
+    let Some(eol) = memchr::memchr(b'\n', &after[..after.len().min(40)]) else {
+        return false;
+    };
+    let line = after[..eol].strip_suffix(b"\r").unwrap_or(&after[..eol]);
+    let size = line.split(|&c| c == b';').next().unwrap_or_default();
+    (1..=16).contains(&size.len())
+        && size.iter().all(u8::is_ascii_hexdigit)
+        && sse_line_start(&after[eol + 1..])
+}
+
+/// Where an event stream whose start the capture missed can be read from, in `b` (bytes of the
+/// body from an arbitrary point inside it; `at_start`: from the first byte the capture has of
+/// this direction, or the first after a gap, where a chunk or an event may begin):
+/// `Some((offset, framing))`.
+///
+/// - A chunk boundary (RFC 9112 §7.1): an event's end (a blank line), the CRLF that ends a
+///   chunk's data and a chunk-size line whose data starts an event line. Servers write one
+///   event per chunk, or a few: when a blank line before an event line comes earlier, with no
+///   other size line in between, the stream is read from that event on, inside its chunk.
+/// - Without a chunk boundary, a blank line followed by an event line, read until the close:
+///   only once [`SSE_DEFER`] bytes past it, or `settled` (no more bytes will come before a gap
+///   or the end), show no chunk boundary.
+///
+/// `None` while `b` holds neither, or a raw start is not settled yet.
+pub fn sse_start(b: &[u8], at_start: bool, settled: bool) -> Option<(usize, BodyFrom)> {
+    // At the first byte, a chunk-size line may be the end of a longer one: it counts once the
+    // chunk it announces ends where it says (its CRLF is there).
+    if at_start && size_line_then_event(b) {
+        let eol = memchr::memchr(b'\n', b).unwrap_or_default();
+        let line = b[..eol].strip_suffix(b"\r").unwrap_or(&b[..eol]);
+        let hex = line.split(|&c| c == b';').next().unwrap_or_default();
+        let size = std::str::from_utf8(hex)
+            .ok()
+            .and_then(|h| usize::from_str_radix(h, 16).ok())
+            .unwrap_or(usize::MAX);
+        match b.get(eol + 1..).and_then(|d| d.get(size..)) {
+            Some(end) if (end.len() >= 2 || settled) && end.starts_with(b"\r\n") => {
+                return Some((0, BodyFrom::ChunkSize));
+            }
+            Some(end) if end.len() >= 2 || settled => {}
+            // Not all of the chunk yet.
+            _ if !settled && size <= SSE_DEFER => return None,
+            _ => {}
+        }
+    }
+    // Whether the LF at `nl` ends a blank line: an event's end.
+    let blank =
+        |nl: usize| (nl >= 1 && b[nl - 1] == b'\n') || (nl >= 3 && &b[nl - 3..nl] == b"\r\n\r");
+    // An event's first line (its id, type or a comment) at the first byte; a `data:` or
+    // `retry:` line may be the middle of an event.
+    let first_line = [&b"id:"[..], b"event:", b":"]
+        .iter()
+        .any(|f| b.starts_with(f));
+    let mut raw = (at_start && first_line).then_some(0);
+    let mut chunk = None;
+    for nl in memchr::memchr_iter(b'\n', b) {
+        if !blank(nl) {
+            continue;
+        }
+        let rest = &b[nl + 1..];
+        if rest.strip_prefix(b"\r\n").is_some_and(size_line_then_event) {
+            chunk = Some(nl + 3);
+            break;
+        }
+        if raw.is_none() && sse_line_start(rest) {
+            raw = Some(nl + 1);
+        }
+    }
+    // Another chunk-size line between two offsets (a chunk boundary inside an event).
+    let size_line_in = |x: &[u8]| {
+        memchr::memmem::find_iter(x, b"\r\n").any(|i| {
+            let after = &x[i + 2..];
+            let end = after
+                .iter()
+                .position(|c| !c.is_ascii_hexdigit())
+                .unwrap_or(after.len());
+            end > 0 && after[end..].starts_with(b"\r\n")
+        })
+    };
+    match (raw, chunk) {
+        (Some(r), Some(c)) if r < c && !size_line_in(&b[r..c - 2]) => {
+            Some((r, BodyFrom::ChunkData((c - 2 - r) as u64)))
+        }
+        (_, Some(c)) => Some((c, BodyFrom::ChunkSize)),
+        (Some(r), None) if settled || b.len() - r >= SSE_DEFER => Some((r, BodyFrom::Raw)),
+        _ => None,
+    }
+}
+
 impl DirParser {
     /// A parser for a direction carrying requests (`is_request`) or responses.
     pub fn new(is_request: bool, limits: HttpLimits) -> Self {
@@ -267,6 +390,21 @@ impl DirParser {
             skipped: 0,
             tunnel_next: false,
             head_tried: 0,
+        }
+    }
+
+    /// A response parser that starts inside a body whose head the capture missed (an event
+    /// stream found by [`sse_start`]), framed as `from` says.
+    pub fn in_body(from: BodyFrom, limits: HttpLimits) -> Self {
+        DirParser {
+            state: match from {
+                BodyFrom::ChunkSize => State::Chunked(Chunk::Size),
+                BodyFrom::ChunkData(0) => State::Chunked(Chunk::DataEnd),
+                BodyFrom::ChunkData(n) => State::Chunked(Chunk::Data(n)),
+                BodyFrom::Raw => State::UntilClose,
+            },
+            in_message: true,
+            ..DirParser::new(false, limits)
         }
     }
 
@@ -1344,6 +1482,89 @@ mod tests {
             BodyRule::ByHeaders
         });
         assert_eq!(codes, ["http.too_many_headers"]);
+    }
+
+    /// Where an event stream entered in its middle is read from: the first chunk boundary that
+    /// follows an event's end (or an earlier event start inside that chunk), else, once settled,
+    /// the first blank line before an event line; nothing inside an event, and nothing from text
+    /// that is no event stream.
+    #[test]
+    fn event_stream_found_from_its_middle() {
+        use BodyFrom::*;
+        let start = |b: &[u8]| sse_start(b, false, false);
+        let settled = |b: &[u8]| sse_start(b, false, true);
+        // Chunked: the size line after an event's end and the chunk's CRLF.
+        let b = b"ss\":3}}\n\n\r\n1c\r\nid: 4\ndata: {\"a\":4}\n\n\r\n";
+        let at = b.windows(4).position(|w| w == b"1c\r\n").unwrap();
+        assert_eq!(start(b), Some((at, ChunkSize)));
+        // With CRLF line ends and a chunk extension.
+        assert_eq!(
+            start(b"x\r\n\r\n\r\n2A;ext=1\r\nid: 5\r\n"),
+            Some((7, ChunkSize))
+        );
+        // A chunk boundary inside an event (after a line, not a blank one) is no start.
+        assert_eq!(settled(b"data: x\n\r\n1a\r\nid: 5\n"), None);
+        // Several events in one chunk: read from the first event start, inside the chunk, up to
+        // the chunk's end.
+        let b = b"a\n\nid: 1\ndata: 1\n\n\r\n10\r\nid: 2\n";
+        let at = b.windows(4).position(|w| w == b"10\r\n").unwrap();
+        assert_eq!(start(b), Some((3, ChunkData((at - 2 - 3) as u64))));
+        // Raw: a blank line, then an event line (LF and CRLF), once settled or SSE_DEFER bytes
+        // past it show no chunk boundary.
+        let b = b"tail\"}\n\nid: 7\ndata: {}\n\n";
+        assert_eq!(start(b), None);
+        assert_eq!(settled(b), Some((8, Raw)));
+        assert_eq!(settled(b"a\r\n\r\n: ping\r\n"), Some((5, Raw)));
+        let mut long = b"x\n\n".to_vec();
+        while long.len() < 3 + SSE_DEFER {
+            long.extend_from_slice(b"id: 9\ndata: {}\n\n");
+        }
+        assert_eq!(start(&long), Some((3, Raw)));
+        // At the direction's first byte (or after a gap) a chunk or an event may begin.
+        // A size line there counts once its chunk ends where it says: "9" may be the end of
+        // "79".
+        let chunk = b"7\r\nid: 4\n\n\r\n";
+        assert_eq!(sse_start(chunk, true, false), Some((0, ChunkSize)));
+        assert_eq!(sse_start(&chunk[..8], true, false), None);
+        assert_eq!(
+            sse_start(b"9\r\nid: 1\nevent: message\n\n", true, true),
+            None
+        );
+        assert_eq!(sse_start(b"id: 4\ndata: x\n\n", true, true), Some((0, Raw)));
+        assert_eq!(sse_start(b"data: x\n\n", true, true), None);
+        assert_eq!(sse_start(chunk, false, true), None);
+        // Not an event stream: text without event lines, a blank line before something else.
+        assert_eq!(settled(b"hello world\n\nsomething else\n"), None);
+        assert_eq!(settled(b"data without a blank line\nid: 3\n"), None);
+        assert_eq!(settled(b""), None);
+        // Text or not.
+        assert!(plausible_text(b"id: 1\r\ndata: {\"\xc3\xa9\"}\t\n"));
+        assert!(!plausible_text(b"id: 1\0"));
+        assert!(!plausible_text(b"\x16\x03\x01\x02\x00"));
+        assert!(!plausible_text(b"\x7f"));
+    }
+
+    /// A parser started inside a chunked body reads its chunks on, and the messages after it.
+    #[test]
+    fn a_parser_started_inside_a_body() {
+        let mut p = DirParser::in_body(BodyFrom::ChunkSize, HttpLimits::default());
+        let mut evs = Vec::new();
+        p.push(
+            b"5\r\nhello\r\n0\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
+            &mut |e| {
+                evs.push(match e {
+                    HttpEvent::Head(h) => format!("head {}", h.status),
+                    HttpEvent::Body(b) => format!("body {}", String::from_utf8_lossy(b)),
+                    HttpEvent::End { complete } => format!("end {complete}"),
+                    other => format!("{other:?}"),
+                });
+                BodyRule::ByHeaders
+            },
+        );
+        assert_eq!(
+            evs,
+            ["body hello", "end true", "head 204", "end true"].map(String::from)
+        );
     }
 
     #[test]

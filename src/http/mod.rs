@@ -91,6 +91,10 @@ pub struct Exchange {
     pub client_closed: bool,
     /// Whether the response is `text/event-stream`.
     pub is_sse: bool,
+    /// The capture began inside this response's body: neither its request nor its head was
+    /// captured, and its event stream was found by its own framing ([`framing::sse_resync`]).
+    /// `ts_response` and `frame_response` are then those of its first captured event.
+    pub headless: bool,
     /// SSE events in order.
     pub events: EventLog,
     /// `data` of the first legacy-transport (2024-11-05) `endpoint` event that names a session
@@ -248,6 +252,9 @@ struct Conn {
     parsers: [Option<DirParser>; 2],
     /// Bytes held while the role of a direction is unknown.
     probe: [Vec<u8>; 2],
+    /// A direction whose first bytes were text but no HTTP start, searched for an event stream
+    /// the capture began inside ([`Conn::scan_headless`]).
+    scan: [Option<Box<HeadlessScan>>; 2],
     client_dir: Option<Dir>,
     exchanges: Vec<Exchange>,
     emitted: usize,
@@ -315,6 +322,44 @@ impl HttpLayer {
 
 const PROBE_BYTES: usize = 8;
 
+/// The most bytes of a direction searched for the start of an event stream the capture began
+/// inside (an event larger than this before the first boundary gives the connection up).
+const HEADLESS_MAX: u64 = 256 << 10;
+
+/// The most bytes held while searching (older segments beyond it are dropped, counted as
+/// skipped): an event start needs at most [`framing::SSE_DEFER`] bytes after it to be decided.
+const HEADLESS_HOLD: usize = 64 << 10;
+
+/// The search of one direction for an event stream the capture began inside.
+#[derive(Debug, Default)]
+struct HeadlessScan {
+    /// The segments searched and not yet decided, with their time and frame, oldest first.
+    held: std::collections::VecDeque<(Vec<u8>, i64, u64)>,
+    /// Bytes in `held`.
+    held_len: usize,
+    /// Bytes searched and dropped (from `held`, or before a gap).
+    dropped: u64,
+    /// Bytes searched so far.
+    scanned: u64,
+    /// `held` begins at the direction's first captured byte, or the first after a gap: a chunk
+    /// or an event may begin there.
+    at_start: bool,
+    /// The frame that showed the direction does not start with an HTTP message (the frame of
+    /// `http.not_http` if the search fails).
+    frame: u64,
+}
+
+impl HeadlessScan {
+    /// Where the held bytes can be read from ([`framing::sse_start`]).
+    fn start(&self, settled: bool) -> Option<(usize, framing::BodyFrom)> {
+        let mut buf = Vec::with_capacity(self.held_len);
+        for (b, _, _) in &self.held {
+            buf.extend_from_slice(b);
+        }
+        framing::sse_start(&buf, self.at_start, settled)
+    }
+}
+
 impl Conn {
     /// The HTTP state of a connection before its first byte: with both parsers when a SYN told
     /// the client (direction 0), else with its roles still to be probed.
@@ -328,6 +373,7 @@ impl Conn {
         Conn {
             parsers,
             probe: [Vec::new(), Vec::new()],
+            scan: [None, None],
             client_dir,
             exchanges: Vec::new(),
             emitted: 0,
@@ -373,7 +419,9 @@ impl StreamSink for HttpLayer {
                     .or_insert_with(|| Box::new(Conn::new(&flow, limits)));
                 match chunk {
                     Chunk::Data { bytes, .. } => {
-                        if conn.parsers[d].is_none() {
+                        if conn.parsers[d].is_none() && conn.scan[d].is_some() {
+                            self.scan_headless(&flow, d, bytes, ts, frame);
+                        } else if conn.parsers[d].is_none() {
                             conn.probe[d].extend_from_slice(bytes);
                             let p = &conn.probe[d];
                             let role = if framing::looks_like_request(p) {
@@ -397,6 +445,11 @@ impl StreamSink for HttpLayer {
                                             Some(DirParser::new(!is_req, self.options.limits));
                                     }
                                     let held = std::mem::take(&mut conn.probe[d]);
+                                    let searched = conn.scan[1 - d].take();
+                                    if let Some(sc) = searched {
+                                        // The other side: the client's when this one answers.
+                                        self.skipped_search(&flow, !is_req, &sc, frame);
+                                    }
                                     self.push(fi, d, &held, ts, frame);
                                     let other = self
                                         .conns
@@ -407,22 +460,44 @@ impl StreamSink for HttpLayer {
                                         self.push(fi, 1 - d, &other, ts, frame);
                                     }
                                 }
-                                None => {
-                                    self.conns.remove(&fi);
-                                    self.not_http.insert(fi);
-                                    self.anomalies.add(Anomaly::new(
-                                        "http.not_http",
-                                        Some(frame),
-                                        Some(flow.flow_id()),
-                                        "connection does not start with an HTTP/1.x message".into(),
-                                    ));
+                                // Text that is no HTTP start, on a side no SYN named the
+                                // client's: maybe an event stream the capture began inside.
+                                None if self.client_dir.get(&fi) != Some(&d)
+                                    && framing::plausible_text(p) =>
+                                {
+                                    let held = std::mem::take(&mut conn.probe[d]);
+                                    conn.scan[d] = Some(Box::new(HeadlessScan {
+                                        at_start: true,
+                                        frame,
+                                        ..Default::default()
+                                    }));
+                                    self.scan_headless(&flow, d, &held, ts, frame);
                                 }
+                                None => self.give_up(&flow, frame),
                             }
                         } else {
                             self.push(fi, d, bytes, ts, frame);
                         }
                     }
                     Chunk::Gap { len, .. } => {
+                        if conn.parsers[d].is_none() && conn.scan[d].is_some() {
+                            // What was held is read if an event stream starts in it; else the
+                            // search goes on after the gap, where a chunk or an event may begin.
+                            if !self.settle_headless(&flow, d) {
+                                if let Some(sc) =
+                                    self.conns.get_mut(&fi).and_then(|c| c.scan[d].as_mut())
+                                {
+                                    sc.dropped += sc.held_len as u64;
+                                    sc.held.clear();
+                                    sc.held_len = 0;
+                                    sc.at_start = true;
+                                }
+                                return;
+                            }
+                        }
+                        let Some(conn) = self.conns.get_mut(&fi) else {
+                            return;
+                        };
                         if conn.parsers[d].is_none() {
                             conn.probe[d].clear();
                             return;
@@ -437,6 +512,19 @@ impl StreamSink for HttpLayer {
                 }
             }
             StreamEvent::End { dir: d, fin, reset } => {
+                // A direction that ends while searched: read from where an event stream starts
+                // in what it held, else given up.
+                if let Some(at) = self
+                    .conns
+                    .get(&fi)
+                    .and_then(|c| c.scan[d].as_ref())
+                    .map(|sc| sc.frame)
+                {
+                    if !self.settle_headless(&flow, d) {
+                        self.give_up(&flow, at);
+                        return;
+                    }
+                }
                 if let Some(conn) = self.conns.get_mut(&fi) {
                     if conn.client_dir.is_some_and(|c| c != d) {
                         conn.server_ended = true;
@@ -465,6 +553,18 @@ impl StreamSink for HttpLayer {
             StreamEvent::Close => {
                 self.not_http.remove(&fi);
                 if let Some(mut conn) = self.conns.remove(&fi) {
+                    // A search for an event stream that never ended in one (its direction did
+                    // not end first): the connection was not HTTP.
+                    if conn.parsers.iter().all(Option::is_none) {
+                        if let Some(at) = conn.scan.iter().flatten().map(|sc| sc.frame).min() {
+                            self.anomalies.add(Anomaly::new(
+                                "http.not_http",
+                                Some(at),
+                                Some(flow.flow_id()),
+                                "connection does not start with an HTTP/1.x message".into(),
+                            ));
+                        }
+                    }
                     // Requests never answered stay as exchanges without a response; when the
                     // capture lost response bytes after the last response began (no later head
                     // told whose they were), their responses may be in that gap.
@@ -492,6 +592,179 @@ impl StreamSink for HttpLayer {
 impl HttpLayer {
     fn push(&mut self, fi: usize, d: Dir, bytes: &[u8], ts: i64, frame: u64) {
         self.with_parser(fi, d, ts, frame, |p, out| p.push(bytes, out));
+    }
+
+    /// The connection does not carry HTTP/1.x (as its first bytes showed in frame `at`):
+    /// nothing more is kept for it.
+    fn give_up(&mut self, flow: &FlowMeta, at: u64) {
+        self.conns.remove(&flow.index);
+        self.not_http.insert(flow.index);
+        self.anomalies.add(Anomaly::new(
+            "http.not_http",
+            Some(at),
+            Some(flow.flow_id()),
+            "connection does not start with an HTTP/1.x message".into(),
+        ));
+    }
+
+    /// The bytes one side (the `client`'s or the server's) sent before the roles were known,
+    /// searched for an event stream in vain: counted, as the bytes a resync skips are.
+    fn skipped_search(&mut self, flow: &FlowMeta, client: bool, sc: &HeadlessScan, frame: u64) {
+        let side = if client { "client" } else { "server" };
+        self.anomalies.add(Anomaly::new(
+            "http.resync_skipped",
+            Some(sc.frame),
+            Some(flow.flow_id()),
+            format!(
+                "{} bytes skipped: the capture began inside a message of the {side}, read from its next message on (roles known in frame {frame})",
+                sc.scanned
+            ),
+        ));
+    }
+
+    /// Search direction `d` of a connection whose first bytes were text but no HTTP start for
+    /// an event stream the capture began inside ([`framing::sse_start`]), `bytes` at a time:
+    /// the capture of a long-lived SSE response (the standalone GET stream, a slow tool call)
+    /// often starts in its middle, and its events carry the cursors a later resumption names.
+    ///
+    /// Segments are held (at most [`HEADLESS_HOLD`] bytes) until a start is found, then read
+    /// from it with their own times and frames. A non-text byte, or [`HEADLESS_MAX`] bytes
+    /// without a start, gives the connection up (`http.not_http`, as a failed probe does).
+    fn scan_headless(&mut self, flow: &FlowMeta, d: Dir, bytes: &[u8], ts: i64, frame: u64) {
+        let Some(sc) = self
+            .conns
+            .get_mut(&flow.index)
+            .and_then(|c| c.scan[d].as_mut())
+        else {
+            return;
+        };
+        sc.scanned += bytes.len() as u64;
+        if !framing::plausible_text(bytes) || sc.scanned > HEADLESS_MAX {
+            let at = sc.frame;
+            self.give_up(flow, at);
+            return;
+        }
+        sc.held.push_back((bytes.to_vec(), ts, frame));
+        sc.held_len += bytes.len();
+        match sc.start(false) {
+            Some(start) => self.read_headless(flow, d, start),
+            None => {
+                while sc.held_len > HEADLESS_HOLD {
+                    let Some((old, _, _)) = sc.held.pop_front() else {
+                        break;
+                    };
+                    sc.held_len -= old.len();
+                    sc.dropped += old.len() as u64;
+                    sc.at_start = false;
+                }
+            }
+        }
+    }
+
+    /// No more bytes will come to the search of direction `d` before a gap or its end: read
+    /// the held bytes if an event stream starts in them. Whether it did.
+    fn settle_headless(&mut self, flow: &FlowMeta, d: Dir) -> bool {
+        let start = self
+            .conns
+            .get(&flow.index)
+            .and_then(|c| c.scan[d].as_ref())
+            .and_then(|sc| sc.start(true));
+        match start {
+            Some(start) => {
+                self.read_headless(flow, d, start);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Direction `d`'s search found an event stream at `offset` of its held bytes: the
+    /// direction is the server's, a headless exchange ([`Exchange::headless`]) reads its events
+    /// from there, and the bytes before it are counted in one `http.headless_sse` anomaly.
+    fn read_headless(
+        &mut self,
+        flow: &FlowMeta,
+        d: Dir,
+        (offset, from): (usize, framing::BodyFrom),
+    ) {
+        let fi = flow.index;
+        let limits = self.options.limits;
+        let Some(conn) = self.conns.get_mut(&fi) else {
+            return;
+        };
+        let Some(sc) = conn.scan[d].take() else {
+            return;
+        };
+        // The segment the start is in gives the exchange's first time and frame.
+        let mut pos = 0;
+        let (mut t0, mut f0) = (0, 0);
+        for (b, t, f) in &sc.held {
+            (t0, f0) = (*t, *f);
+            if offset < pos + b.len() {
+                break;
+            }
+            pos += b.len();
+        }
+        let skipped = sc.dropped + offset as u64;
+        let client = 1 - d;
+        conn.client_dir = Some(client);
+        self.client_dir.insert(fi, client);
+        conn.depth += 1;
+        conn.exchanges.push(Exchange {
+            flow_index: fi,
+            client: Some(conn.ends[client].0),
+            client_port: Some(conn.ends[client].1),
+            server: Some(conn.ends[d]),
+            trans_depth: conn.depth,
+            is_sse: true,
+            headless: true,
+            ts_response: Some(t0),
+            frame_response: Some(f0),
+            ts_end: Some(t0),
+            ts_last_byte: Some(t0),
+            frame_last: Some(f0),
+            ..Default::default()
+        });
+        let idx = conn.exchanges.len() - 1;
+        conn.next_resp = idx + 1;
+        conn.resp_idx = Some(idx);
+        conn.sse = Some(SseParser::new(self.options.sse).with_budget(&self.options.held));
+        conn.decoder = None;
+        conn.undecodable = false;
+        conn.decoded = 0;
+        conn.parsers[d] = Some(DirParser::in_body(from, limits));
+        if conn.parsers[client].is_none() {
+            conn.parsers[client] = Some(DirParser::new(true, limits));
+        }
+        let other = std::mem::take(&mut conn.probe[client]);
+        let searched = conn.scan[client].take();
+        let framing = match from {
+            framing::BodyFrom::Raw => "delimited by the close",
+            _ => "chunked",
+        };
+        self.anomalies.add(Anomaly::new(
+            "http.headless_sse",
+            Some(f0),
+            Some(flow.flow_id()),
+            format!(
+                "the capture began inside an event stream ({framing}, no request or response head captured): {skipped} bytes before its first event skipped, its events read from frame {f0} on"
+            ),
+        ));
+        if let Some(sc) = searched {
+            self.skipped_search(flow, true, &sc, f0);
+        }
+        let mut pos = 0;
+        for (b, t, f) in &sc.held {
+            let from = offset.saturating_sub(pos).min(b.len());
+            if from < b.len() {
+                self.push(fi, d, &b[from..], *t, *f);
+            }
+            pos += b.len();
+        }
+        if !other.is_empty() {
+            let (t, f) = sc.held.back().map_or((t0, f0), |&(_, t, f)| (t, f));
+            self.push(fi, client, &other, t, f);
+        }
     }
 
     fn with_parser(
