@@ -226,20 +226,25 @@ impl ReplayIndex {
     /// Evidence that `ev`, on a resumed connection of `session`, is another session's event: the
     /// same data delivered earlier in another session, and either under the same id of a format
     /// unique per stream or session, or with messages that do not belong to this session (a
-    /// response to a request it never sent, progress for a token it never issued).
+    /// response to a request it never sent, progress for a token it never issued) — the latter
+    /// only when `requests_known`: the capture saw the request of the stream resumed (else the
+    /// stream may answer a request sent before the capture, with data another session's
+    /// identical call also got).
     pub(super) fn other_session(
         &self,
         session: usize,
         ev: &EventRec,
         session_requests: &HashMap<String, String>,
         tokens: &HashSet<String>,
+        requests_known: bool,
     ) -> Option<&Seen> {
         if !ev.carries_data() {
             return None;
         }
         let seen = self.first_by_session.get(&ev.data_hash)?;
         let id = ev.sse.id.filter(|_| ev.sse.has_own_id);
-        let foreign_message = !ev.messages.is_empty()
+        let foreign_message = requests_known
+            && !ev.messages.is_empty()
             && ev.messages.iter().all(|m| match m.kind {
                 Kind::Response | Kind::Error => {
                     m.id.as_deref()

@@ -344,12 +344,16 @@ pub(super) fn check(
                 .map(|(o, f, twice)| (*ev, o, f, twice))
         })
         .collect();
+    // Messages that answer no request of the session are another session's only when the
+    // request of the stream resumed was captured: a stream whose start the capture missed
+    // (headless, or a response without its request) answers a request the capture did not see.
+    let requests_known = exchanges[stream.origin].request.is_some();
     let foreign_session: Vec<(EventRec, &super::replay::Seen)> = if named {
         after
             .iter()
             .filter_map(|ev| {
                 replays
-                    .other_session(r.session, ev, session_requests, tokens)
+                    .other_session(r.session, ev, session_requests, tokens, requests_known)
                     .filter(|s| model.sessions[s.session].id.is_some())
                     .map(|s| (*ev, s))
             })

@@ -106,6 +106,26 @@ pub(super) fn lost_responses(
     capture_end: i64,
     out: &mut Vec<Finding>,
 ) {
+    // Responses on headless streams no session could take (the capture began inside them, and
+    // no resumption named their ids: the legacy transport's GET stream, whose `endpoint` event
+    // went uncaptured, say): by server, client address and id, when. A request from that client
+    // to that server answered there after it was sent may have been answered in its session.
+    type Key<'a> = (
+        Option<(std::net::IpAddr, u16)>,
+        Option<std::net::IpAddr>,
+        &'a str,
+    );
+    let mut headless: HashMap<Key<'_>, Vec<i64>> = HashMap::default();
+    for (hx, h) in exchanges.iter().enumerate() {
+        if h.headless && model.sessions[model.exchange_session[hx]].id.is_none() {
+            for &(id, ts, _) in &responses[hx] {
+                headless
+                    .entry((h.server, h.client, id))
+                    .or_default()
+                    .push(ts);
+            }
+        }
+    }
     for s in &model.sessions {
         let answered: HashSet<&str> = s
             .exchanges
@@ -237,9 +257,17 @@ pub(super) fn lost_responses(
                     .map(|(id, _, _)| *id)
                     .collect()
             });
-            let answers = |id: &str| match &own {
-                Some(own) => own.contains(id) || answered_on_get.contains(id),
-                None => answered.contains(id),
+            let answers = |id: &str| {
+                let on_headless = || {
+                    headless
+                        .get(&(e.server, e.client, id))
+                        .is_some_and(|v| v.iter().any(|&t| t >= e.ts()))
+                };
+                let in_session = match &own {
+                    Some(own) => own.contains(id) || answered_on_get.contains(id),
+                    None => answered.contains(id),
+                };
+                in_session || on_headless()
             };
             for m in e.req_messages.iter().filter(|m| m.kind == Kind::Request) {
                 let Some(id) = m.id.as_deref() else { continue };

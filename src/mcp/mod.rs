@@ -236,6 +236,75 @@ type Delivery = (usize, usize, usize, i64);
 /// inline, with no allocation per id).
 type IdIndex<'a> = HashMap<&'a str, smallvec::SmallVec<[Delivery; 1]>>;
 
+/// The cursors delivered on headless exchanges ([`Exchange::headless`]), for the resumptions
+/// that name them: id → (exchange, event index, time of the event), in exchange order.
+struct HeadlessIndex<'a> {
+    ids: HashMap<&'a str, Vec<(usize, usize, i64)>>,
+}
+
+impl<'a> HeadlessIndex<'a> {
+    /// The ids some request names as its Last-Event-ID (`wanted`) that headless exchanges
+    /// delivered with their own `id` line.
+    fn build(exchanges: &'a [Exchange], wanted: &crate::hash::FastSet<&str>) -> Self {
+        let mut ids: HashMap<&'a str, Vec<(usize, usize, i64)>> = HashMap::default();
+        for (hx, e) in exchanges.iter().enumerate().filter(|(_, e)| e.headless) {
+            for (ei, ev) in e.events.briefs() {
+                if !ev.has_own_id || ev.truncated {
+                    continue;
+                }
+                if let Some(id) = e.events.id_of(ei).filter(|id| wanted.contains(id)) {
+                    ids.entry(id).or_default().push((hx, ei, ev.ts));
+                }
+            }
+        }
+        HeadlessIndex { ids }
+    }
+
+    /// The headless exchange whose event with id `leid` the resumption `r` resumes from:
+    /// one not taken by another session, from the same client address, whose last event with
+    /// an id before `r` was sent is that one (a client resumes from the last event it got: an
+    /// earlier id there is another client's cursor, behind the same address); when several
+    /// exchanges qualify, the only one from the server `r` was sent to. `None` when none, or no
+    /// single one.
+    fn find(
+        &self,
+        exchanges: &[Exchange],
+        r: &Exchange,
+        leid: &str,
+        adopted: &crate::hash::FastSet<usize>,
+    ) -> Option<(usize, usize, i64)> {
+        let v = self.ids.get(leid)?;
+        let fit = |&&(hx, ei, ts): &&(usize, usize, i64)| {
+            let h = &exchanges[hx];
+            !adopted.contains(&hx)
+                && ts <= r.ts()
+                && h.client.is_some()
+                && h.client == r.client
+                && !h
+                    .events
+                    .briefs()
+                    .skip(ei + 1)
+                    .any(|(_, b)| b.has_own_id && !b.truncated && b.ts <= r.ts())
+        };
+        let one = |c: &[&(usize, usize, i64)]| {
+            let hx = c.first()?.0;
+            c.iter()
+                .all(|d| d.0 == hx)
+                .then(|| c.last().map(|d| **d))
+                .flatten()
+        };
+        let all: Vec<&(usize, usize, i64)> = v.iter().filter(fit).collect();
+        one(&all).or_else(|| {
+            let same_server: Vec<_> = all
+                .iter()
+                .copied()
+                .filter(|d| exchanges[d.0].server.is_some() && exchanges[d.0].server == r.server)
+                .collect();
+            one(&same_server)
+        })
+    }
+}
+
 /// The sessions that one session key has named, while the model is built.
 struct Incarnations {
     /// The latest of them.
@@ -322,7 +391,20 @@ impl Model {
             exchanges.iter().filter_map(|e| e.resume_cursor()).collect();
         // Deliveries dropped from the index, and the exchange of the first.
         let mut dropped: (u64, Option<usize>) = (0, None);
-        for (xi, e) in exchanges.iter().enumerate() {
+        // Headless exchanges (the capture began inside their event stream: no header names
+        // their session) wait: a resumption that names an id one of them delivered takes it
+        // into its session, as the earlier connection of the stream it resumes. Those no
+        // resumption names are read last, as exchanges without a session.
+        let headless = HeadlessIndex::build(exchanges, &wanted);
+        let mut adopted: crate::hash::FastSet<usize> = Default::default();
+        for (pass, xi) in (0..exchanges.len())
+            .map(|xi| (0, xi))
+            .chain((0..exchanges.len()).map(|xi| (1, xi)))
+        {
+            let e = &exchanges[xi];
+            if (pass == 0) == e.headless || adopted.contains(&xi) {
+                continue;
+            }
             if m.hops.primary.get(xi).is_some_and(Option::is_some) {
                 continue;
             }
@@ -381,7 +463,7 @@ impl Model {
                     era => era,
                 };
             }
-            let sse_ok = e.is_sse && (200..300).contains(&e.status());
+            let sse_ok = e.is_sse && (e.headless || (200..300).contains(&e.status()));
             let leid = e.resume_cursor().map(str::to_string);
             let stream = match (e.method(), leid) {
                 ("GET", Some(l)) => {
@@ -413,6 +495,38 @@ impl Model {
                             .get(&index_key)
                             .and_then(|ids| ids.get(l.as_str()))
                             .is_some_and(|v| v.iter().any(|d| d.0 != v[0].0));
+                    // Not delivered on a stream of the session: on a headless one, maybe.
+                    let found = match found {
+                        None if !ambiguous => {
+                            headless
+                                .find(exchanges, e, &l, &adopted)
+                                .map(|(hx, ei, ts)| {
+                                    adopted.insert(hx);
+                                    m.exchange_session[hx] = si;
+                                    let list = &mut m.sessions[si].exchanges;
+                                    let at = list.partition_point(|&x| x < hx);
+                                    list.insert(at, hx);
+                                    let st = m.new_stream(si, hx, StreamKind::Unknown);
+                                    m.exchange_stream[hx] = Some(st);
+                                    // Later resumptions find its ids as any of the session's.
+                                    let ids = delivered.entry(index_key).or_default();
+                                    for (ei, ev) in exchanges[hx].events.briefs() {
+                                        if !ev.has_own_id || ev.truncated {
+                                            continue;
+                                        }
+                                        let id = exchanges[hx].events.id_of(ei);
+                                        if let Some(id) = id.filter(|id| wanted.contains(id)) {
+                                            let v = ids.entry(id).or_default();
+                                            if v.len() < MAX_DELIVERIES {
+                                                v.push((st, hx, ei, ev.ts));
+                                            }
+                                        }
+                                    }
+                                    (st, hx, ei, ts)
+                                })
+                        }
+                        found => found,
+                    };
                     let (stream, cursor) = match found {
                         Some((st, dx, ei, _)) if !ambiguous => (Some(st), Some((dx, ei))),
                         _ => (None, None),
@@ -468,6 +582,12 @@ impl Model {
                         }
                     }
                 }
+            }
+        }
+        // Headless exchanges read last are in their sessions' lists out of order.
+        for s in &mut m.sessions {
+            if !s.exchanges.is_sorted() {
+                s.exchanges.sort_unstable();
             }
         }
         // Other observations belong to the session of the exchange they observe.
