@@ -255,3 +255,14 @@ fn id_format_fixtures_manifest() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp-idfmt");
     assert!(check_dir(&dir) >= 10);
 }
+
+/// Captures that begin in the middle of SSE responses (`fixtures/mcp-cut/`, other fixtures with
+/// their first frames removed): a fork, a synthesized continuation and a cross-session replay
+/// proven from a stream whose request and head were not captured, and their negatives — a
+/// healthy resumption, sessions sending byte-identical progress, the legacy transport's GET
+/// stream without its `endpoint` event.
+#[test]
+fn cut_fixtures_manifest() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp-cut");
+    assert!(check_dir(&dir) >= 9);
+}

@@ -59,6 +59,9 @@ fn threads_give_the_same_tables() {
         "fixtures/mcp-gen/many_sessions.pcap",
         "fixtures/mcp-gen/tcp_noise_s7.pcap",
         "fixtures/mcp-sdk/buffered_nginx.pcap",
+        // Streams the capture began inside (headless), adopted by resumptions.
+        "fixtures/mcp-cut/many_sessions_cut.pcap",
+        "fixtures/mcp-cut/fork_restart_client_cut.pcap",
     ] {
         files.push(root.join(f));
     }

@@ -1,0 +1,232 @@
+//! Captures that begin inside an SSE response: the stream is read from its first event boundary
+//! (`http.headless_sse`), and a resumption that names one of its ids takes it into its session,
+//! so the resumption is judged against it. Every cut point, with segments of a few bytes (a cut
+//! inside an event, a line, a chunk-size line) and of a whole event.
+
+mod common;
+
+use common::*;
+use serde_json::json;
+
+const SID: &str = "headless-session";
+
+/// A session whose tools/call stream delivers progress 1..=5 under ids 1..=5 and is cut; the
+/// client resumes with Last-Event-ID 5 and the server answers with `resumed` (id, progress)
+/// events, then the result. Returns the capture and the stream's connection (client port).
+fn capture(seg: usize, resumed: &[(i64, u64)]) -> (Capture, u16) {
+    let mut cap = Capture::with_segment_size(seg);
+    let token = json!("tok");
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token)));
+    let events: Vec<Ev> = (1..=5u64)
+        .map(|i| Ev::id(i, progress(&token, i, 10)))
+        .collect();
+    c.server(&mut cap, &sse_response(Some(SID), &events, false));
+    let port = c.port;
+    c.server_reset(&mut cap);
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some(SID), Some("5")));
+    let mut evs: Vec<Ev> = resumed
+        .iter()
+        .map(|&(id, p)| Ev::id(id, progress(&token, p, 10)))
+        .collect();
+    let last = resumed.last().map_or(6, |&(id, _)| id + 1);
+    evs.push(Ev::id(last, result(2)));
+    g.server(&mut cap, &sse_response(Some(SID), &evs, true));
+    g.close(&mut cap);
+    (cap, port)
+}
+
+/// The capture from frame `k` on (the frames before it not captured).
+fn from_frame(cap: &Capture, k: usize) -> Capture {
+    let mut c = Capture::new();
+    c.frames = cap.frames[k..].to_vec();
+    c
+}
+
+/// How many of the server's bytes of connection `port` come before frame `k`, and whether the
+/// stream is read from there on with the cursor event 5 whole: from before event 4's blank line
+/// (the last boundary before event 5), or from the first byte of event 5's chunk-size line or
+/// of its id line (a chunk or an event that begins with the capture).
+fn offsets(cap: &Capture, port: u16, k: usize) -> (usize, bool) {
+    let mut bytes = Vec::new();
+    let mut before = 0;
+    for (i, f) in cap.frames.iter().enumerate() {
+        if f.client_port == port && !f.from_client && f.payload_len > 0 {
+            if i < k {
+                before += f.payload_len;
+            }
+            bytes.extend_from_slice(&f.data[f.data.len() - f.payload_len..]);
+        }
+    }
+    let ev5 = bytes
+        .windows(6)
+        .position(|w| w == b"id: 5\n")
+        .expect("event 5");
+    // Event 4 ends with "\n\n", then the chunk's CRLF and event 5's size line.
+    let end4 = bytes[..ev5]
+        .windows(2)
+        .rposition(|w| w == b"\n\n")
+        .expect("event 4's end");
+    // "\n\n", the chunk's CRLF, then event 5's size line.
+    let size5 = end4 + 4;
+    (before, before <= end4 || before == size5 || before == ev5)
+}
+
+/// The capture's tables `resumptions`, `findings` and `anomalies`, from one run.
+fn tables(cap: &Capture) -> [String; 3] {
+    let pcap = temp_path("headless", "pcap");
+    let out = temp_path("headless", "d");
+    std::fs::write(&pcap, cap.pcap()).unwrap();
+    write_csv_tables(&pcap, &out);
+    let read = |t: &str| std::fs::read_to_string(out.join(format!("{t}.csv"))).unwrap();
+    let got = [read("resumptions"), read("findings"), read("anomalies")];
+    let _ = std::fs::remove_file(&pcap);
+    let _ = std::fs::remove_dir_all(&out);
+    got
+}
+
+/// The verdict of the capture's one resumption, the findings' (kind, severity), sorted, and
+/// the anomalies table. (The columns before `verdict`, `kind` and `severity` hold no comma.)
+fn resumption(cap: &Capture) -> (String, Vec<(String, String)>, String) {
+    let [resumptions, findings, anomalies] = tables(cap);
+    let rows: Vec<&str> = resumptions.lines().skip(1).collect();
+    assert_eq!(rows.len(), 1, "{resumptions}");
+    let verdict = rows[0].split(',').nth(9).unwrap_or_default().to_string();
+    let mut kinds: Vec<(String, String)> = findings
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[2].to_string(), f[3].to_string())
+        })
+        .collect();
+    kinds.sort();
+    (verdict, kinds, anomalies)
+}
+
+/// A fork (the resumed stream restarts at id 1, progress 1): proven whenever the capture began
+/// early enough to hold the cursor event whole after a boundary; otherwise the cursor is unknown
+/// (an info, the session began before the capture). Never another error.
+#[test]
+fn fork_proven_from_a_stream_the_capture_began_inside() {
+    for seg in [1, 3, 7, 40, 1000] {
+        let (full, port) = capture(seg, &[(1, 1), (2, 2)]);
+        let first = full
+            .frames
+            .iter()
+            .position(|f| f.client_port == port && !f.from_client && f.payload_len > 0)
+            .unwrap();
+        let reset = full
+            .frames
+            .iter()
+            .rposition(|f| f.client_port == port && !f.from_client)
+            .unwrap();
+        for k in first..reset {
+            let cap = from_frame(&full, k);
+            let (verdict, kinds, anomalies) = resumption(&cap);
+            let (before, whole) = offsets(&full, port, k);
+            let ctx = format!("segments of {seg}, capture from frame {k} (byte {before})");
+            if whole {
+                assert_eq!(verdict, "forked", "{ctx}: {kinds:?}\n{anomalies}");
+                assert!(
+                    kinds.contains(&("id_regression".into(), "error".into())),
+                    "{ctx}: {kinds:?}"
+                );
+                // (From the head on, the response is read as any other.)
+                assert_eq!(
+                    anomalies.contains("http.headless_sse"),
+                    before > 0,
+                    "{ctx}: {anomalies}"
+                );
+            } else {
+                assert_eq!(verdict, "unverifiable", "{ctx}: {kinds:?}\n{anomalies}");
+            }
+            for (kind, sev) in &kinds {
+                assert!(
+                    sev == "info"
+                        || ["id_regression", "id_restart", "duplicate_delivery"]
+                            .contains(&kind.as_str()),
+                    "{ctx}: {kind} {sev}"
+                );
+            }
+        }
+    }
+}
+
+/// A healthy resumption (ids and progress go on at 6) of a stream the capture began inside:
+/// resumed or unverifiable, never an error or warning, wherever the capture began.
+#[test]
+fn healthy_resumption_of_a_stream_the_capture_began_inside() {
+    for seg in [2, 11, 1000] {
+        let (full, port) = capture(seg, &[(6, 6), (7, 7)]);
+        let first = full
+            .frames
+            .iter()
+            .position(|f| f.client_port == port && !f.from_client && f.payload_len > 0)
+            .unwrap();
+        for k in first..full.frames.len() / 2 {
+            let cap = from_frame(&full, k);
+            let (verdict, kinds, _) = resumption(&cap);
+            let (_, whole) = offsets(&full, port, k);
+            let want = if whole { "resumed" } else { "unverifiable" };
+            assert_eq!(
+                verdict, want,
+                "segments of {seg}, from frame {k}: {kinds:?}"
+            );
+            assert!(
+                kinds.iter().all(|(_, s)| s == "info"),
+                "segments of {seg}, from frame {k}: {kinds:?}"
+            );
+        }
+    }
+}
+
+/// A resumption from another client address does not take the headless stream that delivered
+/// its Last-Event-ID: the cursor stays unknown.
+#[test]
+fn another_client_does_not_take_a_headless_stream() {
+    let mut cap = Capture::new();
+    let token = json!("tok");
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token)));
+    let events: Vec<Ev> = (1..=5u64)
+        .map(|i| Ev::id(i, progress(&token, i, 10)))
+        .collect();
+    c.server(&mut cap, &sse_response(Some(SID), &events, false));
+    c.server_reset(&mut cap);
+    let mut g = cap.connect_from([127, 0, 0, 2]);
+    g.client(&mut cap, &get(Some(SID), Some("5")));
+    let evs = [Ev::id(1, progress(&token, 1, 10)), Ev::id(2, result(2))];
+    g.server(&mut cap, &sse_response(Some(SID), &evs, true));
+    g.close(&mut cap);
+    // From the stream's second server segment: inside the head, before every event.
+    let cut = from_frame(&cap, 5);
+    let (verdict, kinds, _) = resumption(&cut);
+    assert_eq!(verdict, "unverifiable");
+    assert_eq!(
+        kinds,
+        [("unknown_last_event_id".to_string(), "info".to_string())]
+    );
+}
+
+/// Text that is not an event stream, in a connection the capture began inside, is given up as
+/// before (`http.not_http` at its first frame), and binary bytes at once.
+#[test]
+fn text_that_is_no_event_stream_is_not_http() {
+    for junk in [
+        &b"220 mail.example ESMTP ready\r\n250 OK\r\n\r\nQUIT\r\n"[..],
+        &b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"[..],
+    ] {
+        let mut cap = Capture::new();
+        let mut c = cap.connect();
+        c.server(&mut cap, junk);
+        c.close(&mut cap);
+        // Without the handshake: no SYN tells the roles.
+        let cut = from_frame(&cap, 3);
+        let anomalies = table_csv(&cut, "anomalies");
+        let rows: Vec<&str> = anomalies.lines().skip(1).collect();
+        assert_eq!(rows.len(), 1, "{anomalies}");
+        assert!(rows[0].starts_with("http.not_http,1,"), "{anomalies}");
+    }
+}
