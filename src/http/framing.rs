@@ -313,68 +313,115 @@ fn size_line_then_event(after: &[u8]) -> bool {
 ///
 /// `None` while `b` holds neither, or a raw start is not settled yet.
 pub fn sse_start(b: &[u8], at_start: bool, settled: bool) -> Option<(usize, BodyFrom)> {
-    // At the first byte, a chunk-size line may be the end of a longer one: it counts once the
-    // chunk it announces ends where it says (its CRLF is there).
-    if at_start && size_line_then_event(b) {
-        let eol = memchr::memchr(b'\n', b).unwrap_or_default();
-        let line = b[..eol].strip_suffix(b"\r").unwrap_or(&b[..eol]);
-        let hex = line.split(|&c| c == b';').next().unwrap_or_default();
-        let size = std::str::from_utf8(hex)
-            .ok()
-            .and_then(|h| usize::from_str_radix(h, 16).ok())
-            .unwrap_or(usize::MAX);
-        match b.get(eol + 1..).and_then(|d| d.get(size..)) {
-            Some(end) if (end.len() >= 2 || settled) && end.starts_with(b"\r\n") => {
-                return Some((0, BodyFrom::ChunkSize));
+    SseSearch::default().search(b, at_start, settled)
+}
+
+/// Bytes before the end of what a [`SseSearch`] examined that it examines again: a blank line
+/// there may be followed by a size line or an event line that had not arrived.
+const SEARCH_OVERLAP: usize = 64;
+
+/// The search [`sse_start`] makes, kept while bytes are appended to the searched buffer, so
+/// that each byte is examined a bounded number of times however the bytes arrive.
+#[derive(Debug, Default, Clone)]
+pub struct SseSearch {
+    /// Bytes of the buffer examined for blank lines.
+    done: usize,
+    /// The first event start after a blank line.
+    raw: Option<usize>,
+    /// Bytes from `raw` on examined for chunk-size lines.
+    sized_done: usize,
+    /// A line of hex digits between CRLFs follows `raw`: chunk framing whose boundaries do not
+    /// follow event ends (a buffering proxy), which a raw reading would splice into events.
+    sized: bool,
+}
+
+impl SseSearch {
+    /// [`sse_start`] of `b`, the buffer this search examined before with bytes appended since.
+    pub fn search(&mut self, b: &[u8], at_start: bool, settled: bool) -> Option<(usize, BodyFrom)> {
+        // At the first byte, a chunk-size line may be the end of a longer one: it counts once
+        // the chunk it announces ends where it says (its CRLF is there).
+        if at_start && size_line_then_event(b) {
+            let eol = memchr::memchr(b'\n', b).unwrap_or_default();
+            let line = b[..eol].strip_suffix(b"\r").unwrap_or(&b[..eol]);
+            let hex = line.split(|&c| c == b';').next().unwrap_or_default();
+            let size = std::str::from_utf8(hex)
+                .ok()
+                .and_then(|h| usize::from_str_radix(h, 16).ok())
+                .unwrap_or(usize::MAX);
+            match b.get(eol + 1..).and_then(|d| d.get(size..)) {
+                Some(end) if (end.len() >= 2 || settled) && end.starts_with(b"\r\n") => {
+                    return Some((0, BodyFrom::ChunkSize));
+                }
+                Some(end) if end.len() >= 2 || settled => {}
+                // Not all of the chunk yet.
+                _ if !settled && size <= SSE_DEFER => return None,
+                _ => {}
             }
-            Some(end) if end.len() >= 2 || settled => {}
-            // Not all of the chunk yet.
-            _ if !settled && size <= SSE_DEFER => return None,
-            _ => {}
+        }
+        // Whether the LF at `nl` ends a blank line: an event's end.
+        let blank =
+            |nl: usize| (nl >= 1 && b[nl - 1] == b'\n') || (nl >= 3 && &b[nl - 3..nl] == b"\r\n\r");
+        let from = self.done.saturating_sub(SEARCH_OVERLAP).min(b.len());
+        let mut chunk = None;
+        for nl in memchr::memchr_iter(b'\n', &b[from..]).map(|i| i + from) {
+            if !blank(nl) {
+                continue;
+            }
+            let rest = &b[nl + 1..];
+            if rest.strip_prefix(b"\r\n").is_some_and(size_line_then_event) {
+                chunk = Some(nl + 3);
+                break;
+            }
+            if self.raw.is_none() && sse_line_start(rest) {
+                self.raw = Some(nl + 1);
+            }
+        }
+        self.done = b.len();
+        // An event's first line (its id, type or a comment) at the first byte; a `data:` or
+        // `retry:` line may be the middle of an event.
+        let first_line = [&b"id:"[..], b"event:", b":"]
+            .iter()
+            .any(|f| b.starts_with(f));
+        let raw = (at_start && first_line).then_some(0).or(self.raw);
+        if let (Some(r), false) = (raw, self.sized) {
+            let from = self
+                .sized_done
+                .saturating_sub(SEARCH_OVERLAP)
+                .max(r)
+                .min(b.len());
+            self.sized = size_line_in(&b[from..]);
+            self.sized_done = b.len();
+        }
+        match (raw, chunk) {
+            (Some(r), Some(c)) if r < c && !size_line_in(&b[r..c - 2]) => {
+                Some((r, BodyFrom::ChunkData((c - 2 - r) as u64)))
+            }
+            (_, Some(c)) => Some((c, BodyFrom::ChunkSize)),
+            (Some(r), None) if !self.sized && (settled || b.len() - r >= SSE_DEFER) => {
+                Some((r, BodyFrom::Raw))
+            }
+            _ => None,
         }
     }
-    // Whether the LF at `nl` ends a blank line: an event's end.
-    let blank =
-        |nl: usize| (nl >= 1 && b[nl - 1] == b'\n') || (nl >= 3 && &b[nl - 3..nl] == b"\r\n\r");
-    // An event's first line (its id, type or a comment) at the first byte; a `data:` or
-    // `retry:` line may be the middle of an event.
-    let first_line = [&b"id:"[..], b"event:", b":"]
-        .iter()
-        .any(|f| b.starts_with(f));
-    let mut raw = (at_start && first_line).then_some(0);
-    let mut chunk = None;
-    for nl in memchr::memchr_iter(b'\n', b) {
-        if !blank(nl) {
-            continue;
-        }
-        let rest = &b[nl + 1..];
-        if rest.strip_prefix(b"\r\n").is_some_and(size_line_then_event) {
-            chunk = Some(nl + 3);
-            break;
-        }
-        if raw.is_none() && sse_line_start(rest) {
-            raw = Some(nl + 1);
-        }
+
+    /// `n` bytes were dropped from the front of the searched buffer.
+    pub fn shift(&mut self, n: usize) {
+        self.done = self.done.saturating_sub(n);
+        self.sized_done = self.sized_done.saturating_sub(n);
+        self.raw = self.raw.and_then(|r| r.checked_sub(n));
     }
-    // Another chunk-size line between two offsets (a chunk boundary inside an event).
-    let size_line_in = |x: &[u8]| {
-        memchr::memmem::find_iter(x, b"\r\n").any(|i| {
-            let after = &x[i + 2..];
-            let end = after
-                .iter()
-                .position(|c| !c.is_ascii_hexdigit())
-                .unwrap_or(after.len());
-            end > 0 && after[end..].starts_with(b"\r\n")
-        })
-    };
-    match (raw, chunk) {
-        (Some(r), Some(c)) if r < c && !size_line_in(&b[r..c - 2]) => {
-            Some((r, BodyFrom::ChunkData((c - 2 - r) as u64)))
-        }
-        (_, Some(c)) => Some((c, BodyFrom::ChunkSize)),
-        (Some(r), None) if settled || b.len() - r >= SSE_DEFER => Some((r, BodyFrom::Raw)),
-        _ => None,
-    }
+}
+
+/// Whether `x` holds a chunk-size line: hex digits between two CRLFs.
+fn size_line_in(x: &[u8]) -> bool {
+    memchr::memmem::find_iter(x, b"\r\n").any(|i| {
+        let after = &x[i + 2..];
+        let end = after
+            .iter()
+            .position(|c| !c.is_ascii_hexdigit())
+            .unwrap_or(after.len());
+        end > 0 && after[end..].starts_with(b"\r\n")
+    })
 }
 
 impl DirParser {
@@ -1542,6 +1589,45 @@ mod tests {
         assert!(!plausible_text(b"id: 1\0"));
         assert!(!plausible_text(b"\x16\x03\x01\x02\x00"));
         assert!(!plausible_text(b"\x7f"));
+    }
+
+    /// The search carried from segment to segment finds what one search of the whole buffer
+    /// finds, however the bytes arrive; a raw start is refused when chunk-size lines follow it
+    /// (chunk boundaries inside events: a buffering proxy).
+    #[test]
+    fn search_carried_over_segments() {
+        let streams: [&[u8]; 5] = [
+            b"ss\":3}}\n\n\r\n1c\r\nid: 4\ndata: {\"a\":4}\n\n\r\n",
+            b"a\n\nid: 1\ndata: 1\n\n\r\n10\r\nid: 2\n",
+            b"x\r\n\r\nid: 7\r\ndata: {}\r\n\r\n: ping\r\n\r\n",
+            b"7\r\nid: 4\n\n\r\n9\r\nid: 5\n\n\r\n",
+            b"tail\n\nid: 7\ndata: {\"x\":1}\n\n\r\n40\r\n{\"y\":2}\n\nid: 8\n",
+        ];
+        for b in streams {
+            for at_start in [false, true] {
+                for settled in [false, true] {
+                    let whole = sse_start(b, at_start, settled);
+                    for step in 1..b.len() {
+                        let mut s = SseSearch::default();
+                        let mut got = None;
+                        for end in (step..b.len()).step_by(step).chain([b.len()]) {
+                            got = s.search(&b[..end], at_start, end == b.len() && settled);
+                            if got.is_some() {
+                                break;
+                            }
+                        }
+                        assert_eq!(
+                            got,
+                            whole,
+                            "{:?} in steps of {step}",
+                            String::from_utf8_lossy(b)
+                        );
+                    }
+                }
+            }
+        }
+        // The last stream's chunk boundary is inside an event: never read raw.
+        assert_eq!(sse_start(streams[4], false, true), None);
     }
 
     /// A parser started inside a chunked body reads its chunks on, and the messages after it.

@@ -333,10 +333,12 @@ const HEADLESS_HOLD: usize = 64 << 10;
 /// The search of one direction for an event stream the capture began inside.
 #[derive(Debug, Default)]
 struct HeadlessScan {
-    /// The segments searched and not yet decided, with their time and frame, oldest first.
-    held: std::collections::VecDeque<(Vec<u8>, i64, u64)>,
-    /// Bytes in `held`.
-    held_len: usize,
+    /// The bytes searched and not yet decided, end to end.
+    held: Vec<u8>,
+    /// Where each segment of `held` starts in it, with its time and frame, in order.
+    marks: Vec<(usize, i64, u64)>,
+    /// The search over `held`, carried from segment to segment.
+    search: framing::SseSearch,
     /// Bytes searched and dropped (from `held`, or before a gap).
     dropped: u64,
     /// Bytes searched so far.
@@ -351,12 +353,42 @@ struct HeadlessScan {
 
 impl HeadlessScan {
     /// Where the held bytes can be read from ([`framing::sse_start`]).
-    fn start(&self, settled: bool) -> Option<(usize, framing::BodyFrom)> {
-        let mut buf = Vec::with_capacity(self.held_len);
-        for (b, _, _) in &self.held {
-            buf.extend_from_slice(b);
+    fn start(&mut self, settled: bool) -> Option<(usize, framing::BodyFrom)> {
+        self.search.search(&self.held, self.at_start, settled)
+    }
+
+    /// Past [`HEADLESS_HOLD`] bytes held, drop the oldest segments down to half of it (the
+    /// newest is kept whole), so that each byte is moved a bounded number of times.
+    fn trim(&mut self) {
+        if self.held.len() <= HEADLESS_HOLD {
+            return;
         }
-        framing::sse_start(&buf, self.at_start, settled)
+        let mut k = 0;
+        while self.held.len() - self.marks.get(k).map_or(0, |m| m.0) > HEADLESS_HOLD / 2
+            && k + 1 < self.marks.len()
+        {
+            k += 1;
+        }
+        let n = self.marks.get(k).map_or(0, |m| m.0);
+        if n > 0 {
+            self.held.drain(..n);
+            self.marks.drain(..k);
+            for m in &mut self.marks {
+                m.0 -= n;
+            }
+            self.search.shift(n);
+            self.dropped += n as u64;
+            self.at_start = false;
+        }
+    }
+
+    /// Forget what is held (a gap follows it): the search starts again after the gap.
+    fn clear(&mut self) {
+        self.dropped += self.held.len() as u64;
+        self.held.clear();
+        self.marks.clear();
+        self.search = framing::SseSearch::default();
+        self.at_start = true;
     }
 }
 
@@ -487,10 +519,7 @@ impl StreamSink for HttpLayer {
                                 if let Some(sc) =
                                     self.conns.get_mut(&fi).and_then(|c| c.scan[d].as_mut())
                                 {
-                                    sc.dropped += sc.held_len as u64;
-                                    sc.held.clear();
-                                    sc.held_len = 0;
-                                    sc.at_start = true;
+                                    sc.clear();
                                 }
                                 return;
                             }
@@ -644,20 +673,11 @@ impl HttpLayer {
             self.give_up(flow, at);
             return;
         }
-        sc.held.push_back((bytes.to_vec(), ts, frame));
-        sc.held_len += bytes.len();
+        sc.marks.push((sc.held.len(), ts, frame));
+        sc.held.extend_from_slice(bytes);
         match sc.start(false) {
             Some(start) => self.read_headless(flow, d, start),
-            None => {
-                while sc.held_len > HEADLESS_HOLD {
-                    let Some((old, _, _)) = sc.held.pop_front() else {
-                        break;
-                    };
-                    sc.held_len -= old.len();
-                    sc.dropped += old.len() as u64;
-                    sc.at_start = false;
-                }
-            }
+            None => sc.trim(),
         }
     }
 
@@ -666,8 +686,8 @@ impl HttpLayer {
     fn settle_headless(&mut self, flow: &FlowMeta, d: Dir) -> bool {
         let start = self
             .conns
-            .get(&flow.index)
-            .and_then(|c| c.scan[d].as_ref())
+            .get_mut(&flow.index)
+            .and_then(|c| c.scan[d].as_mut())
             .and_then(|sc| sc.start(true));
         match start {
             Some(start) => {
@@ -696,15 +716,11 @@ impl HttpLayer {
             return;
         };
         // The segment the start is in gives the exchange's first time and frame.
-        let mut pos = 0;
-        let (mut t0, mut f0) = (0, 0);
-        for (b, t, f) in &sc.held {
-            (t0, f0) = (*t, *f);
-            if offset < pos + b.len() {
-                break;
-            }
-            pos += b.len();
-        }
+        let seg = sc
+            .marks
+            .partition_point(|m| m.0 <= offset)
+            .saturating_sub(1);
+        let (_, t0, f0) = sc.marks.get(seg).copied().unwrap_or_default();
         let skipped = sc.dropped + offset as u64;
         let client = 1 - d;
         conn.client_dir = Some(client);
@@ -753,16 +769,12 @@ impl HttpLayer {
         if let Some(sc) = searched {
             self.skipped_search(flow, true, &sc, f0);
         }
-        let mut pos = 0;
-        for (b, t, f) in &sc.held {
-            let from = offset.saturating_sub(pos).min(b.len());
-            if from < b.len() {
-                self.push(fi, d, &b[from..], *t, *f);
-            }
-            pos += b.len();
+        for (k, &(at, t, f)) in sc.marks.iter().enumerate().skip(seg) {
+            let end = sc.marks.get(k + 1).map_or(sc.held.len(), |m| m.0);
+            self.push(fi, d, &sc.held[at.max(offset)..end], t, f);
         }
         if !other.is_empty() {
-            let (t, f) = sc.held.back().map_or((t0, f0), |&(_, t, f)| (t, f));
+            let (_, t, f) = sc.marks.last().copied().unwrap_or_default();
             self.push(fi, client, &other, t, f);
         }
     }

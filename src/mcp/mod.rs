@@ -236,10 +236,19 @@ type Delivery = (usize, usize, usize, i64);
 /// inline, with no allocation per id).
 type IdIndex<'a> = HashMap<&'a str, smallvec::SmallVec<[Delivery; 1]>>;
 
+/// A resumption's client address, server and Last-Event-ID.
+type Asked<'a> = (
+    Option<std::net::IpAddr>,
+    Option<(std::net::IpAddr, u16)>,
+    &'a str,
+);
+
 /// The cursors delivered on headless exchanges ([`Exchange::headless`]), for the resumptions
 /// that name them: id → (exchange, event index, time of the event), in exchange order.
 struct HeadlessIndex<'a> {
     ids: HashMap<&'a str, Vec<(usize, usize, i64)>>,
+    /// Every resumption's (client address, server, Last-Event-ID).
+    asked: crate::hash::FastSet<Asked<'a>>,
 }
 
 impl<'a> HeadlessIndex<'a> {
@@ -257,15 +266,22 @@ impl<'a> HeadlessIndex<'a> {
                 }
             }
         }
-        HeadlessIndex { ids }
+        let asked = exchanges
+            .iter()
+            .filter(|e| e.method() == "GET")
+            .filter_map(|e| Some((e.client, e.server, e.resume_cursor()?)))
+            .collect();
+        HeadlessIndex { ids, asked }
     }
 
     /// The headless exchange whose event with id `leid` the resumption `r` resumes from:
     /// one not taken by another session, from the same client address, whose last event with
     /// an id before `r` was sent is that one (a client resumes from the last event it got: an
     /// earlier id there is another client's cursor, behind the same address); when several
-    /// exchanges qualify, the only one from the server `r` was sent to. `None` when none, or no
-    /// single one.
+    /// exchanges qualify, the only one from the server `r` was sent to. One from another server
+    /// (a client sent to another replica) qualifies only if it delivered nothing after `r` was
+    /// sent and no resumption from that client asked its own server for `leid`. `None` when
+    /// none, or no single one.
     fn find(
         &self,
         exchanges: &[Exchange],
@@ -285,6 +301,9 @@ impl<'a> HeadlessIndex<'a> {
                     .briefs()
                     .skip(ei + 1)
                     .any(|(_, b)| b.has_own_id && !b.truncated && b.ts <= r.ts())
+                && (h.server == r.server
+                    || (!h.events.briefs().any(|(_, b)| b.ts > r.ts())
+                        && !self.asked.contains(&(r.client, h.server, leid))))
         };
         let one = |c: &[&(usize, usize, i64)]| {
             let hx = c.first()?.0;
