@@ -219,3 +219,45 @@ fn text_that_is_no_event_stream_is_not_http() {
         assert!(rows[0].starts_with("http.not_http,1,"), "{anomalies}");
     }
 }
+
+/// A resumption sent to another server (a replica behind a balancer) takes the headless stream
+/// that delivered its Last-Event-ID only if that stream went quiet before it: one that goes on
+/// delivering is another client's stream, alive, whatever its last id was.
+#[test]
+fn another_server_takes_a_headless_stream_only_once_quiet() {
+    for goes_on in [false, true] {
+        let mut cap = Capture::with_segment_size(100);
+        let token = json!("tok");
+        let mut c = cap.connect();
+        c.client(&mut cap, &post(Some(SID), &tools_call(2, &token)));
+        let events: Vec<Ev> = (1..=5u64)
+            .map(|i| Ev::id(i, progress(&token, i, 10)))
+            .collect();
+        c.server(&mut cap, &sse_response(Some(SID), &events, false));
+        let port = c.port;
+        let c = if goes_on {
+            Some(c)
+        } else {
+            c.server_reset(&mut cap);
+            None
+        };
+        let mut g = cap.connect_to(SERVER_PORT + 1);
+        g.client(&mut cap, &get(Some(SID), Some("5")));
+        let evs = [Ev::id(6, progress(&token, 6, 10)), Ev::id(7, result(2))];
+        g.server(&mut cap, &sse_response(Some(SID), &evs, true));
+        g.close(&mut cap);
+        if let Some(mut c) = c {
+            c.server(
+                &mut cap,
+                &chunk(Ev::id(6, progress(&token, 6, 10)).text().as_bytes()),
+            );
+            c.server_reset(&mut cap);
+        }
+        let cut = from_frame(&cap, cap.server_data_frames(port)[2]);
+        let (verdict, kinds, anomalies) = resumption(&cut);
+        assert!(anomalies.contains("http.headless_sse"), "{anomalies}");
+        let want = if goes_on { "unverifiable" } else { "resumed" };
+        assert_eq!(verdict, want, "goes on: {goes_on}: {kinds:?}");
+        assert!(kinds.iter().all(|(_, s)| s == "info"), "{kinds:?}");
+    }
+}
