@@ -92,8 +92,8 @@ pub struct Exchange {
     /// Whether the response is `text/event-stream`.
     pub is_sse: bool,
     /// The capture began inside this response's body: neither its request nor its head was
-    /// captured, and its event stream was found by its own framing ([`framing::sse_resync`]).
-    /// `ts_response` and `frame_response` are then those of its first captured event.
+    /// captured, and its event stream was found by its own framing ([`framing::sse_start`]).
+    /// `ts_response` and `frame_response` are then those of the segment its reading starts in.
     pub headless: bool,
     /// SSE events in order.
     pub events: EventLog,
@@ -253,7 +253,7 @@ struct Conn {
     /// Bytes held while the role of a direction is unknown.
     probe: [Vec<u8>; 2],
     /// A direction whose first bytes were text but no HTTP start, searched for an event stream
-    /// the capture began inside ([`Conn::scan_headless`]).
+    /// the capture began inside ([`HttpLayer::scan_headless`]).
     scan: [Option<Box<HeadlessScan>>; 2],
     client_dir: Option<Dir>,
     exchanges: Vec<Exchange>,
