@@ -17,12 +17,7 @@ const SID: &str = "headless-session";
 fn capture(seg: usize, resumed: &[(i64, u64)], resumer: [u8; 4]) -> (Capture, u16) {
     let mut cap = Capture::with_segment_size(seg);
     let token = json!("tok");
-    let mut c = cap.connect();
-    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token)));
-    let events: Vec<Ev> = (1..=5u64)
-        .map(|i| Ev::id(i, progress(&token, i, 10)))
-        .collect();
-    c.server(&mut cap, &sse_response(Some(SID), &events, false));
+    let c = stream(&mut cap);
     let port = c.port;
     c.server_reset(&mut cap);
     let mut g = cap.connect_from(resumer);
@@ -36,6 +31,19 @@ fn capture(seg: usize, resumed: &[(i64, u64)], resumer: [u8; 4]) -> (Capture, u1
     g.server(&mut cap, &sse_response(Some(SID), &evs, true));
     g.close(&mut cap);
     (cap, port)
+}
+
+/// The session's tools/call on a new connection, answered by progress 1..=5 under ids 1..=5
+/// and left open.
+fn stream(cap: &mut Capture) -> Conn {
+    let token = json!("tok");
+    let mut c = cap.connect();
+    c.client(cap, &post(Some(SID), &tools_call(2, &token)));
+    let events: Vec<Ev> = (1..=5u64)
+        .map(|i| Ev::id(i, progress(&token, i, 10)))
+        .collect();
+    c.server(cap, &sse_response(Some(SID), &events, false));
+    c
 }
 
 /// The capture from frame `k` on (the frames before it not captured).
@@ -228,12 +236,7 @@ fn another_server_takes_a_headless_stream_only_once_quiet() {
     for goes_on in [false, true] {
         let mut cap = Capture::with_segment_size(100);
         let token = json!("tok");
-        let mut c = cap.connect();
-        c.client(&mut cap, &post(Some(SID), &tools_call(2, &token)));
-        let events: Vec<Ev> = (1..=5u64)
-            .map(|i| Ev::id(i, progress(&token, i, 10)))
-            .collect();
-        c.server(&mut cap, &sse_response(Some(SID), &events, false));
+        let c = stream(&mut cap);
         let port = c.port;
         let c = if goes_on {
             Some(c)
