@@ -55,8 +55,9 @@ fn from_frame(cap: &Capture, k: usize) -> Capture {
 
 /// How many of the server's bytes of connection `port` come before frame `k`, and whether the
 /// stream is read from there on with the cursor event 5 whole: from before event 4's blank line
-/// (the last boundary before event 5), or from the first byte of event 5's chunk-size line or
-/// of its id line (a chunk or an event that begins with the capture).
+/// (the last boundary before event 5), from the line ends before event 5's chunk-size line or
+/// that line (a chunk that begins with the capture), or from the line end before its id line or
+/// that line (an event that does).
 fn offsets(cap: &Capture, port: u16, k: usize) -> (usize, bool) {
     let mut bytes = Vec::new();
     let mut before = 0;
@@ -77,9 +78,10 @@ fn offsets(cap: &Capture, port: u16, k: usize) -> (usize, bool) {
         .windows(2)
         .rposition(|w| w == b"\n\n")
         .expect("event 4's end");
-    // "\n\n", the chunk's CRLF, then event 5's size line.
+    // "\n\n", the chunk's CRLF, then event 5's size line: from event 4's blank line up to the
+    // size line, the line ends before the size line are skipped.
     let size5 = end4 + 4;
-    (before, before <= end4 || before == size5 || before == ev5)
+    (before, before <= size5 || (ev5 - 2..=ev5).contains(&before))
 }
 
 /// The capture's tables `resumptions`, `findings` and `anomalies`, from one run.

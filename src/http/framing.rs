@@ -338,9 +338,19 @@ pub struct SseSearch {
 impl SseSearch {
     /// [`sse_start`] of `b`, the buffer this search examined before with bytes appended since.
     pub fn search(&mut self, b: &[u8], at_start: bool, settled: bool) -> Option<(usize, BodyFrom)> {
-        // At the first byte, a chunk-size line may be the end of a longer one: it counts once
-        // the chunk it announces ends where it says (its CRLF is there).
-        if at_start && size_line_then_event(b) {
+        // At the first byte (after the line ends of the event or chunk before, if those came
+        // first), a chunk-size line may be the end of a longer one: it counts once the chunk it
+        // announces ends where it says (its CRLF is there).
+        let lead = if at_start {
+            b.iter()
+                .take(3)
+                .take_while(|&&c| c == b'\r' || c == b'\n')
+                .count()
+        } else {
+            0
+        };
+        if at_start && size_line_then_event(&b[lead..]) {
+            let b = &b[lead..];
             let eol = memchr::memchr(b'\n', b).unwrap_or_default();
             let line = b[..eol].strip_suffix(b"\r").unwrap_or(&b[..eol]);
             let hex = line.split(|&c| c == b';').next().unwrap_or_default();
@@ -350,7 +360,7 @@ impl SseSearch {
                 .unwrap_or(usize::MAX);
             match b.get(eol + 1..).and_then(|d| d.get(size..)) {
                 Some(end) if (end.len() >= 2 || settled) && end.starts_with(b"\r\n") => {
-                    return Some((0, BodyFrom::ChunkSize));
+                    return Some((lead, BodyFrom::ChunkSize));
                 }
                 Some(end) if end.len() >= 2 || settled => {}
                 // Not all of the chunk yet.
@@ -377,12 +387,12 @@ impl SseSearch {
             }
         }
         self.done = b.len();
-        // An event's first line (its id, type or a comment) at the first byte; a `data:` or
-        // `retry:` line may be the middle of an event.
-        let first_line = [&b"id:"[..], b"event:", b":"]
+        // An event's first line (its id or type) at the first byte; a `data:` or `retry:`
+        // line may be the middle of an event, and a colon the middle of any line.
+        let first_line = [&b"id:"[..], b"event:"]
             .iter()
-            .any(|f| b.starts_with(f));
-        let raw = (at_start && first_line).then_some(0).or(self.raw);
+            .any(|f| b[lead..].starts_with(f));
+        let raw = (at_start && first_line).then_some(lead).or(self.raw);
         if let (Some(r), false) = (raw, self.sized) {
             let from = self
                 .sized_done
@@ -1579,6 +1589,25 @@ mod tests {
         );
         assert_eq!(sse_start(b"id: 4\ndata: x\n\n", true, true), Some((0, Raw)));
         assert_eq!(sse_start(b"data: x\n\n", true, true), None);
+        // The line ends of the event and the chunk before may come first.
+        for lead in [&b"\n"[..], b"\r\n", b"\n\r\n", b"\r"] {
+            let mut b = lead.to_vec();
+            b.extend_from_slice(chunk);
+            assert_eq!(
+                sse_start(&b, true, false),
+                Some((lead.len(), ChunkSize)),
+                "{lead:?}"
+            );
+            let mut b = lead.to_vec();
+            b.extend_from_slice(b"id: 4\ndata: x\n\n");
+            assert_eq!(
+                sse_start(&b, true, true),
+                Some((lead.len(), Raw)),
+                "{lead:?}"
+            );
+        }
+        // The rest of a line cut after its field name is no comment that starts an event.
+        assert_eq!(sse_start(b": {\"a\":1}\n\n", true, true), None);
         assert_eq!(sse_start(chunk, false, true), None);
         // Not an event stream: text without event lines, a blank line before something else.
         assert_eq!(settled(b"hello world\n\nsomething else\n"), None);
