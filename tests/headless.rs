@@ -266,3 +266,37 @@ fn another_server_takes_a_headless_stream_only_once_quiet() {
         assert!(kinds.iter().all(|(_, s)| s == "info"), "{kinds:?}");
     }
 }
+
+/// A stream whose chunks end inside events (a buffering proxy writes them so) is read from the
+/// first chunk boundary that the next one confirms, past the event in progress there; the fork
+/// is proven from it.
+#[test]
+fn chunks_ending_inside_events_are_read() {
+    let mut cap = Capture::with_segment_size(50);
+    let token = json!("tok");
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token)));
+    let text: Vec<u8> = (1..=5u64)
+        .flat_map(|i| Ev::id(i, progress(&token, i, 10)).text().into_bytes())
+        .collect();
+    let mut body = sse_head(Some(SID));
+    for piece in text.chunks(37) {
+        body.extend(chunk(piece));
+    }
+    c.server(&mut cap, &body);
+    let port = c.port;
+    c.server_reset(&mut cap);
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some(SID), Some("5")));
+    let evs = [Ev::id(1, progress(&token, 1, 10)), Ev::id(2, result(2))];
+    g.server(&mut cap, &sse_response(Some(SID), &evs, true));
+    g.close(&mut cap);
+    let cut = from_frame(&cap, cap.server_data_frames(port)[3]);
+    let (verdict, kinds, anomalies) = resumption(&cut);
+    assert!(
+        anomalies.contains("chunks ending inside events"),
+        "{anomalies}"
+    );
+    assert!(!anomalies.contains("sse.invalid_json"), "{anomalies}");
+    assert_eq!(verdict, "forked", "{kinds:?}\n{anomalies}");
+}

@@ -283,6 +283,9 @@ pub enum BodyFrom {
     ChunkData(u64),
     /// Delimited by the close.
     Raw,
+    /// At a chunk-size line that does not follow an event's end (a buffering proxy ends chunks
+    /// anywhere): the chunks are read from it on, the event in progress there passed over.
+    ChunkSizeInEvent,
 }
 
 /// Whether `after` starts with a chunk-size line (hex digits, optional extensions, CRLF or LF)
@@ -328,11 +331,31 @@ pub struct SseSearch {
     done: usize,
     /// The first event start after a blank line.
     raw: Option<usize>,
-    /// Bytes from `raw` on examined for chunk-size lines.
+    /// Bytes examined for chunk-size lines (for `sized`).
     sized_done: usize,
-    /// A line of hex digits between CRLFs follows `raw`: chunk framing whose boundaries do not
+    /// A line of hex digits between CRLFs was seen: chunk framing whose boundaries do not
     /// follow event ends (a buffering proxy), which a raw reading would splice into events.
     sized: bool,
+    /// Bytes examined for chunk-size lines anywhere (not only after event ends).
+    chained_done: usize,
+    /// Chunk-size lines found whose chunk's end has not arrived: the first whose end is another
+    /// size line starts the chunks (at most [`MAX_PENDING_SIZES`]).
+    pending: Vec<usize>,
+}
+
+/// Chunk-size lines waiting for their chunk's end ([`SseSearch`]).
+const MAX_PENDING_SIZES: usize = 64;
+
+/// The chunk-size line at the start of `x`: its length (CRLF included) and the chunk's size.
+fn chunk_size_line(x: &[u8]) -> Option<(usize, usize)> {
+    let eol = memchr::memchr(b'\n', &x[..x.len().min(40)])?;
+    let line = x[..eol].strip_suffix(b"\r")?;
+    let hex = line.split(|&c| c == b';').next().unwrap_or_default();
+    if !(1..=8).contains(&hex.len()) || !hex.iter().all(u8::is_ascii_hexdigit) {
+        return None;
+    }
+    let size = usize::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?;
+    Some((eol + 1, size))
 }
 
 impl SseSearch {
@@ -393,12 +416,8 @@ impl SseSearch {
             .iter()
             .any(|f| b[lead..].starts_with(f));
         let raw = (at_start && first_line).then_some(lead).or(self.raw);
-        if let (Some(r), false) = (raw, self.sized) {
-            let from = self
-                .sized_done
-                .saturating_sub(SEARCH_OVERLAP)
-                .max(r)
-                .min(b.len());
+        if !self.sized {
+            let from = self.sized_done.saturating_sub(SEARCH_OVERLAP).min(b.len());
             self.sized = size_line_in(&b[from..]);
             self.sized_done = b.len();
         }
@@ -410,15 +429,64 @@ impl SseSearch {
             (Some(r), None) if !self.sized && (settled || b.len() - r >= SSE_DEFER) => {
                 Some((r, BodyFrom::Raw))
             }
-            _ => None,
+            _ => self.chained(b),
         }
+    }
+
+    /// A chunk-size line (after a CRLF) whose chunk ends, CRLF, at another size line: chunk
+    /// framing shown by two boundaries in a row, wherever they fall in the events.
+    fn chained(&mut self, b: &[u8]) -> Option<(usize, BodyFrom)> {
+        let from = self
+            .chained_done
+            .saturating_sub(SEARCH_OVERLAP)
+            .min(b.len());
+        for i in memchr::memmem::find_iter(&b[from..], b"\r\n").map(|i| i + from) {
+            let p = i + 2;
+            if self.pending.last().is_some_and(|&l| l >= p) {
+                continue;
+            }
+            if self.pending.len() < MAX_PENDING_SIZES && chunk_size_line(&b[p..]).is_some() {
+                self.pending.push(p);
+            }
+        }
+        self.chained_done = b.len();
+        let mut found = None;
+        self.pending.retain(|&p| {
+            if found.is_some() {
+                return true;
+            }
+            let Some((len, size)) = chunk_size_line(&b[p..]) else {
+                return false;
+            };
+            let end = p + len + size;
+            match b.get(end..end + 2) {
+                // Not there yet (a chunk larger than what is held never is).
+                None => size <= SSE_DEFER,
+                Some(crlf) if crlf == b"\r\n" => match b.get(end + 2..) {
+                    Some(next) if chunk_size_line(next).is_some() && size > 0 => {
+                        found = Some(p);
+                        true
+                    }
+                    // The next size line incomplete yet.
+                    Some(next) => next.len() < 40 && !next.contains(&b'\n'),
+                    None => true,
+                },
+                Some(_) => false,
+            }
+        });
+        found.map(|p| (p, BodyFrom::ChunkSizeInEvent))
     }
 
     /// `n` bytes were dropped from the front of the searched buffer.
     pub fn shift(&mut self, n: usize) {
         self.done = self.done.saturating_sub(n);
         self.sized_done = self.sized_done.saturating_sub(n);
+        self.chained_done = self.chained_done.saturating_sub(n);
         self.raw = self.raw.and_then(|r| r.checked_sub(n));
+        self.pending.retain(|&p| p >= n);
+        for p in &mut self.pending {
+            *p -= n;
+        }
     }
 }
 
@@ -455,7 +523,7 @@ impl DirParser {
     pub fn in_body(from: BodyFrom, limits: HttpLimits) -> Self {
         DirParser {
             state: match from {
-                BodyFrom::ChunkSize => State::Chunked(Chunk::Size),
+                BodyFrom::ChunkSize | BodyFrom::ChunkSizeInEvent => State::Chunked(Chunk::Size),
                 BodyFrom::ChunkData(0) => State::Chunked(Chunk::DataEnd),
                 BodyFrom::ChunkData(n) => State::Chunked(Chunk::Data(n)),
                 BodyFrom::Raw => State::UntilClose,
@@ -1657,6 +1725,39 @@ mod tests {
         }
         // The last stream's chunk boundary is inside an event: never read raw.
         assert_eq!(sse_start(streams[4], false, true), None);
+    }
+
+    /// Chunks that end inside events (a buffering proxy): read from the first size line whose
+    /// chunk ends at another size line, once that one has arrived.
+    #[test]
+    fn chunks_ending_inside_events() {
+        let text: Vec<u8> = (1..=6)
+            .flat_map(|i| format!("id: {i}\ndata: {{\"n\":{i}}}\n\n").into_bytes())
+            .collect();
+        let mut body = Vec::new();
+        for c in text.chunks(23) {
+            body.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
+            body.extend_from_slice(c);
+            body.extend_from_slice(b"\r\n");
+        }
+        // From inside the first chunk's data: the second chunk's size line starts the reading.
+        let b = &body[9..];
+        let at = b.windows(4).position(|w| w == b"\r\n17").unwrap() + 2;
+        assert_eq!(
+            sse_start(b, false, false),
+            Some((at, BodyFrom::ChunkSizeInEvent))
+        );
+        // Not before the chunk after it has begun.
+        let next = at + 4 + 23 + 2;
+        assert_eq!(sse_start(&b[..next], false, true), None);
+        assert_eq!(
+            sse_start(&b[..next + 4], false, false),
+            Some((at, BodyFrom::ChunkSizeInEvent))
+        );
+        // Carried over segments, the same.
+        let mut s = SseSearch::default();
+        let got = (1..=b.len()).find_map(|end| s.search(&b[..end], false, false));
+        assert_eq!(got, Some((at, BodyFrom::ChunkSizeInEvent)));
     }
 
     /// A parser started inside a chunked body reads its chunks on, and the messages after it.

@@ -95,6 +95,9 @@ pub struct Exchange {
     /// captured, and its event stream was found by its own framing ([`framing::sse_start`]).
     /// `ts_response` and `frame_response` are then those of the segment its reading starts in.
     pub headless: bool,
+    /// Of a headless exchange: the bytes of its direction skipped before the reading started
+    /// (`http.headless_sse`).
+    pub headless_skipped: u64,
     /// SSE events in order.
     pub events: EventLog,
     /// `data` of the first legacy-transport (2024-11-05) `endpoint` event that names a session
@@ -734,6 +737,7 @@ impl HttpLayer {
             trans_depth: conn.depth,
             is_sse: true,
             headless: true,
+            headless_skipped: skipped,
             ts_response: Some(t0),
             frame_response: Some(f0),
             ts_end: Some(t0),
@@ -744,7 +748,11 @@ impl HttpLayer {
         let idx = conn.exchanges.len() - 1;
         conn.next_resp = idx + 1;
         conn.resp_idx = Some(idx);
-        conn.sse = Some(SseParser::new(self.options.sse).with_budget(&self.options.held));
+        let mut sse = SseParser::new(self.options.sse).with_budget(&self.options.held);
+        if from == framing::BodyFrom::ChunkSizeInEvent {
+            sse.start_inside_event();
+        }
+        conn.sse = Some(sse);
         conn.decoder = None;
         conn.undecodable = false;
         conn.decoded = 0;
@@ -756,6 +764,9 @@ impl HttpLayer {
         let searched = conn.scan[client].take();
         let framing = match from {
             framing::BodyFrom::Raw => "delimited by the close",
+            framing::BodyFrom::ChunkSizeInEvent => {
+                "chunked, its chunks ending inside events: the event in progress at the first chunk boundary passed over too"
+            }
             _ => "chunked",
         };
         self.anomalies.add(Anomaly::new(

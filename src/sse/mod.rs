@@ -568,6 +568,14 @@ impl SseParser {
         self.skipping = true;
     }
 
+    /// The body is entered in the middle of an event (a stream the capture began inside, read
+    /// from a chunk boundary that does not follow an event's end): what comes before the next
+    /// blank line is the rest of an event whose start was not captured, and is passed over.
+    pub fn start_inside_event(&mut self) {
+        self.at_start = false;
+        self.skipping = true;
+    }
+
     /// End of the body: an event in progress is reported as truncated.
     pub fn finish(
         &mut self,
