@@ -116,14 +116,15 @@ pub(super) fn lost_responses(
         &'a str,
     );
     let mut headless: HashMap<Key<'_>, Vec<i64>> = HashMap::default();
-    // ... and where such a stream was read from, after bytes it skipped, by server and client
-    // address: a request sent before may have been answered in those bytes.
+    // ... and when the last byte such a stream skipped before it was read from arrived, by
+    // server and client address: a request sent before then may have been answered in those
+    // bytes.
     let mut headless_from: HashMap<_, i64> = HashMap::default();
     for (hx, h) in exchanges.iter().enumerate() {
         if h.headless && model.sessions[model.exchange_session[hx]].id.is_none() {
-            if h.headless_skipped > 0 {
-                let from = headless_from.entry((h.server, h.client)).or_insert(h.ts());
-                *from = (*from).max(h.ts());
+            if let (1.., Some(t)) = h.headless_skipped {
+                let from = headless_from.entry((h.server, h.client)).or_insert(t);
+                *from = (*from).max(t);
             }
             for &(id, ts, _) in &responses[hx] {
                 headless
@@ -269,9 +270,12 @@ pub(super) fn lost_responses(
                     headless
                         .get(&(e.server, e.client, id))
                         .is_some_and(|v| v.iter().any(|&t| t >= e.ts()))
-                        || headless_from
-                            .get(&(e.server, e.client))
-                            .is_some_and(|&t| t > e.ts())
+                        // (Not a request whose own event stream was captured: it answers
+                        // there.)
+                        || (!e.is_sse
+                            && headless_from
+                                .get(&(e.server, e.client))
+                                .is_some_and(|&t| t >= e.ts()))
                 };
                 let in_session = match &own {
                     Some(own) => own.contains(id) || answered_on_get.contains(id),

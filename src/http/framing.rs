@@ -271,8 +271,9 @@ fn sse_line_start(b: &[u8]) -> bool {
 }
 
 /// Bytes of an event stream read past a blank line before it is taken as delimited by the
-/// close ([`sse_start`]): a chunk boundary further on would show it chunked.
-pub const SSE_DEFER: usize = 8 << 10;
+/// close ([`sse_start`]): a chunk boundary further on would show it chunked. Also the largest
+/// chunk whose end is waited for.
+pub const SSE_DEFER: usize = 32 << 10;
 
 /// How a body entered in its middle is framed from where [`sse_start`] found it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -341,6 +342,8 @@ pub struct SseSearch {
     /// Chunk-size lines found whose chunk's end has not arrived: the first whose end is another
     /// size line starts the chunks (at most [`MAX_PENDING_SIZES`]).
     pending: Vec<usize>,
+    /// The first byte was examined for a size line.
+    first_done: bool,
 }
 
 /// Chunk-size lines waiting for their chunk's end ([`SseSearch`]).
@@ -372,7 +375,14 @@ impl SseSearch {
         } else {
             0
         };
-        if at_start && size_line_then_event(&b[lead..]) {
+        // (Its data must begin with an event's first line: a `data:` line there may be the
+        // middle of an event, whose id went before; such a chunk is read by `chained`, past the
+        // event in progress.)
+        let event_first = |x: &[u8]| {
+            let eol = memchr::memchr(b'\n', &x[..x.len().min(40)]).map_or(x.len(), |e| e + 1);
+            first_line(&x[eol..])
+        };
+        if at_start && size_line_then_event(&b[lead..]) && event_first(&b[lead..]) {
             let b = &b[lead..];
             let eol = memchr::memchr(b'\n', b).unwrap_or_default();
             let line = b[..eol].strip_suffix(b"\r").unwrap_or(&b[..eol]);
@@ -410,18 +420,15 @@ impl SseSearch {
             }
         }
         self.done = b.len();
-        // An event's first line (its id or type) at the first byte; a `data:` or `retry:`
-        // line may be the middle of an event, and a colon the middle of any line.
-        let first_line = [&b"id:"[..], b"event:"]
-            .iter()
-            .any(|f| b[lead..].starts_with(f));
-        let raw = (at_start && first_line).then_some(lead).or(self.raw);
+        let raw = (at_start && first_line(&b[lead..]))
+            .then_some(lead)
+            .or(self.raw);
         if !self.sized {
             let from = self.sized_done.saturating_sub(SEARCH_OVERLAP).min(b.len());
             self.sized = size_line_in(&b[from..]);
             self.sized_done = b.len();
         }
-        match (raw, chunk) {
+        let found = match (raw, chunk) {
             (Some(r), Some(c)) if r < c && !size_line_in(&b[r..c - 2]) => {
                 Some((r, BodyFrom::ChunkData((c - 2 - r) as u64)))
             }
@@ -429,13 +436,34 @@ impl SseSearch {
             (Some(r), None) if !self.sized && (settled || b.len() - r >= SSE_DEFER) => {
                 Some((r, BodyFrom::Raw))
             }
-            _ => self.chained(b),
+            _ => None,
+        };
+        // Chunks that end inside events, when their framing shows before that.
+        let chained = self
+            .sized
+            .then(|| self.chained(b, at_start.then_some(lead)))
+            .flatten();
+        match (found, chained) {
+            (Some(f), Some(c)) if c.0 < f.0 => Some(c),
+            (None, c) => c,
+            (f, _) => f,
         }
     }
 
-    /// A chunk-size line (after a CRLF) whose chunk ends, CRLF, at another size line: chunk
-    /// framing shown by two boundaries in a row, wherever they fall in the events.
-    fn chained(&mut self, b: &[u8]) -> Option<(usize, BodyFrom)> {
+    /// A chunk-size line (after a CRLF, or at `first`, the first byte after line ends) whose
+    /// chunk ends, CRLF, at another size line: chunk framing shown by two boundaries in a row,
+    /// wherever they fall in the events.
+    fn chained(&mut self, b: &[u8], first: Option<usize>) -> Option<(usize, BodyFrom)> {
+        // The first byte's size line, once its line is whole (before any later one).
+        if let Some(f) = first.filter(|_| !self.first_done) {
+            let rest = &b[f..];
+            if rest.len() >= 40 || rest.contains(&b'\n') {
+                self.first_done = true;
+                if chunk_size_line(rest).is_some() {
+                    self.pending.insert(0, f);
+                }
+            }
+        }
         let from = self
             .chained_done
             .saturating_sub(SEARCH_OVERLAP)
@@ -488,6 +516,12 @@ impl SseSearch {
             *p -= n;
         }
     }
+}
+
+/// Whether `x` starts with an event's first line (its id or type): a `data:` or `retry:` line
+/// may be the middle of an event, and a colon the middle of any line.
+fn first_line(x: &[u8]) -> bool {
+    [&b"id:"[..], b"event:"].iter().any(|f| x.starts_with(f))
 }
 
 /// Whether `x` holds a chunk-size line: hex digits between two CRLFs.
@@ -1758,6 +1792,46 @@ mod tests {
         let mut s = SseSearch::default();
         let got = (1..=b.len()).find_map(|end| s.search(&b[..end], false, false));
         assert_eq!(got, Some((at, BodyFrom::ChunkSizeInEvent)));
+        // A size line at the first byte (a proxy writes each chunk at a segment's start), after
+        // the line ends before it or not, byte by byte.
+        // (ChunkSize when its data begins with an event, ChunkSizeInEvent when inside one.)
+        let starts: Vec<usize> = body
+            .windows(4)
+            .enumerate()
+            .filter(|(_, w)| w == b"\r\n17")
+            .map(|(i, _)| i + 2)
+            .collect();
+        assert!(starts.len() > 3);
+        for &at in &starts[..starts.len() - 2] {
+            let want = if body[at + 4..].starts_with(b"id:") {
+                BodyFrom::ChunkSize
+            } else {
+                BodyFrom::ChunkSizeInEvent
+            };
+            for lead in [0, 2] {
+                let b = &body[at - lead..];
+                let mut s = SseSearch::default();
+                let got = (1..=b.len()).find_map(|end| s.search(&b[..end], true, false));
+                assert_eq!(got, Some((lead, want)), "chunk at {at}, lead {lead}");
+            }
+        }
+        // Chunks larger than 8 KiB: never read raw, read chunked once one ends at the next.
+        let big: Vec<u8> = (1..=2000)
+            .flat_map(|i| format!("id: {i}\ndata: {{\"n\":{i}}}\n\n").into_bytes())
+            .collect();
+        let mut body = Vec::new();
+        for c in big.chunks(9000) {
+            body.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
+            body.extend_from_slice(c);
+            body.extend_from_slice(b"\r\n");
+        }
+        let b = &body[100..];
+        let at = b.windows(6).position(|w| w == b"\r\n2328").unwrap() + 2;
+        assert_eq!(sse_start(&b[..at + 1000], false, false), None);
+        assert_eq!(
+            sse_start(b, false, false),
+            Some((at, BodyFrom::ChunkSizeInEvent))
+        );
     }
 
     /// A parser started inside a chunked body reads its chunks on, and the messages after it.

@@ -96,8 +96,8 @@ pub struct Exchange {
     /// `ts_response` and `frame_response` are then those of the segment its reading starts in.
     pub headless: bool,
     /// Of a headless exchange: the bytes of its direction skipped before the reading started
-    /// (`http.headless_sse`).
-    pub headless_skipped: u64,
+    /// (`http.headless_sse`), and the time of the last of them (µs since the Unix epoch).
+    pub headless_skipped: (u64, Option<i64>),
     /// SSE events in order.
     pub events: EventLog,
     /// `data` of the first legacy-transport (2024-11-05) `endpoint` event that names a session
@@ -342,8 +342,9 @@ struct HeadlessScan {
     marks: Vec<(usize, i64, u64)>,
     /// The search over `held`, carried from segment to segment.
     search: framing::SseSearch,
-    /// Bytes searched and dropped (from `held`, or before a gap).
+    /// Bytes searched and dropped (from `held`, or before a gap), and the time of the last.
     dropped: u64,
+    dropped_ts: Option<i64>,
     /// Bytes searched so far.
     scanned: u64,
     /// `held` begins at the direction's first captured byte, or the first after a gap: a chunk
@@ -374,6 +375,10 @@ impl HeadlessScan {
         }
         let n = self.marks.get(k).map_or(0, |m| m.0);
         if n > 0 {
+            self.dropped_ts = k
+                .checked_sub(1)
+                .and_then(|j| self.marks.get(j))
+                .map(|m| m.1);
             self.held.drain(..n);
             self.marks.drain(..k);
             for m in &mut self.marks {
@@ -387,6 +392,9 @@ impl HeadlessScan {
 
     /// Forget what is held (a gap follows it): the search starts again after the gap.
     fn clear(&mut self) {
+        if let Some(m) = self.marks.last() {
+            self.dropped_ts = Some(m.1);
+        }
         self.dropped += self.held.len() as u64;
         self.held.clear();
         self.marks.clear();
@@ -725,6 +733,15 @@ impl HttpLayer {
             .saturating_sub(1);
         let (_, t0, f0) = sc.marks.get(seg).copied().unwrap_or_default();
         let skipped = sc.dropped + offset as u64;
+        // The time of the last byte skipped: of the segment before the start, or the last
+        // dropped.
+        let skipped_ts = match offset.checked_sub(1) {
+            Some(last) => {
+                let k = sc.marks.partition_point(|m| m.0 <= last).saturating_sub(1);
+                sc.marks.get(k).map(|m| m.1)
+            }
+            None => sc.dropped_ts,
+        };
         let client = 1 - d;
         conn.client_dir = Some(client);
         self.client_dir.insert(fi, client);
@@ -737,7 +754,7 @@ impl HttpLayer {
             trans_depth: conn.depth,
             is_sse: true,
             headless: true,
-            headless_skipped: skipped,
+            headless_skipped: (skipped, skipped_ts),
             ts_response: Some(t0),
             frame_response: Some(f0),
             ts_end: Some(t0),
@@ -750,7 +767,9 @@ impl HttpLayer {
         conn.resp_idx = Some(idx);
         let mut sse = SseParser::new(self.options.sse).with_budget(&self.options.held);
         if from == framing::BodyFrom::ChunkSizeInEvent {
-            sse.start_inside_event();
+            // The chunk before ended with a CR when a CR precedes its CRLF.
+            let after_cr = offset >= 3 && sc.held[offset - 3] == b'\r';
+            sse.start_inside_event(after_cr);
         }
         conn.sse = Some(sse);
         conn.decoder = None;

@@ -571,9 +571,13 @@ impl SseParser {
     /// The body is entered in the middle of an event (a stream the capture began inside, read
     /// from a chunk boundary that does not follow an event's end): what comes before the next
     /// blank line is the rest of an event whose start was not captured, and is passed over.
-    pub fn start_inside_event(&mut self) {
+    ///
+    /// `after_cr`: the bytes before ended with a CR, so a LF first is that line's end, not a
+    /// blank line.
+    pub fn start_inside_event(&mut self, after_cr: bool) {
         self.at_start = false;
         self.skipping = true;
+        self.pending_cr = after_cr;
     }
 
     /// End of the body: an event in progress is reported as truncated.
