@@ -1765,15 +1765,20 @@ mod tests {
     /// chunk ends at another size line, once that one has arrived.
     #[test]
     fn chunks_ending_inside_events() {
-        let text: Vec<u8> = (1..=6)
-            .flat_map(|i| format!("id: {i}\ndata: {{\"n\":{i}}}\n\n").into_bytes())
-            .collect();
-        let mut body = Vec::new();
-        for c in text.chunks(23) {
-            body.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
-            body.extend_from_slice(c);
-            body.extend_from_slice(b"\r\n");
-        }
+        // Events 1..=n in chunks of `size` bytes, wherever they fall.
+        let chunked = |n: u32, size: usize| {
+            let text: Vec<u8> = (1..=n)
+                .flat_map(|i| format!("id: {i}\ndata: {{\"n\":{i}}}\n\n").into_bytes())
+                .collect();
+            let mut body = Vec::new();
+            for c in text.chunks(size) {
+                body.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
+                body.extend_from_slice(c);
+                body.extend_from_slice(b"\r\n");
+            }
+            body
+        };
+        let body = chunked(6, 23);
         // From inside the first chunk's data: the second chunk's size line starts the reading.
         let b = &body[9..];
         let at = b.windows(4).position(|w| w == b"\r\n17").unwrap() + 2;
@@ -1816,15 +1821,7 @@ mod tests {
             }
         }
         // Chunks larger than 8 KiB: never read raw, read chunked once one ends at the next.
-        let big: Vec<u8> = (1..=2000)
-            .flat_map(|i| format!("id: {i}\ndata: {{\"n\":{i}}}\n\n").into_bytes())
-            .collect();
-        let mut body = Vec::new();
-        for c in big.chunks(9000) {
-            body.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
-            body.extend_from_slice(c);
-            body.extend_from_slice(b"\r\n");
-        }
+        let body = chunked(2000, 9000);
         let b = &body[100..];
         let at = b.windows(6).position(|w| w == b"\r\n2328").unwrap() + 2;
         assert_eq!(sse_start(&b[..at + 1000], false, false), None);
