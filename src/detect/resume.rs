@@ -705,8 +705,10 @@ pub(super) fn check(
         .collect();
     let duplicated = !dup_ids.is_empty() || !dup_payload.is_empty() || !dup_foreign.is_empty();
     // Progress that starts over: the first value after L of a token is one the client already had,
-    // below the token's last value up to L. The log began again (seed 1: "the id sequence
-    // restarts"), whatever the ids look like — opaque ids cannot show it themselves.
+    // below the token's last value up to L — or below the first the capture saw it have, when
+    // the capture began after the call did (progress MUST increase, MCP "Progress"). The log
+    // began again (seed 1: "the id sequence restarts"), whatever the ids look like — opaque ids
+    // cannot show it themselves.
     if !dup_payload.is_empty() && !forked {
         let mut firsts: Vec<(Short, f64)> = Vec::new();
         for m in after.iter().flat_map(|ev| ev.messages.iter()) {
@@ -717,11 +719,12 @@ pub(super) fn check(
             }
         }
         let restarted = firsts.iter().any(|(t, p)| {
-            progress_before.contains(&(t.clone(), p.to_bits()))
-                && upto_series().iter().any(|(k, vals)| {
-                    matches!(k, SeqKey::Progress(x) if x == t)
-                        && vals.last().is_some_and(|&(last, _)| *p < last)
-                })
+            upto_series().iter().any(|(k, vals)| {
+                matches!(k, SeqKey::Progress(x) if x == t)
+                    && vals.last().is_some_and(|&(last, _)| *p < last)
+                    && (progress_before.contains(&(t.clone(), p.to_bits()))
+                        || vals.first().is_some_and(|&(first, _)| *p < first))
+            })
         });
         if restarted {
             forked = true;
