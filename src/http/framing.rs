@@ -289,17 +289,10 @@ pub enum BodyFrom {
     ChunkSizeInEvent,
 }
 
-/// Whether `after` starts with a chunk-size line (hex digits, optional extensions, CRLF or LF)
-/// whose data starts an event line.
+/// Whether `after` starts with a chunk-size line ([`chunk_size_line`]) whose data starts an
+/// event line.
 fn size_line_then_event(after: &[u8]) -> bool {
-    let Some(eol) = memchr::memchr(b'\n', &after[..after.len().min(40)]) else {
-        return false;
-    };
-    let line = after[..eol].strip_suffix(b"\r").unwrap_or(&after[..eol]);
-    let size = line.split(|&c| c == b';').next().unwrap_or_default();
-    (1..=16).contains(&size.len())
-        && size.iter().all(u8::is_ascii_hexdigit)
-        && sse_line_start(&after[eol + 1..])
+    chunk_size_line(after).is_some_and(|(len, _)| sse_line_start(&after[len..]))
 }
 
 /// Where an event stream whose start the capture missed can be read from, in `b` (bytes of the
@@ -349,16 +342,15 @@ pub struct SseSearch {
 /// Chunk-size lines waiting for their chunk's end ([`SseSearch`]).
 const MAX_PENDING_SIZES: usize = 64;
 
-/// The chunk-size line at the start of `x`: its length (CRLF included) and the chunk's size.
+/// The chunk-size line at the start of `x` ([`size_line`], whole): its length (CRLF included)
+/// and the chunk's size.
 fn chunk_size_line(x: &[u8]) -> Option<(usize, usize)> {
-    let eol = memchr::memchr(b'\n', &x[..x.len().min(40)])?;
-    let line = x[..eol].strip_suffix(b"\r")?;
-    let hex = line.split(|&c| c == b';').next().unwrap_or_default();
-    if !(1..=8).contains(&hex.len()) || !hex.iter().all(u8::is_ascii_hexdigit) {
+    if size_line(x) != Some(true) {
         return None;
     }
-    let size = usize::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?;
-    Some((eol + 1, size))
+    let eol = memchr::memchr(b'\n', x)?;
+    let size = parse_chunk_size(&x[..eol - 1])?;
+    Some((eol + 1, usize::try_from(size).ok()?))
 }
 
 impl SseSearch {
@@ -378,20 +370,10 @@ impl SseSearch {
         // (Its data must begin with an event's first line: a `data:` line there may be the
         // middle of an event, whose id went before; such a chunk is read by `chained`, past the
         // event in progress.)
-        let event_first = |x: &[u8]| {
-            let eol = memchr::memchr(b'\n', &x[..x.len().min(40)]).map_or(x.len(), |e| e + 1);
-            first_line(&x[eol..])
-        };
-        if at_start && size_line_then_event(&b[lead..]) && event_first(&b[lead..]) {
-            let b = &b[lead..];
-            let eol = memchr::memchr(b'\n', b).unwrap_or_default();
-            let line = b[..eol].strip_suffix(b"\r").unwrap_or(&b[..eol]);
-            let hex = line.split(|&c| c == b';').next().unwrap_or_default();
-            let size = std::str::from_utf8(hex)
-                .ok()
-                .and_then(|h| usize::from_str_radix(h, 16).ok())
-                .unwrap_or(usize::MAX);
-            match b.get(eol + 1..).and_then(|d| d.get(size..)) {
+        let at_first = chunk_size_line(&b[lead..])
+            .filter(|&(len, _)| at_start && first_line(&b[lead + len..]));
+        if let Some((len, size)) = at_first {
+            match b[lead + len..].get(size..) {
                 Some(end) if (end.len() >= 2 || settled) && end.starts_with(b"\r\n") => {
                     return Some((lead, BodyFrom::ChunkSize));
                 }
@@ -524,16 +506,9 @@ fn first_line(x: &[u8]) -> bool {
     [&b"id:"[..], b"event:"].iter().any(|f| x.starts_with(f))
 }
 
-/// Whether `x` holds a chunk-size line: hex digits between two CRLFs.
+/// Whether `x` holds a chunk-size line after a CRLF ([`find_chunk_line`]).
 fn size_line_in(x: &[u8]) -> bool {
-    memchr::memmem::find_iter(x, b"\r\n").any(|i| {
-        let after = &x[i + 2..];
-        let end = after
-            .iter()
-            .position(|c| !c.is_ascii_hexdigit())
-            .unwrap_or(after.len());
-        end > 0 && after[end..].starts_with(b"\r\n")
-    })
+    matches!(find_chunk_line(x, false), ChunkLine::At(_))
 }
 
 impl DirParser {

@@ -597,12 +597,7 @@ impl StreamSink for HttpLayer {
                     // not end first): the connection was not HTTP.
                     if conn.parsers.iter().all(Option::is_none) {
                         if let Some(at) = conn.scan.iter().flatten().map(|sc| sc.frame).min() {
-                            self.anomalies.add(Anomaly::new(
-                                "http.not_http",
-                                Some(at),
-                                Some(flow.flow_id()),
-                                "connection does not start with an HTTP/1.x message".into(),
-                            ));
+                            self.anomalies.add(not_http(&flow, at));
                         }
                     }
                     // Requests never answered stay as exchanges without a response; when the
@@ -639,12 +634,7 @@ impl HttpLayer {
     fn give_up(&mut self, flow: &FlowMeta, at: u64) {
         self.conns.remove(&flow.index);
         self.not_http.insert(flow.index);
-        self.anomalies.add(Anomaly::new(
-            "http.not_http",
-            Some(at),
-            Some(flow.flow_id()),
-            "connection does not start with an HTTP/1.x message".into(),
-        ));
+        self.anomalies.add(not_http(flow, at));
     }
 
     /// The bytes one side (the `client`'s or the server's) sent before the roles were known,
@@ -1468,6 +1458,16 @@ fn feed_sse(
     for b in bad {
         bad_event(anomalies, flow_id, b);
     }
+}
+
+/// `http.not_http`: the connection's first bytes (in frame `at`) are no HTTP/1.x message.
+fn not_http(flow: &FlowMeta, at: u64) -> Anomaly {
+    Anomaly::new(
+        "http.not_http",
+        Some(at),
+        Some(flow.flow_id()),
+        "connection does not start with an HTTP/1.x message".into(),
+    )
 }
 
 /// The anomaly of an event whose data is not JSON-RPC: `(frame, why)`, its first frame and the
