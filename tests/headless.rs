@@ -248,7 +248,11 @@ fn another_server_takes_a_headless_stream_only_once_quiet() {
         };
         let mut g = cap.connect_to(SERVER_PORT + 1);
         g.client(&mut cap, &get(Some(SID), Some("5")));
-        let evs = [Ev::id(6, progress(&token, 6, 10)), Ev::id(7, result(2))];
+        // The rest of the call: progress 6 to 10, then its result.
+        let mut evs: Vec<Ev> = (6..=10u64)
+            .map(|i| Ev::id(i, progress(&token, i, 10)))
+            .collect();
+        evs.push(Ev::id(11, result(2)));
         g.server(&mut cap, &sse_response(Some(SID), &evs, true));
         g.close(&mut cap);
         if let Some(mut c) = c {
@@ -299,4 +303,65 @@ fn chunks_ending_inside_events_are_read() {
     );
     assert!(!anomalies.contains("sse.invalid_json"), "{anomalies}");
     assert_eq!(verdict, "forked", "{kinds:?}\n{anomalies}");
+}
+
+/// Two tools/calls on concurrent streams the capture began inside; the first is cut, and its
+/// resumption replays the second stream's events (same ids, same data) before its own: the
+/// server-everything event store's fault (`fixtures/mcp-faults/cross_stream_replay.pcap`). The
+/// second stream is in no session (nothing names it), yet it was open while the first was, by
+/// the same client: a `cross_stream_replay`. The same stream from another client address is
+/// another client's, and nothing is said.
+#[test]
+fn replay_of_a_concurrent_headless_stream_is_cross_stream() {
+    for other_client in [false, true] {
+        let mut cap = Capture::new();
+        let (ta, tb) = (json!("a"), json!("b"));
+        let uuid = |n: u64| format!("00000000-0000-4000-8000-{n:012}");
+        let ev =
+            |n: u64, token: &serde_json::Value, p: u64| Ev::id(uuid(n), progress(token, p, 10));
+        let mut a = cap.connect();
+        a.client(&mut cap, &post(Some(SID), &tools_call(2, &ta)));
+        let mut b = if other_client {
+            cap.connect_from([127, 0, 0, 9])
+        } else {
+            cap.connect()
+        };
+        b.client(&mut cap, &post(Some(SID), &tools_call(3, &tb)));
+        a.server(&mut cap, &sse_response(Some(SID), &[ev(1, &ta, 1)], false));
+        b.server(&mut cap, &sse_response(Some(SID), &[ev(11, &tb, 1)], false));
+        // The capture begins here: inside both streams.
+        let cut_at = cap.frames.len();
+        a.server(&mut cap, &chunk(ev(2, &ta, 2).text().as_bytes()));
+        b.server(&mut cap, &chunk(ev(12, &tb, 2).text().as_bytes()));
+        let done = Ev::id(uuid(13), result(3));
+        b.server(&mut cap, &chunk(done.text().as_bytes()));
+        b.server(&mut cap, LAST_CHUNK);
+        b.close(&mut cap);
+        a.server_reset(&mut cap);
+        let mut g = cap.connect();
+        g.client(&mut cap, &get(Some(SID), Some(&uuid(2))));
+        let replay = [
+            ev(12, &tb, 2),
+            Ev::id(uuid(13), result(3)),
+            ev(3, &ta, 3),
+            Ev::id(uuid(4), result(2)),
+        ];
+        g.server(&mut cap, &sse_response(Some(SID), &replay, true));
+        g.close(&mut cap);
+        let cut = from_frame(&cap, cut_at);
+        let (verdict, kinds, anomalies) = resumption(&cut);
+        assert_eq!(
+            anomalies.matches("http.headless_sse").count(),
+            2,
+            "{anomalies}"
+        );
+        let cross = kinds.iter().any(|(k, _)| k == "cross_stream_replay");
+        assert_eq!(
+            cross, !other_client,
+            "other client: {other_client}: {kinds:?}"
+        );
+        if !other_client {
+            assert_eq!(verdict, "gap");
+        }
+    }
 }

@@ -258,12 +258,13 @@ fn id_format_fixtures_manifest() {
 
 /// Captures that begin in the middle of SSE responses (`fixtures/mcp-cut/`, other fixtures with
 /// their first frames removed): forks (integer ids, and Java ids whose fresh log shows only in
-/// progress that starts over), a synthesized continuation and a cross-session replay proven
-/// from a stream whose request and head were not captured, and their negatives — a healthy
+/// progress that starts over), a synthesized continuation (with its made-up result), a
+/// cross-session replay and a cross-stream replay proven from streams whose requests and heads
+/// were not captured, and their negatives — a healthy
 /// resumption, sessions sending byte-identical progress, the legacy transport's GET stream
 /// without its `endpoint` event.
 #[test]
 fn cut_fixtures_manifest() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp-cut");
-    assert!(check_dir(&dir) >= 11);
+    assert!(check_dir(&dir) >= 12);
 }

@@ -47,6 +47,10 @@ pub(super) struct ReplayIndex {
     /// (session, progress token of a request, `params._meta.progressToken`) → the POST streams
     /// of the requests that issued it.
     token_stream: HashMap<(usize, Short), Vec<usize>>,
+    /// data hash → deliveries under an id on headless connections no resumption adopted (the
+    /// capture began inside them, and no header names their session), with the exchange:
+    /// at most [`MAX_OWN`] per hash.
+    headless: HashMap<u64, Vec<(Seen, usize)>>,
 }
 
 /// Deliveries kept per (session, data): enough to find one on another stream.
@@ -92,6 +96,7 @@ impl ReplayIndex {
                 let log = &exchanges[xi].events;
                 let resumed = exchanges[xi].resume_cursor().is_some();
                 // Most events carry data no resumption delivered: skipped on their fixed fields.
+                let unadopted = exchanges[xi].headless && model.sessions[st.session].id.is_none();
                 for (ei, ev) in log.briefs() {
                     if !ev.carries_data() || !wanted.contains(&ev.data_hash) {
                         continue;
@@ -108,6 +113,12 @@ impl ReplayIndex {
                         let v = idx.own.entry((st.session, ev.data_hash)).or_default();
                         if v.len() < MAX_OWN {
                             v.push(seen());
+                        }
+                    }
+                    if unadopted && ev.has_own_id {
+                        let v = idx.headless.entry(ev.data_hash).or_default();
+                        if v.len() < MAX_OWN {
+                            v.push((seen(), xi));
                         }
                     }
                     let v = idx.first_by_session.entry(ev.data_hash).or_default();
@@ -221,6 +232,52 @@ impl ReplayIndex {
             }
             _ => None,
         })
+    }
+
+    /// Evidence that `ev`, on the resumed connection `resumed` of stream `st`, was first delivered
+    /// on a headless connection no resumption adopted (the capture began inside it; no header
+    /// names its session): the same data under the same id, of a format unique to its stream
+    /// ([`unique_ids`]), delivered earlier by the same server to the same client, on a connection
+    /// still open after one of `st`'s earlier connections began. That connection began before the
+    /// capture did, so the two were open at once: it is another stream, not an earlier connection
+    /// of this one (a client resumes a stream once its connection is gone). Returns that
+    /// connection's stream and the frame of its delivery.
+    pub(super) fn other_headless(
+        &self,
+        model: &Model,
+        exchanges: &[Exchange],
+        st: usize,
+        resumed: usize,
+        ev: &EventRec,
+    ) -> Option<(usize, u64)> {
+        let id = ev
+            .sse
+            .id
+            .filter(|&id| ev.carries_data() && ev.sse.has_own_id && unique_ids(id))?;
+        let e = &exchanges[resumed];
+        // When the earliest of `st`'s earlier connections began (its first captured byte).
+        let began = model.streams[st]
+            .connections
+            .iter()
+            .take_while(|&&x| x != resumed)
+            .map(|&x| {
+                let c = &exchanges[x];
+                c.ts_request
+                    .or(c.ts_response)
+                    .or(c.events.get(0).map(|v| v.sse.ts))
+                    .unwrap_or(i64::MAX)
+            })
+            .min()?;
+        let (seen, _) = self.headless.get(&ev.data_hash)?.iter().find(|(s, hx)| {
+            let h = &exchanges[*hx];
+            s.stream != st
+                && s.ts < ev.sse.ts
+                && s.id.as_deref() == Some(id)
+                && h.client == e.client
+                && h.server == e.server
+                && h.ts_last_byte.or(h.ts_end).is_some_and(|end| began < end)
+        })?;
+        Some((seen.stream, seen.frame))
     }
 
     /// Evidence that `ev`, on a resumed connection of `session`, is another session's event: the

@@ -341,6 +341,11 @@ pub(super) fn check(
         .filter_map(|ev| {
             replays
                 .other_stream(model, r.session, st, ev)
+                .or_else(|| {
+                    replays
+                        .other_headless(model, exchanges, st, r.exchange, ev)
+                        .map(|(o, f)| (o, Some(f), true))
+                })
                 .map(|(o, f, twice)| (*ev, o, f, twice))
         })
         .collect();
@@ -386,8 +391,14 @@ pub(super) fn check(
     }
 
     if let Some(&(ev, other, earlier, _)) = foreign_stream.first() {
+        // A stream the capture began inside, which no resumption took into a session.
+        let unseen = if model.sessions[model.streams[other].session].id.is_none() {
+            ", a stream the capture began inside (its session not shown),"
+        } else {
+            ""
+        };
         let mut f = ctx.finding("cross_stream_replay", Severity::Error, Some(ev), format!(
-            "The resumption from Last-Event-ID {} (GET in frame {}, flow {}) continues stream S{st} but replayed {} event(s) of another stream, starting in frame {} with an event of stream S{other}{}: messages the client handles on the wrong stream, or twice.",
+            "The resumption from Last-Event-ID {} (GET in frame {}, flow {}) continues stream S{st} but replayed {} event(s) of another stream, starting in frame {} with an event of stream S{other}{unseen}{}: messages the client handles on the wrong stream, or twice.",
             r.last_event_id, e.frame(), flow_id(e), foreign_stream.len(), ev.sse.frame_first,
             earlier.map(|f| format!(" that stream delivered itself in frame {f}")).unwrap_or_else(|| " (a message of that stream's request)".into())));
         // The request whose stream the replayed events belong to.
@@ -962,6 +973,15 @@ pub(super) fn check(
                 false
             })
         && !switched;
+    // The request of a stream whose start the capture missed (a headless stream, a response
+    // without its request) is not among the session's: its progress token is the one the
+    // stream's own events carry, when they carry one token and answer one request. (MCP
+    // 2025-11-25, "Sending Messages to the Server": a POST's stream carries the messages of its
+    // request, and the standalone GET stream no response; a stream that mixes tokens or answers
+    // several requests is not read this way.)
+    let stream_request = (!requests_known)
+        .then(|| sole_request(upto.iter().map(|(_, _, ev)| ev).chain(&after)))
+        .flatten();
     let mut msg_pos = 0usize;
     for ev in after.iter().copied() {
         if ev.messages.is_empty() {
@@ -978,7 +998,11 @@ pub(super) fn check(
             .filter(|(_, m)| matches!(m.kind, Kind::Response | Kind::Error))
         {
             let Some(rid) = &m.id else { continue };
-            let Some(token) = session_requests.get(rid.as_str()) else {
+            let Some(token) = session_requests.get(rid.as_str()).or(stream_request
+                .as_ref()
+                .filter(|(id, _)| id == rid.as_str())
+                .map(|(_, token)| token))
+            else {
                 continue;
             };
             let progress_before: Vec<(f64, Option<f64>)> = upto
@@ -1455,6 +1479,30 @@ impl IntIds {
     }
 }
 
+/// The one request a stream's events answer and the one progress token they carry, as
+/// (JSON-RPC id, progress token), both as compact JSON text; `None` unless the events hold
+/// exactly one response or error id and exactly one `notifications/progress` token.
+fn sole_request<'a>(
+    events: impl IntoIterator<Item = &'a EventRec<'a>>,
+) -> Option<(String, String)> {
+    let (mut id, mut token): (Option<&str>, Option<&str>) = (None, None);
+    for ev in events {
+        for m in ev.messages.refs() {
+            let (slot, v) = match m.kind {
+                Kind::Response | Kind::Error => (&mut id, m.id),
+                _ => (&mut token, m.progress_token),
+            };
+            match (v, *slot) {
+                (None, _) => {}
+                (Some(v), None) => *slot = Some(v),
+                (Some(v), Some(s)) if v == s => {}
+                _ => return None,
+            }
+        }
+    }
+    Some((id?.to_string(), token?.to_string()))
+}
+
 /// Client requests of a session: JSON-RPC id → progress token (the `_meta.progressToken`, else the id).
 pub(super) fn requests_of_session(
     model: &Model,
@@ -1483,7 +1531,39 @@ pub(super) fn requests_of_session(
 
 #[cfg(test)]
 mod tests {
-    use super::history_positions;
+    use super::{history_positions, sole_request};
+    use crate::http::EventLog;
+    use crate::sse::SseEvent;
+
+    /// A log of one event per JSON text.
+    fn log_of(data: &[&str]) -> EventLog {
+        let mut log = EventLog::default();
+        for d in data {
+            let msgs = crate::jsonrpc::parse(d.as_bytes(), &[]).unwrap();
+            log.push(&SseEvent::default(), 0, false, &msgs, None);
+        }
+        log
+    }
+
+    const P1: &str = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t1","progress":1}}"#;
+    const P2: &str = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t2","progress":1}}"#;
+    const R7: &str = r#"{"jsonrpc":"2.0","id":7,"result":{}}"#;
+    const R8: &str = r#"{"jsonrpc":"2.0","id":8,"result":{}}"#;
+    const LOG: &str = r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}"#;
+
+    #[test]
+    fn sole_request_of_a_stream() {
+        let one = log_of(&[P1, LOG, P1, R7]);
+        assert_eq!(
+            sole_request(one.iter().collect::<Vec<_>>().iter()),
+            Some(("7".into(), "\"t1\"".into()))
+        );
+        // Two tokens, two answered requests, no answer, no progress: no request is read off.
+        for data in [&[P1, P2, R7][..], &[P1, R7, R8], &[P1, P1], &[LOG, R7]] {
+            let log = log_of(data);
+            assert_eq!(sole_request(log.iter().collect::<Vec<_>>().iter()), None);
+        }
+    }
 
     #[test]
     fn history_whole_or_last_window() {
