@@ -365,3 +365,34 @@ fn replay_of_a_concurrent_headless_stream_is_cross_stream() {
         }
     }
 }
+
+/// A tools/call stream the capture began inside, whose request was not captured: its request is
+/// the one its events answer, with the one progress token they carry. A resumption whose
+/// progress jumps ahead and ends in the result made the result up (`suspect_terminal`, as with
+/// the request captured). A result right after the Last-Event-ID, with no progress in between,
+/// is judged only with the request captured: whether a `retry` planned the poll, and the
+/// progress step, may be before the capture.
+#[test]
+fn made_up_result_on_a_stream_the_capture_began_inside() {
+    for (resumed, made_up) in [(&[(6, 9)][..], true), (&[][..], false)] {
+        let (full, port) = capture(100, resumed, [127, 0, 0, 1]);
+        let (_, kinds, _) = resumption(&full);
+        assert!(
+            kinds.iter().any(|(k, _)| k == "suspect_terminal"),
+            "{kinds:?}"
+        );
+        // From the stream's third server segment on: inside event 1, before the others.
+        let cut = from_frame(&full, full.server_data_frames(port)[2]);
+        let (_, kinds, anomalies) = resumption(&cut);
+        assert!(anomalies.contains("http.headless_sse"), "{anomalies}");
+        let suspect: Vec<&(String, String)> = kinds
+            .iter()
+            .filter(|(k, _)| k == "suspect_terminal")
+            .collect();
+        if made_up {
+            assert_eq!(suspect, [&("suspect_terminal".into(), "error".into())]);
+        } else {
+            assert!(suspect.is_empty(), "{kinds:?}");
+        }
+    }
+}

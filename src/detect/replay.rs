@@ -237,38 +237,27 @@ impl ReplayIndex {
     /// Evidence that `ev`, on the resumed connection `resumed` of stream `st`, was first delivered
     /// on a headless connection no resumption adopted (the capture began inside it; no header
     /// names its session): the same data under the same id, of a format unique to its stream
-    /// ([`unique_ids`]), delivered earlier by the same server to the same client, on a connection
-    /// still open after one of `st`'s earlier connections began. That connection began before the
-    /// capture did, so the two were open at once: it is another stream, not an earlier connection
-    /// of this one (a client resumes a stream once its connection is gone). Returns that
-    /// connection's stream and the frame of its delivery.
+    /// ([`unique_ids`]), delivered earlier by the same server to the same client address, on a
+    /// connection still open after `began` (µs since the Unix epoch), when the first of `st`'s
+    /// earlier connections began. That connection began before the capture did, so the two
+    /// were open at once: it is another stream, not an earlier connection of this one (a client
+    /// resumes a stream once its connection is gone). Returns that connection's stream and the
+    /// frame of its delivery.
     pub(super) fn other_headless(
         &self,
-        model: &Model,
         exchanges: &[Exchange],
         st: usize,
         resumed: usize,
+        began: i64,
         ev: &EventRec,
     ) -> Option<(usize, u64)> {
+        let candidates = self.headless.get(&ev.data_hash)?;
         let id = ev
             .sse
             .id
             .filter(|&id| ev.carries_data() && ev.sse.has_own_id && unique_ids(id))?;
         let e = &exchanges[resumed];
-        // When the earliest of `st`'s earlier connections began (its first captured byte).
-        let began = model.streams[st]
-            .connections
-            .iter()
-            .take_while(|&&x| x != resumed)
-            .map(|&x| {
-                let c = &exchanges[x];
-                c.ts_request
-                    .or(c.ts_response)
-                    .or(c.events.get(0).map(|v| v.sse.ts))
-                    .unwrap_or(i64::MAX)
-            })
-            .min()?;
-        let (seen, _) = self.headless.get(&ev.data_hash)?.iter().find(|(s, hx)| {
+        let (seen, _) = candidates.iter().find(|(s, hx)| {
             let h = &exchanges[*hx];
             s.stream != st
                 && s.ts < ev.sse.ts

@@ -336,15 +336,25 @@ pub(super) fn check(
     // Events of another stream or session replayed here (checked before the ids: a foreign id is
     // not the start of another log of this stream).
     let named = model.sessions[r.session].id.is_some();
+    // When the first of the stream's earlier connections began (its first captured byte; they
+    // are in request order, a headless one, which has none, first).
+    let began = earlier.first().and_then(|&x| {
+        let c = &exchanges[x];
+        c.ts_request
+            .or(c.ts_response)
+            .or(c.events.get(0).map(|v| v.sse.ts))
+    });
     let foreign_stream: Vec<(EventRec, usize, Option<u64>, bool)> = after
         .iter()
         .filter_map(|ev| {
             replays
                 .other_stream(model, r.session, st, ev)
                 .or_else(|| {
+                    // (Whether this client had the events before is unknown: the stream that
+                    // delivered them may be another session's, behind the same address.)
                     replays
-                        .other_headless(model, exchanges, st, r.exchange, ev)
-                        .map(|(o, f)| (o, Some(f), true))
+                        .other_headless(exchanges, st, r.exchange, began?, ev)
+                        .map(|(o, f)| (o, Some(f), false))
                 })
                 .map(|(o, f, twice)| (*ev, o, f, twice))
         })
@@ -974,14 +984,27 @@ pub(super) fn check(
             })
         && !switched;
     // The request of a stream whose start the capture missed (a headless stream, a response
-    // without its request) is not among the session's: its progress token is the one the
-    // stream's own events carry, when they carry one token and answer one request. (MCP
-    // 2025-11-25, "Sending Messages to the Server": a POST's stream carries the messages of its
-    // request, and the standalone GET stream no response; a stream that mixes tokens or answers
-    // several requests is not read this way.)
-    let stream_request = (!requests_known)
-        .then(|| sole_request(upto.iter().map(|(_, _, ev)| ev).chain(&after)))
-        .flatten();
+    // without its request) is not among the session's: it is the one the stream's events answer
+    // last, with the one progress token they carry ([`sole_request`]; MCP 2025-11-25, "Sending
+    // Messages to the Server": a POST's stream carries the messages of its request, and the
+    // standalone GET stream no response). Read over every connection of the stream, once.
+    let stream_request = if requests_known {
+        None
+    } else {
+        history
+            .entry(st)
+            .or_default()
+            .sole_request
+            .get_or_insert_with(|| {
+                sole_request(
+                    stream
+                        .connections
+                        .iter()
+                        .flat_map(|&x| exchanges[x].events.iter()),
+                )
+            })
+            .clone()
+    };
     let mut msg_pos = 0usize;
     for ev in after.iter().copied() {
         if ev.messages.is_empty() {
@@ -998,7 +1021,8 @@ pub(super) fn check(
             .filter(|(_, m)| matches!(m.kind, Kind::Response | Kind::Error))
         {
             let Some(rid) = &m.id else { continue };
-            let Some(token) = session_requests.get(rid.as_str()).or(stream_request
+            let captured = session_requests.get(rid.as_str());
+            let Some(token) = captured.or(stream_request
                 .as_ref()
                 .filter(|(id, _)| id == rid.as_str())
                 .map(|(_, token)| token))
@@ -1021,6 +1045,12 @@ pub(super) fn check(
                 .filter(|x| x.progress_token.as_deref() == Some(token))
                 .filter_map(|x| Some((x.progress?, x.progress_total)))
                 .collect();
+            // A request the capture did not see is judged only by progress that went on after
+            // L: whether a `retry` planned the poll, and the progress step, may have been before
+            // the capture, so a result right after L says nothing there.
+            if captured.is_none() && progress_after.is_empty() {
+                continue;
+            }
             let Some(&(last, total)) = progress_before.last() else {
                 // None of the request's progress reached the client before the cut (say, a cut
                 // right after the priming event), and another backend than the cut connection's
@@ -1353,6 +1383,9 @@ pub(super) struct History {
     pub windowed: u64,
     /// The exchange of the first of those.
     pub first_windowed: Option<usize>,
+    /// When the stream's own request was not captured: the request its events answer, with
+    /// its progress token ([`sole_request`]), read once.
+    sole_request: Option<Option<(String, String)>>,
 }
 
 /// Events (and connections) of a stream's history its resumptions read in full (per stream,
@@ -1481,16 +1514,20 @@ impl IntIds {
 
 /// The one request a stream's events answer and the one progress token they carry, as
 /// (JSON-RPC id, progress token), both as compact JSON text; `None` unless the events hold
-/// exactly one response or error id and exactly one `notifications/progress` token.
-fn sole_request<'a>(
-    events: impl IntoIterator<Item = &'a EventRec<'a>>,
-) -> Option<(String, String)> {
+/// exactly one response or error id, as their last message (a server closes a POST's stream
+/// once it has answered, MCP 2025-11-25 "Sending Messages to the Server": a response before
+/// other messages is a batch's, whose other answer the capture may not hold), and exactly one
+/// `notifications/progress` token.
+fn sole_request<'a>(events: impl IntoIterator<Item = EventRec<'a>>) -> Option<(String, String)> {
     let (mut id, mut token): (Option<&str>, Option<&str>) = (None, None);
+    let mut answered_last = false;
     for ev in events {
         for m in ev.messages.refs() {
-            let (slot, v) = match m.kind {
-                Kind::Response | Kind::Error => (&mut id, m.id),
-                _ => (&mut token, m.progress_token),
+            answered_last = matches!(m.kind, Kind::Response | Kind::Error);
+            let (slot, v) = if answered_last {
+                (&mut id, m.id)
+            } else {
+                (&mut token, m.progress_token)
             };
             match (v, *slot) {
                 (None, _) => {}
@@ -1500,6 +1537,7 @@ fn sole_request<'a>(
             }
         }
     }
+    answered_last.then_some(())?;
     Some((id?.to_string(), token?.to_string()))
 }
 
@@ -1555,13 +1593,20 @@ mod tests {
     fn sole_request_of_a_stream() {
         let one = log_of(&[P1, LOG, P1, R7]);
         assert_eq!(
-            sole_request(one.iter().collect::<Vec<_>>().iter()),
+            sole_request(one.iter()),
             Some(("7".into(), "\"t1\"".into()))
         );
-        // Two tokens, two answered requests, no answer, no progress: no request is read off.
-        for data in [&[P1, P2, R7][..], &[P1, R7, R8], &[P1, P1], &[LOG, R7]] {
+        // Two tokens, two answered requests, no answer, no progress, an answer before other
+        // messages (a batch's): no request is read off.
+        for data in [
+            &[P1, P2, R7][..],
+            &[P1, R7, R8],
+            &[P1, P1],
+            &[LOG, R7],
+            &[P1, R7, P1],
+        ] {
             let log = log_of(data);
-            assert_eq!(sole_request(log.iter().collect::<Vec<_>>().iter()), None);
+            assert_eq!(sole_request(log.iter()), None);
         }
     }
 
