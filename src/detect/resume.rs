@@ -835,8 +835,10 @@ pub(super) fn check(
             // Only a regular counter is held to its step, at the boundary and inside the resumed
             // connection. Progress may otherwise grow by "arbitrary steps" (reference §6): a
             // series with uneven steps, or too few values to show one, is checked only for
-            // values that go back.
-            let regular = regular_step(vals).is_some();
+            // values that go back. In a stream the capture began inside (its request not
+            // captured), two values are only the tail of a series whose earlier steps are not
+            // seen: its step shows in three values at least.
+            let regular = regular_step(vals).is_some() && (requests_known || vals.len() >= 3);
             // Values the client had before the cursor, or earlier on this connection.
             let mut here: HashSet<u64> = HashSet::default();
             let seen = |v: f64, here: &HashSet<u64>| {
@@ -1045,10 +1047,16 @@ pub(super) fn check(
                 .filter(|x| x.progress_token.as_deref() == Some(token))
                 .filter_map(|x| Some((x.progress?, x.progress_total)))
                 .collect();
-            // A request the capture did not see is judged only by progress that went on after
-            // L: whether a `retry` planned the poll, and the progress step, may have been before
-            // the capture, so a result right after L says nothing there.
-            if captured.is_none() && progress_after.is_empty() {
+            // A request the capture did not see is judged only where the capture shows its
+            // progress's step and total before L (two values at least, the last with a total)
+            // and progress after L: a `retry` that planned the poll, and the earlier values, may
+            // be before the capture, and a step or a sequence guessed from one value, or from
+            // values without a total, would make a healthy end look cut short.
+            if captured.is_none()
+                && (progress_after.is_empty()
+                    || progress_before.len() < 2
+                    || progress_before.last().is_none_or(|p| p.1.is_none()))
+            {
                 continue;
             }
             let Some(&(last, total)) = progress_before.last() else {
