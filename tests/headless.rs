@@ -397,25 +397,32 @@ fn made_up_result_on_a_stream_the_capture_began_inside() {
     }
 }
 
-/// A call that reports each step before doing it (progress 1, 2, 3 of 5, cut, then 4 of 5 and
-/// the result) ends one step short of its total: healthy, as the full capture shows by the step
-/// of its values. A capture that began inside the stream may hold only the last value before
-/// the cut, and so not the step: nothing is said there either, at any cut.
-#[test]
-fn one_step_short_is_healthy_at_every_cut() {
+/// A healthy call: the tools/call stream delivers progress `before` (of `total`, under ids 1,
+/// 2, …) and is cut; the resumption from its last id delivers progress `after`, then the
+/// result. Asserts the resumption `resumed` in the full capture, and nothing but infos in every
+/// capture that begins inside the stream.
+fn healthy_at_every_cut(before: &[u64], after: &[u64], total: u64) {
     let mut cap = Capture::with_segment_size(100);
     let token = json!("tok");
     let mut c = cap.connect();
     c.client(&mut cap, &post(Some(SID), &tools_call(2, &token)));
-    let events: Vec<Ev> = (1..=3u64)
-        .map(|i| Ev::id(i, progress(&token, i, 5)))
+    let id = |i: usize| i as u64 + 1;
+    let events: Vec<Ev> = before
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| Ev::id(id(i), progress(&token, p, total)))
         .collect();
     c.server(&mut cap, &sse_response(Some(SID), &events, false));
     let port = c.port;
     c.server_reset(&mut cap);
     let mut g = cap.connect();
-    g.client(&mut cap, &get(Some(SID), Some("3")));
-    let evs = [Ev::id(4, progress(&token, 4, 5)), Ev::id(5, result(2))];
+    g.client(&mut cap, &get(Some(SID), Some(&before.len().to_string())));
+    let mut evs: Vec<Ev> = after
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| Ev::id(id(before.len() + i), progress(&token, p, total)))
+        .collect();
+    evs.push(Ev::id(id(before.len() + after.len()), result(2)));
     g.server(&mut cap, &sse_response(Some(SID), &evs, true));
     g.close(&mut cap);
     let (verdict, kinds, _) = resumption(&cap);
@@ -429,38 +436,19 @@ fn one_step_short_is_healthy_at_every_cut() {
     }
 }
 
+/// A call that reports each step before doing it (progress 1, 2, 3 of 5, cut, then 4 of 5 and
+/// the result) ends one step short of its total: healthy, as the full capture shows by the step
+/// of its values. A capture that began inside the stream may hold only the last value before
+/// the cut, and so not the step: nothing is said there either.
+#[test]
+fn one_step_short_is_healthy_at_every_cut() {
+    healthy_at_every_cut(&[1, 2, 3], &[4], 5);
+}
+
 /// Progress with uneven steps (1, 3, 6, 7 of 10), cut, then resumed at 10 and the result: a
 /// healthy call. A capture that began inside the stream may see only the tail (6, 7): one step
 /// of 1 there is no counter's step (its earlier steps are not seen), so no `app_seq_desync`.
 #[test]
 fn two_values_of_a_stream_the_capture_began_inside_show_no_step() {
-    let mut cap = Capture::with_segment_size(100);
-    let token = json!("tok");
-    let mut c = cap.connect();
-    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token)));
-    let events: Vec<Ev> = [1u64, 3, 6, 7]
-        .iter()
-        .enumerate()
-        .map(|(i, &p)| Ev::id(i + 1, progress(&token, p, 10)))
-        .collect();
-    c.server(&mut cap, &sse_response(Some(SID), &events, false));
-    let port = c.port;
-    c.server_reset(&mut cap);
-    let mut g = cap.connect();
-    g.client(&mut cap, &get(Some(SID), Some("4")));
-    let evs = [Ev::id(5, progress(&token, 10, 10)), Ev::id(6, result(2))];
-    g.server(&mut cap, &sse_response(Some(SID), &evs, true));
-    g.close(&mut cap);
-    let (verdict, kinds, _) = resumption(&cap);
-    assert_eq!(verdict, "resumed", "{kinds:?}");
-    // Every cut inside the stream: whatever tail of it is read.
-    let frames = cap.server_data_frames(port);
-    for &k in &frames[1..frames.len() - 1] {
-        let cut = from_frame(&cap, k);
-        let (_, kinds, _) = resumption(&cut);
-        assert!(
-            kinds.iter().all(|(_, s)| s == "info"),
-            "cut at frame {k}: {kinds:?}"
-        );
-    }
+    healthy_at_every_cut(&[1, 3, 6, 7], &[10], 10);
 }
