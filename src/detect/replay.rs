@@ -96,7 +96,8 @@ impl ReplayIndex {
                 let log = &exchanges[xi].events;
                 let resumed = exchanges[xi].resume_cursor().is_some();
                 // Most events carry data no resumption delivered: skipped on their fixed fields.
-                let unadopted = exchanges[xi].headless && model.sessions[st.session].id.is_none();
+                let unadopted =
+                    exchanges[xi].headless.is_some() && model.sessions[st.session].id.is_none();
                 for (ei, ev) in log.briefs() {
                     if !ev.carries_data() || !wanted.contains(&ev.data_hash) {
                         continue;

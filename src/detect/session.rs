@@ -121,8 +121,11 @@ pub(super) fn lost_responses(
     // bytes.
     let mut headless_from: HashMap<_, i64> = HashMap::default();
     for (hx, h) in exchanges.iter().enumerate() {
-        if h.headless && model.sessions[model.exchange_session[hx]].id.is_none() {
-            if let (1.., Some(t)) = h.headless_skipped {
+        if let Some(start) = h
+            .headless
+            .filter(|_| model.sessions[model.exchange_session[hx]].id.is_none())
+        {
+            if let (1.., Some(t)) = (start.skipped, start.skipped_ts) {
                 let from = headless_from.entry((h.server, h.client)).or_insert(t);
                 *from = (*from).max(t);
             }

@@ -25,6 +25,15 @@ pub const MAX_JSON_BODY: usize = 16 << 20;
 
 pub use events::{Brief, EventLog, EventRec, MessageRef, Messages, SseMeta};
 
+/// How a headless exchange ([`Exchange::headless`]) was entered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Headless {
+    /// Bytes of its direction skipped before the reading started (`http.headless_sse`).
+    pub skipped: u64,
+    /// Time of the last of them, µs since the Unix epoch.
+    pub skipped_ts: Option<i64>,
+}
+
 /// One request/response exchange (Zeek http.log row).
 #[derive(Debug, Clone, Default)]
 pub struct Exchange {
@@ -91,13 +100,11 @@ pub struct Exchange {
     pub client_closed: bool,
     /// Whether the response is `text/event-stream`.
     pub is_sse: bool,
-    /// The capture began inside this response's body: neither its request nor its head was
-    /// captured, and its event stream was found by its own framing ([`framing::sse_start`]).
-    /// `ts_response` and `frame_response` are then those of the segment its reading starts in.
-    pub headless: bool,
-    /// Of a headless exchange: the bytes of its direction skipped before the reading started
-    /// (`http.headless_sse`), and the time of the last of them (µs since the Unix epoch).
-    pub headless_skipped: (u64, Option<i64>),
+    /// When the capture began inside this response's body: neither its request nor its head
+    /// was captured, and its event stream was found by its own framing
+    /// ([`framing::sse_start`]). `ts_response` and `frame_response` are then those of the
+    /// segment its reading starts in.
+    pub headless: Option<Headless>,
     /// SSE events in order.
     pub events: EventLog,
     /// `data` of the first legacy-transport (2024-11-05) `endpoint` event that names a session
@@ -743,8 +750,10 @@ impl HttpLayer {
             server: Some(conn.ends[d]),
             trans_depth: conn.depth,
             is_sse: true,
-            headless: true,
-            headless_skipped: (skipped, skipped_ts),
+            headless: Some(Headless {
+                skipped,
+                skipped_ts,
+            }),
             ts_response: Some(t0),
             frame_response: Some(f0),
             ts_end: Some(t0),

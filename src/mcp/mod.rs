@@ -256,7 +256,11 @@ impl<'a> HeadlessIndex<'a> {
     /// delivered with their own `id` line.
     fn build(exchanges: &'a [Exchange], wanted: &crate::hash::FastSet<&str>) -> Self {
         let mut ids: HashMap<&'a str, Vec<(usize, usize, i64)>> = HashMap::default();
-        for (hx, e) in exchanges.iter().enumerate().filter(|(_, e)| e.headless) {
+        for (hx, e) in exchanges
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.headless.is_some())
+        {
             for (ei, ev) in e.events.briefs() {
                 if !ev.has_own_id || ev.truncated {
                     continue;
@@ -421,7 +425,7 @@ impl Model {
             .chain((0..exchanges.len()).map(|xi| (1, xi)))
         {
             let e = &exchanges[xi];
-            if (pass == 0) == e.headless || adopted.contains(&xi) {
+            if (pass == 0) == e.headless.is_some() || adopted.contains(&xi) {
                 continue;
             }
             if m.hops.primary.get(xi).is_some_and(Option::is_some) {
@@ -482,7 +486,7 @@ impl Model {
                     era => era,
                 };
             }
-            let sse_ok = e.is_sse && (e.headless || (200..300).contains(&e.status()));
+            let sse_ok = e.is_sse && (e.headless.is_some() || (200..300).contains(&e.status()));
             let leid = e.resume_cursor().map(str::to_string);
             let stream = match (e.method(), leid) {
                 ("GET", Some(l)) => {
