@@ -200,15 +200,12 @@ pub fn streams(a: &Analysis, ex: &[Exchange]) -> Table {
             let res = &res_of[i];
             // The worst resumption's; a stream that lost events inside a connection, with
             // nothing worse at a resumption, is a `gap` too.
-            // (By `Verdict::badness`; the first of equals.)
+            // (By `Verdict::badness`, one value per verdict.)
             let worst = res
                 .iter()
                 .map(|r| r.verdict)
                 .filter(|v| !matches!(v, crate::detect::Verdict::Resumed))
-                .fold(None, |w: Option<crate::detect::Verdict>, v| match w {
-                    Some(w) if w.badness() >= v.badness() => Some(w),
-                    _ => Some(v),
-                });
+                .max_by_key(|v| v.badness());
             let verdict = match worst {
                 None if st.connections.iter().any(|x| a.id_gapped.contains(x)) => {
                     crate::detect::Verdict::Gap.as_str()
