@@ -789,6 +789,39 @@ fn an_unknown_cursor_of_a_session_older_than_the_capture_is_info() {
             ("unknown_last_event_id", "warning"),
         ],
     );
+    // A stream seen only after the resumption says nothing of the cursor before it: info (the
+    // call, cut at the capture's end, is unverifiable).
+    let mut cap = Capture::new();
+    resume(&mut cap, &format!("{go}_7"), &sse_response(None, &[], true));
+    tools_call_stream(&mut cap, &evs, End::CutFin);
+    assert_kinds(
+        &findings(&cap),
+        &[
+            ("response_unverifiable", "info"),
+            ("unknown_last_event_id", "info"),
+        ],
+    );
+    // A client looping on the cursor: each resumption is judged alike (the session's streams
+    // are read once for all of them, not once each).
+    let mut cap = Capture::new();
+    tools_call_stream(&mut cap, &evs, End::CutFin);
+    for _ in 0..40 {
+        resume(&mut cap, &format!("{go}_7"), &sse_response(None, &[], true));
+    }
+    resume(
+        &mut cap,
+        "OTHERSTREAMABCDEFGHIJKLMNO_7",
+        &sse_response(None, &[], true),
+    );
+    let fs = findings(&cap);
+    let unknown: Vec<&str> = fs
+        .iter()
+        .filter(|f| f["kind"] == "unknown_last_event_id")
+        .map(|f| f["severity"].as_str().unwrap())
+        .collect();
+    assert_eq!(unknown.len(), 41);
+    assert!(unknown[..40].iter().all(|s| *s == "warning"));
+    assert_eq!(unknown[40], "info");
 }
 
 /// A cursor the capture could have lost (a response of the session missed bytes before the

@@ -211,6 +211,7 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
     let replays = replay::ReplayIndex::build(&model, exchanges);
     let int_ids = resume::IntIds::default();
     let mut history: crate::hash::FastMap<usize, resume::History> = Default::default();
+    let mut cursors: crate::hash::FastMap<usize, resume::SessionCursors> = Default::default();
     // Connections whose dense ids skip inside them: a resumption there lost events after its
     // boundary, as an app_seq_desync inside it says.
     let gapped = streams::dense_id_gaps(&model, exchanges, &mut findings);
@@ -232,6 +233,7 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
             &replays,
             &int_ids,
             &mut history,
+            &mut cursors,
             gapped.contains(&r.exchange),
             &mut findings,
         );

@@ -72,6 +72,7 @@ pub(super) fn check(
     replays: &ReplayIndex,
     int_ids: &IntIds,
     history: &mut HashMap<usize, History>,
+    cursors: &mut HashMap<usize, SessionCursors>,
     inner_gap: bool,
     out: &mut Vec<Finding>,
 ) -> ResumptionResult {
@@ -152,27 +153,18 @@ pub(super) fn check(
     let Some(st) = r.stream else {
         // An SSE response of the session, before this request, that lost bytes in the capture
         // could have carried the cursor: then nothing says the client invented it.
-        let lost = model.sessions[r.session]
-            .exchanges
-            .iter()
-            .map(|&x| &exchanges[x])
-            .find(|g| g.resp_gap && g.is_sse && g.ts() < e.ts());
+        let seen = cursors
+            .entry(r.session)
+            .or_insert_with(|| SessionCursors::build(model, exchanges, r.session));
+        let lost = seen
+            .first_lost
+            .map(|x| &exchanges[x])
+            .filter(|g| g.ts() < e.ts());
         // A session whose first captured request already carried its `Mcp-Session-Id` began
         // before the capture did: a stream before it could have delivered the cursor too —
-        // unless the cursor names a stream (by its id's stream part) that the capture saw.
-        let cursor = ids::parse(&r.last_event_id);
-        let stream_seen = !cursor.prefix.is_empty()
-            && model.sessions[r.session].exchanges.iter().any(|&x| {
-                // (Before this resumption: its own answer continues the stream it names.)
-                x != r.exchange
-                    && exchanges[x].ts() < e.ts()
-                    && exchanges[x].events.iter().any(|ev| {
-                        ev.sse.id.is_some_and(|id| {
-                            let p = ids::parse(id);
-                            p.format == cursor.format && p.prefix == cursor.prefix
-                        })
-                    })
-            });
+        // unless the cursor names a stream (by its id's stream part) that the capture saw
+        // before this resumption (its own answer continues the stream it names).
+        let stream_seen = seen.stream_seen(&r.last_event_id, e.ts());
         let began_before = model.sessions[r.session]
             .exchanges
             .first()
@@ -1394,6 +1386,61 @@ pub(super) struct History {
     /// When the stream's own request was not captured: the request its events answer, with
     /// its progress token ([`sole_request`]), read once.
     sole_request: Option<Option<(String, String)>>,
+}
+
+/// What a session's resumptions with a cursor no captured stream delivered ask of it, read
+/// once per session: a client looping on an unknown `Last-Event-ID` in a session with many
+/// events would otherwise read all of them once per resumption.
+#[derive(Debug, Default)]
+pub(super) struct SessionCursors {
+    /// The session's first exchange (in time order) whose SSE response lost bytes.
+    first_lost: Option<usize>,
+    /// For each stream part of the session's event ids (by format, then prefix:
+    /// [`ids::parse`]), the time (microseconds since the Unix epoch) of the first exchange
+    /// that delivered one.
+    streams: HashMap<IdFormat, HashMap<String, i64>>,
+}
+
+impl SessionCursors {
+    /// Read session `session`'s exchanges (in time order, as the model keeps them).
+    fn build(model: &Model, exchanges: &[Exchange], session: usize) -> Self {
+        let mut out = SessionCursors::default();
+        for &x in &model.sessions[session].exchanges {
+            let g = &exchanges[x];
+            if out.first_lost.is_none() && g.resp_gap && g.is_sse {
+                out.first_lost = Some(x);
+            }
+            let mut last: Option<&str> = None;
+            for id in g.events.iter().filter_map(|ev| ev.sse.id) {
+                if last == Some(id) {
+                    continue;
+                }
+                last = Some(id);
+                let p = ids::parse(id);
+                if p.prefix.is_empty() {
+                    continue;
+                }
+                // (The first exchange to deliver one is the earliest: they are in time order.)
+                let parts = out.streams.entry(p.format).or_default();
+                if !parts.contains_key(p.prefix) {
+                    parts.insert(p.prefix.to_string(), g.ts());
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether an exchange of the session that began before `before` delivered an event id of
+    /// the stream `cursor` names (by its stream part; never for a format without one).
+    fn stream_seen(&self, cursor: &str, before: i64) -> bool {
+        let c = ids::parse(cursor);
+        !c.prefix.is_empty()
+            && self
+                .streams
+                .get(&c.format)
+                .and_then(|parts| parts.get(c.prefix))
+                .is_some_and(|&t| t < before)
+    }
 }
 
 /// Events (and connections) of a stream's history its resumptions read in full (per stream,
