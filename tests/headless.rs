@@ -452,3 +452,31 @@ fn one_step_short_is_healthy_at_every_cut() {
 fn two_values_of_a_stream_the_capture_began_inside_show_no_step() {
     healthy_at_every_cut(&[1, 3, 6, 7], &[10], 10);
 }
+
+/// A headless stream that delivered the resumption's cursor more times than the lookup keeps
+/// (a server that repeats one id: 300 events under id `7`) is taken as any stream is: the
+/// deliveries left out are said (`model.deliveries`), not silently dropped.
+#[test]
+fn a_headless_stream_repeating_the_cursor_says_the_deliveries_left_out() {
+    let mut cap = Capture::with_segment_size(1000);
+    let token = json!("tok");
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token)));
+    let events: Vec<Ev> = (1..=300u64)
+        .map(|i| Ev::id(7, progress(&token, i, 400)))
+        .collect();
+    c.server(&mut cap, &sse_response(Some(SID), &events, false));
+    let port = c.port;
+    c.server_reset(&mut cap);
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some(SID), Some("7")));
+    let resumed = [Ev::id(8, progress(&token, 301, 400)), Ev::id(9, result(2))];
+    g.server(&mut cap, &sse_response(Some(SID), &resumed, true));
+    g.close(&mut cap);
+    // From the stream's second server segment on: inside its first events.
+    let cut = from_frame(&cap, cap.server_data_frames(port)[1]);
+    let (verdict, _, anomalies) = resumption(&cut);
+    assert!(anomalies.contains("http.headless_sse"), "{anomalies}");
+    assert!(anomalies.contains("model.deliveries"), "{anomalies}");
+    assert_ne!(verdict, "unverifiable", "the resumption found its stream");
+}

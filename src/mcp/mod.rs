@@ -236,6 +236,41 @@ type Delivery = (usize, usize, usize, i64);
 /// inline, with no allocation per id).
 type IdIndex<'a> = HashMap<&'a str, smallvec::SmallVec<[Delivery; 1]>>;
 
+/// Index the event ids exchange `x` delivered as connection of logical stream `st` (`(st, x)`)
+/// into `ids`: those of its events with an id of their own, whole, and `wanted` (named by some
+/// resumption). An id delivered over and over (ids not unique, a replay loop, rmcp's priming
+/// id `0` on every stream) keeps its first delivery, those on cut connections (which a
+/// resumption is looked up to prefer) and the latest ones, at most [`MAX_DELIVERIES`], so that
+/// each lookup stays short; the deliveries left out are counted in `dropped`, with the first
+/// exchange that left one out.
+fn index_deliveries<'a>(
+    ids: &mut IdIndex<'a>,
+    exchanges: &'a [Exchange],
+    (st, x): (usize, usize),
+    wanted: &crate::hash::FastSet<&str>,
+    dropped: &mut (u64, Option<usize>),
+) {
+    let events = &exchanges[x].events;
+    for (ei, ev) in events.briefs() {
+        if !ev.has_own_id || ev.truncated {
+            continue;
+        }
+        let Some(id) = events.id_of(ei).filter(|id| wanted.contains(id)) else {
+            continue;
+        };
+        let v = ids.entry(id).or_default();
+        if v.len() >= MAX_DELIVERIES {
+            let old = (1..v.len())
+                .find(|&k| exchanges[v[k].1].resp_complete)
+                .unwrap_or(1);
+            v.remove(old);
+            dropped.0 += 1;
+            dropped.1.get_or_insert(x);
+        }
+        v.push((st, x, ei, ev.ts));
+    }
+}
+
 /// A resumption's client address, server and Last-Event-ID.
 type Asked<'a> = (
     Option<std::net::IpAddr>,
@@ -532,19 +567,13 @@ impl Model {
                                     let st = m.new_stream(si, hx, StreamKind::Unknown);
                                     m.exchange_stream[hx] = Some(st);
                                     // Later resumptions find its ids as any of the session's.
-                                    let ids = delivered.entry(index_key).or_default();
-                                    for (ei, ev) in exchanges[hx].events.briefs() {
-                                        if !ev.has_own_id || ev.truncated {
-                                            continue;
-                                        }
-                                        let id = exchanges[hx].events.id_of(ei);
-                                        if let Some(id) = id.filter(|id| wanted.contains(id)) {
-                                            let v = ids.entry(id).or_default();
-                                            if v.len() < MAX_DELIVERIES {
-                                                v.push((st, hx, ei, ev.ts));
-                                            }
-                                        }
-                                    }
+                                    index_deliveries(
+                                        delivered.entry(index_key).or_default(),
+                                        exchanges,
+                                        (st, hx),
+                                        &wanted,
+                                        &mut dropped,
+                                    );
                                     (st, hx, ei, ts)
                                 })
                         }
@@ -581,30 +610,13 @@ impl Model {
             };
             m.exchange_stream[xi] = stream;
             if let Some(st) = stream {
-                for (ei, ev) in e.events.briefs() {
-                    if ev.has_own_id && !ev.truncated {
-                        if let Some(id) = e.events.id_of(ei).filter(|id| wanted.contains(id)) {
-                            let v = delivered
-                                .entry(index_key)
-                                .or_default()
-                                .entry(id)
-                                .or_default();
-                            // An id delivered over and over (ids not unique, a replay loop, rmcp's
-                            // priming id `0` on every stream): the first delivery, those on cut
-                            // connections (which a resumption is looked up to prefer) and the
-                            // latest ones are kept, so that each lookup stays short.
-                            if v.len() >= MAX_DELIVERIES {
-                                let old = (1..v.len())
-                                    .find(|&k| exchanges[v[k].1].resp_complete)
-                                    .unwrap_or(1);
-                                v.remove(old);
-                                dropped.0 += 1;
-                                dropped.1.get_or_insert(xi);
-                            }
-                            v.push((st, xi, ei, ev.ts));
-                        }
-                    }
-                }
+                index_deliveries(
+                    delivered.entry(index_key).or_default(),
+                    exchanges,
+                    (st, xi),
+                    &wanted,
+                    &mut dropped,
+                );
             }
         }
         // Headless exchanges read last are in their sessions' lists out of order.
