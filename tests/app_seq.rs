@@ -285,3 +285,107 @@ fn an_app_seq_shared_by_two_methods_is_one_counter() {
     ])
     .contains(&"app_seq_desync".to_string()));
 }
+
+/// One session, `n` tools/calls (tokens `tok0`…) answered on a GET stream that carries their
+/// progress 1, 2 and 3 of 10 (ids 1…3n), is cut, and resumed from the last: every token goes on
+/// at 4 but token `jumper`, which goes to 6. Each token is its own sequence: only that one is
+/// out of step.
+#[test]
+fn many_progress_tokens_each_held_to_its_own_step() {
+    let n = 400;
+    let jumper = 137;
+    let mut cap = Capture::new();
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(None, &initialize(0)));
+    c.server(&mut cap, &json_response(Some("s1"), &initialize_result(0)));
+    c.close(&mut cap);
+    let tok = |k: usize| json!(format!("tok{k}"));
+    for k in 0..n {
+        let mut c = cap.connect();
+        c.client(
+            &mut cap,
+            &post(Some("s1"), &tools_call(k as i64 + 1, &tok(k))),
+        );
+        c.server(&mut cap, &accepted());
+        c.close(&mut cap);
+    }
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some("s1"), None));
+    let before: Vec<Ev> = (1..=3u64)
+        .flat_map(|p| (0..n).map(move |k| (p, k)))
+        .enumerate()
+        .map(|(i, (p, k))| Ev::id(i + 1, progress(&tok(k), p, 10)))
+        .collect();
+    g.server(&mut cap, &sse_response(Some("s1"), &before, false));
+    g.server_reset(&mut cap);
+    let mut r = cap.connect();
+    r.client(&mut cap, &get(Some("s1"), Some(&(3 * n).to_string())));
+    let after: Vec<Ev> = (0..n)
+        .map(|k| {
+            let p = if k == jumper { 6 } else { 4 };
+            Ev::id(3 * n + k + 1, progress(&tok(k), p, 10))
+        })
+        .collect();
+    r.server(&mut cap, &sse_response(Some("s1"), &after, true));
+    r.close(&mut cap);
+    let fs = findings(&cap);
+    let desync: Vec<&Value> = fs
+        .iter()
+        .filter(|f| f["kind"] == "app_seq_desync")
+        .collect();
+    assert_eq!(desync.len(), 1, "{fs:#?}");
+    let detail = desync[0]["detail"].as_str().unwrap();
+    assert!(detail.contains(&format!("\"tok{jumper}\"")), "{detail}");
+}
+
+/// A 2025-03-26 batch of `n` tools/calls whose progress (1 of 2) came before the cut, and whose
+/// results come in one batch right after it: a result whose own progress reached 2 of 2 ahead
+/// of it in the batch is whole; one whose progress comes only after it, or not at all, is a
+/// terminal event without the progress under way. Each result is judged by what came before it.
+#[test]
+fn a_batch_of_results_is_judged_result_by_result() {
+    let n: i64 = 300;
+    let mut cap = Capture::new();
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(None, &initialize(0)));
+    let mut init = initialize_result(0);
+    init["result"]["protocolVersion"] = json!("2025-03-26");
+    c.server(&mut cap, &json_response(Some("s1"), &init));
+    c.close(&mut cap);
+    let calls: Vec<Value> = (1..=n).map(|i| tools_call(i, &json!(i))).collect();
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some("s1"), &Value::Array(calls)));
+    let first: Vec<Value> = (1..=n).map(|i| progress(&json!(i), 1, 2)).collect();
+    c.server(
+        &mut cap,
+        &sse_response(Some("s1"), &[Ev::id(1, Value::Array(first))], false),
+    );
+    c.server_reset(&mut cap);
+    // Even calls: progress 2 of 2, then the result. Odd calls: the result, then progress 2 of 2.
+    let mut batch = Vec::new();
+    for i in 1..=n {
+        if i % 2 == 0 {
+            batch.push(progress(&json!(i), 2, 2));
+            batch.push(result(i));
+        } else {
+            batch.push(result(i));
+            batch.push(progress(&json!(i), 2, 2));
+        }
+    }
+    let mut r = cap.connect();
+    r.client(&mut cap, &get(Some("s1"), Some("1")));
+    r.server(
+        &mut cap,
+        &sse_response(Some("s1"), &[Ev::id(2, Value::Array(batch))], true),
+    );
+    r.close(&mut cap);
+    let fs = findings(&cap);
+    let mut suspect: Vec<i64> = fs
+        .iter()
+        .filter(|f| f["kind"] == "suspect_terminal")
+        .map(|f| f["request_id"].as_str().unwrap().parse().unwrap())
+        .collect();
+    suspect.sort();
+    let odd: Vec<i64> = (1..=n).filter(|i| i % 2 == 1).collect();
+    assert_eq!(suspect, odd);
+}

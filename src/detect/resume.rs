@@ -813,6 +813,18 @@ pub(super) fn check(
     let mut desynced_app: Vec<SeqKey> = Vec::new();
     let mut boundary_desync = false;
     if continuity_claimed && !forked {
+        // The values after the cursor, by sequence (read once for all of them).
+        let mut later_of: HashMap<&SeqKey, Vec<(f64, EventRec)>> = HashMap::default();
+        if !upto_series().is_empty() {
+            let keys: HashSet<&SeqKey> = upto_series().iter().map(|(k, _)| k).collect();
+            for ev in &after {
+                for (k, v) in seq_values(ev) {
+                    if let Some(&key) = keys.get(&k) {
+                        later_of.entry(key).or_default().push((v, *ev));
+                    }
+                }
+            }
+        }
         for (key, vals) in upto_series() {
             let Some(&(last, last_ev)) = vals.last() else {
                 continue;
@@ -836,15 +848,7 @@ pub(super) fn check(
             let seen = |v: f64, here: &HashSet<u64>| {
                 here.contains(&v.to_bits()) || vals.iter().any(|(x, _)| x.to_bits() == v.to_bits())
             };
-            let later: Vec<(f64, EventRec)> = after
-                .iter()
-                .flat_map(|ev| {
-                    seq_values(ev)
-                        .into_iter()
-                        .filter(|(k, _)| k == key)
-                        .map(move |(_, v)| (v, *ev))
-                })
-                .collect();
+            let later = later_of.remove(key).unwrap_or_default();
             let label = key.label(app_seq);
             let mut prev = (last, last_ev, r.last_event_id.clone());
             // Inside the resumed connection a regular counter is held to its step through the
@@ -999,6 +1003,37 @@ pub(super) fn check(
             })
             .clone()
     };
+    // The responses' progress before L, by token, and what came after L before each (progress
+    // by token, application values by sequence), message by message: read once for all of
+    // them, which one batch may carry by the thousand.
+    let before_by_token = std::cell::OnceCell::new();
+    let before_of = |token: &str| -> &[(f64, Option<f64>)] {
+        before_by_token
+            .get_or_init(|| {
+                let mut by: HashMap<Short, Vec<(f64, Option<f64>)>> = HashMap::default();
+                for x in upto.iter().flat_map(|(_, _, ev)| ev.messages.iter()) {
+                    if let (Some(t), Some(p)) = (x.progress_token, x.progress) {
+                        by.entry(t).or_default().push((p, x.progress_total));
+                    }
+                }
+                by
+            })
+            .get(token)
+            .map_or(&[][..], Vec::as_slice)
+    };
+    // The application sequences under way before L, with their last values.
+    let under_way = std::cell::OnceCell::new();
+    let under_way = || -> &Vec<(SeqKey, f64)> {
+        under_way.get_or_init(|| {
+            upto_series()
+                .iter()
+                .filter(|(k, _)| matches!(k, SeqKey::App(..)))
+                .filter_map(|(k, vals)| Some((k.clone(), vals.last()?.0)))
+                .collect()
+        })
+    };
+    let mut progress_so_far: HashMap<Short, Vec<(f64, Option<f64>)>> = HashMap::default();
+    let mut app_so_far: HashMap<usize, usize> = HashMap::default();
     let mut msg_pos = 0usize;
     for ev in after.iter().copied() {
         if ev.messages.is_empty() {
@@ -1008,180 +1043,179 @@ pub(super) fn check(
         if msg_pos > 2 {
             break;
         }
-        for (j, m) in ev
-            .messages
-            .iter()
-            .enumerate()
-            .filter(|(_, m)| matches!(m.kind, Kind::Response | Kind::Error))
-        {
-            let Some(rid) = &m.id else { continue };
-            let captured = session_requests.get(rid.as_str());
-            let Some(token) = captured.or(stream_request
-                .as_ref()
-                .filter(|(id, _)| id == rid.as_str())
-                .map(|(_, token)| token))
-            else {
-                continue;
-            };
-            let progress_before: Vec<(f64, Option<f64>)> = upto
-                .iter()
-                .flat_map(|(_, _, ev)| ev.messages.iter())
-                .filter(|x| x.progress_token.as_deref() == Some(token))
-                .filter_map(|x| Some((x.progress?, x.progress_total)))
-                .collect();
-            // The progress for the request between L and the response, also ahead of it in its
-            // own batch (2025-03-26: one event may carry the last notifications and the result).
-            let progress_after: Vec<(f64, Option<f64>)> = after
-                .iter()
-                .take_while(|x| !x.is(&ev))
-                .flat_map(|x| x.messages.iter())
-                .chain(ev.messages.iter().take(j))
-                .filter(|x| x.progress_token.as_deref() == Some(token))
-                .filter_map(|x| Some((x.progress?, x.progress_total)))
-                .collect();
-            // A request the capture did not see is judged only where the capture shows its
-            // progress's step and total before L (two values at least, the last with a total)
-            // and progress after L: a `retry` that planned the poll, and the earlier values, may
-            // be before the capture, and a step or a sequence guessed from one value, or from
-            // values without a total, would make a healthy end look cut short.
-            if captured.is_none()
-                && (progress_after.is_empty()
-                    || progress_before.len() < 2
-                    || progress_before.last().is_none_or(|p| p.1.is_none()))
-            {
-                continue;
-            }
-            let Some(&(last, total)) = progress_before.last() else {
-                // None of the request's progress reached the client before the cut (say, a cut
-                // right after the priming event), and another backend than the cut connection's
-                // answered the resumption with one progress value past the start, short of its
-                // total, and the result: seed 2's terminal provenance cannot be shown. A replica
-                // without the log invents the value where it guesses the tool stands, then a
-                // result; a replica sharing the log replays a tool that reported first at that
-                // value. The wire cannot tell them apart (the ids may continue in both), so this
-                // is a warning and the resumption unverifiable. A first value of 0 or 1 is a
-                // replay from the start, a JSON-RPC error a tool that failed, and a planned poll
-                // keeps the client away by design (a poll to another backend is no planned
-                // one, so `switched` rules it out): none of them is judged.
-                let first_value = progress_after.first().map(|&(p, _)| p);
-                if let (Some(&(reached, Some(t))), Some(v)) = (progress_after.last(), first_value) {
-                    let tol = 1e-9 * t.abs().max(1.0);
-                    if m.kind == Kind::Response && switched && v > 1.0 + tol && reached + tol < t {
-                        let mut f = ctx.finding("suspect_terminal", Severity::Warning, Some(ev), format!(
-                            "The final response to request {} arrived on the resumed stream right after Last-Event-ID {} (event {}, frame {}) while its progress stood at {} of {}, the first progress the client got for it ({} notification(s) in between, none before the cut), and another backend than the cut connection's served it: unless that backend shares the stream's log, the value and the result were made up there; the capture cannot show which.",
-                            rid, r.last_event_id, ev.sse.id.unwrap_or("-"), ev.sse.frame_first, fmt_num(reached), fmt_num(t), progress_after.len()));
-                        f.request_id = Some(rid.to_string());
-                        f.expected =
-                            Some("a replay from the request's first progress value".into());
-                        f.observed = Some(format!(
-                            "response after progress {} of {}",
-                            fmt_num(reached),
-                            fmt_num(t)
-                        ));
-                        out.push(f);
-                        unverified = true;
-                        terminal_suspect = true;
-                        reasons.push("terminal result on another backend with its first progress past the start and short of its total");
-                        continue;
-                    }
+        for m in ev.messages.iter() {
+            'response: {
+                if !matches!(m.kind, Kind::Response | Kind::Error) {
+                    break 'response;
                 }
-                // No progress for the request: an application sequence under way on the stream
-                // (`/params/app_seq`, `--app-seq`) speaks the same way — seed 2's own case, a
-                // message counter, with the result at Last-Event-ID + 1.
-                let under_way: Vec<(&SeqKey, f64)> = upto_series()
-                    .iter()
-                    .filter(|(k, _)| matches!(k, SeqKey::App(..)))
-                    .filter_map(|(k, vals)| Some((k, vals.last()?.0)))
-                    .collect();
-                let mut between: Vec<(SeqKey, f64)> = after
-                    .iter()
-                    .take_while(|x| !x.is(&ev))
-                    .flat_map(|x| seq_values(x))
-                    .collect();
-                for x in ev.messages.iter().take(j) {
-                    push_seq_values(&x, &mut between);
-                }
-                // After a planned poll only a jump counts, as for progress without a total.
-                let Some((key, last)) = under_way.iter().find(|(k, _)| {
-                    desynced_app.contains(*k) || (!planned && !between.iter().any(|(b, _)| b == *k))
-                }) else {
-                    continue;
+                let Some(rid) = &m.id else { break 'response };
+                let captured = session_requests.get(rid.as_str());
+                let Some(token) = captured.or(stream_request
+                    .as_ref()
+                    .filter(|(id, _)| id == rid.as_str())
+                    .map(|(_, token)| token))
+                else {
+                    break 'response;
                 };
-                let label = key.label(app_seq);
-                let n = between.iter().filter(|(b, _)| b == *key).count();
-                let mut f = ctx.finding("suspect_terminal", Severity::Error, Some(ev), format!(
-                    "The final response to request {} arrived on the resumed stream right after Last-Event-ID {} (event {}, frame {}) while {} stood at {} with {} value(s) of it in between: a terminal event not attributable to the original stream.",
-                    rid, r.last_event_id, ev.sse.id.unwrap_or("-"), ev.sse.frame_first, label, fmt_num(*last), n));
-                f.request_id = Some(rid.to_string());
-                f.expected = Some(format!("{} continuing from {}", label, fmt_num(*last)));
-                f.observed = Some(format!("response after {n} value(s) of {label}"));
-                out.push(f);
-                gap = true;
-                terminal_suspect = true;
-                reasons.push("terminal result without the application sequence under way");
-                continue;
-            };
-            let desynced = desynced_tokens.contains(token.as_str());
-            // The last step the progress took (1 when it took none).
-            let step = match progress_before.as_slice() {
-                [.., (a, _), (b, _)] if b > a => b - a,
-                _ => 1.0,
-            };
-            // (Progress may be fractional: i/n of 1, or a percentage.)
-            let near_end = total.is_none_or(|t| last + step + 1e-9 * t.abs().max(1.0) >= t);
-            if total.is_some_and(|t| last >= t) || (planned && !desynced && near_end) {
-                continue;
+                let progress_before = before_of(token.as_str());
+                // The progress for the request between L and the response, also ahead of it in its
+                // own batch (2025-03-26: one event may carry the last notifications and the result).
+                let progress_after = progress_so_far
+                    .get(token.as_str())
+                    .map_or(&[][..], Vec::as_slice);
+                // A request the capture did not see is judged only where the capture shows its
+                // progress's step and total before L (two values at least, the last with a total)
+                // and progress after L: a `retry` that planned the poll, and the earlier values, may
+                // be before the capture, and a step or a sequence guessed from one value, or from
+                // values without a total, would make a healthy end look cut short.
+                if captured.is_none()
+                    && (progress_after.is_empty()
+                        || progress_before.len() < 2
+                        || progress_before.last().is_none_or(|p| p.1.is_none()))
+                {
+                    break 'response;
+                }
+                let Some(&(last, total)) = progress_before.last() else {
+                    // None of the request's progress reached the client before the cut (say, a cut
+                    // right after the priming event), and another backend than the cut connection's
+                    // answered the resumption with one progress value past the start, short of its
+                    // total, and the result: seed 2's terminal provenance cannot be shown. A replica
+                    // without the log invents the value where it guesses the tool stands, then a
+                    // result; a replica sharing the log replays a tool that reported first at that
+                    // value. The wire cannot tell them apart (the ids may continue in both), so this
+                    // is a warning and the resumption unverifiable. A first value of 0 or 1 is a
+                    // replay from the start, a JSON-RPC error a tool that failed, and a planned poll
+                    // keeps the client away by design (a poll to another backend is no planned
+                    // one, so `switched` rules it out): none of them is judged.
+                    let first_value = progress_after.first().map(|&(p, _)| p);
+                    if let (Some(&(reached, Some(t))), Some(v)) =
+                        (progress_after.last(), first_value)
+                    {
+                        let tol = 1e-9 * t.abs().max(1.0);
+                        if m.kind == Kind::Response
+                            && switched
+                            && v > 1.0 + tol
+                            && reached + tol < t
+                        {
+                            let mut f = ctx.finding("suspect_terminal", Severity::Warning, Some(ev), format!(
+                                "The final response to request {} arrived on the resumed stream right after Last-Event-ID {} (event {}, frame {}) while its progress stood at {} of {}, the first progress the client got for it ({} notification(s) in between, none before the cut), and another backend than the cut connection's served it: unless that backend shares the stream's log, the value and the result were made up there; the capture cannot show which.",
+                                rid, r.last_event_id, ev.sse.id.unwrap_or("-"), ev.sse.frame_first, fmt_num(reached), fmt_num(t), progress_after.len()));
+                            f.request_id = Some(rid.to_string());
+                            f.expected =
+                                Some("a replay from the request's first progress value".into());
+                            f.observed = Some(format!(
+                                "response after progress {} of {}",
+                                fmt_num(reached),
+                                fmt_num(t)
+                            ));
+                            out.push(f);
+                            unverified = true;
+                            terminal_suspect = true;
+                            reasons.push("terminal result on another backend with its first progress past the start and short of its total");
+                            break 'response;
+                        }
+                    }
+                    // No progress for the request: an application sequence under way on the stream
+                    // (`/params/app_seq`, `--app-seq`) speaks the same way — seed 2's own case, a
+                    // message counter, with the result at Last-Event-ID + 1.
+                    // (The values of a sequence between L and the response.)
+                    let between = |k: &SeqKey| match k {
+                        SeqKey::App(i) => app_so_far.get(i).copied().unwrap_or(0),
+                        SeqKey::Progress(_) => 0,
+                    };
+                    // After a planned poll only a jump counts, as for progress without a total.
+                    let Some((key, last)) = under_way()
+                        .iter()
+                        .find(|(k, _)| desynced_app.contains(k) || (!planned && between(k) == 0))
+                    else {
+                        break 'response;
+                    };
+                    let label = key.label(app_seq);
+                    let n = between(key);
+                    let mut f = ctx.finding("suspect_terminal", Severity::Error, Some(ev), format!(
+                        "The final response to request {} arrived on the resumed stream right after Last-Event-ID {} (event {}, frame {}) while {} stood at {} with {} value(s) of it in between: a terminal event not attributable to the original stream.",
+                        rid, r.last_event_id, ev.sse.id.unwrap_or("-"), ev.sse.frame_first, label, fmt_num(*last), n));
+                    f.request_id = Some(rid.to_string());
+                    f.expected = Some(format!("{} continuing from {}", label, fmt_num(*last)));
+                    f.observed = Some(format!("response after {n} value(s) of {label}"));
+                    out.push(f);
+                    gap = true;
+                    terminal_suspect = true;
+                    reasons.push("terminal result without the application sequence under way");
+                    break 'response;
+                };
+                let desynced = desynced_tokens.contains(token.as_str());
+                // The last step the progress took (1 when it took none).
+                let step = match progress_before {
+                    [.., (a, _), (b, _)] if b > a => b - a,
+                    _ => 1.0,
+                };
+                // (Progress may be fractional: i/n of 1, or a percentage.)
+                let near_end = total.is_none_or(|t| last + step + 1e-9 * t.abs().max(1.0) >= t);
+                if total.is_some_and(|t| last >= t) || (planned && !desynced && near_end) {
+                    break 'response;
+                }
+                let reached = progress_after
+                    .iter()
+                    .map(|&(p, _)| p)
+                    .fold(f64::NAN, f64::max);
+                // The progress went on after L and stopped one step short of its total: a tool that
+                // reports each step before doing it ends there (seed 2: last + 1 is a genuine
+                // continuation).
+                // (Only when the progress before L showed its step.)
+                let last_step = progress_before.len() >= 2
+                    && total.is_some_and(|t| reached + step + 1e-9 * t.abs().max(1.0) >= t);
+                let incomplete = progress_after.is_empty()
+                    || desynced
+                    || total.is_some_and(|t| reached.is_nan() || (reached < t && !last_step));
+                // Nothing in between, and the progress stood one step short of its total, or had
+                // none: a tool that reports each step before doing it (or gives no total) can end
+                // right there, and a replica that invents the result (seed 2) would look the same
+                // on the wire. Suspect (seed 2's own word), not proven: a warning, the resumption
+                // unverifiable — unless another backend than L's is known to have answered (the
+                // result cannot come from the log the client was reading; a planned poll was let
+                // through above).
+                // (One step short only when the progress showed its step: two values at least.)
+                let one_short = match total {
+                    Some(_) => progress_before.len() >= 2 && near_end,
+                    None => true,
+                };
+                if incomplete && progress_after.is_empty() && !desynced && one_short && !switched {
+                    let mut f = ctx.finding("suspect_terminal", Severity::Warning, Some(ev), format!(
+                        "The final response to request {} arrived on the resumed stream right after Last-Event-ID {} (event {}, frame {}) with no progress in between, while its progress stood at {}{}: the tool may have finished after that step, or the result was made up; the capture cannot show which.",
+                        rid, r.last_event_id, ev.sse.id.unwrap_or("-"), ev.sse.frame_first, fmt_num(last), total.map(|t| format!(" of {}", fmt_num(t))).unwrap_or_else(|| " (no total)".into())));
+                    f.request_id = Some(rid.to_string());
+                    f.expected = Some(format!("progress continuing from {}", fmt_num(last)));
+                    f.observed = Some("response with no progress notification in between".into());
+                    out.push(f);
+                    unverified = true;
+                    terminal_suspect = true;
+                    reasons.push("terminal result right after the cut, one step short of the total or without one");
+                } else if incomplete {
+                    let mut f = ctx.finding("suspect_terminal", Severity::Error, Some(ev), format!(
+                        "The final response to request {} arrived on the resumed stream right after Last-Event-ID {} (event {}, frame {}) while its progress stood at {}{} with {} progress notification(s) in between: a terminal event not attributable to the original stream.",
+                        rid, r.last_event_id, ev.sse.id.unwrap_or("-"), ev.sse.frame_first, fmt_num(last), total.map(|t| format!(" of {}", fmt_num(t))).unwrap_or_default(), progress_after.len()));
+                    f.request_id = Some(rid.to_string());
+                    f.expected = Some(format!("progress continuing from {}", fmt_num(last)));
+                    f.observed = Some(format!(
+                        "response after {} progress notification(s)",
+                        progress_after.len()
+                    ));
+                    out.push(f);
+                    gap = true;
+                    terminal_suspect = true;
+                    reasons.push("terminal result without the progress under way");
+                }
             }
-            let reached = progress_after
-                .iter()
-                .map(|&(p, _)| p)
-                .fold(f64::NAN, f64::max);
-            // The progress went on after L and stopped one step short of its total: a tool that
-            // reports each step before doing it ends there (seed 2: last + 1 is a genuine
-            // continuation).
-            // (Only when the progress before L showed its step.)
-            let last_step = progress_before.len() >= 2
-                && total.is_some_and(|t| reached + step + 1e-9 * t.abs().max(1.0) >= t);
-            let incomplete = progress_after.is_empty()
-                || desynced
-                || total.is_some_and(|t| reached.is_nan() || (reached < t && !last_step));
-            // Nothing in between, and the progress stood one step short of its total, or had
-            // none: a tool that reports each step before doing it (or gives no total) can end
-            // right there, and a replica that invents the result (seed 2) would look the same
-            // on the wire. Suspect (seed 2's own word), not proven: a warning, the resumption
-            // unverifiable — unless another backend than L's is known to have answered (the
-            // result cannot come from the log the client was reading; a planned poll was let
-            // through above).
-            // (One step short only when the progress showed its step: two values at least.)
-            let one_short = match total {
-                Some(_) => progress_before.len() >= 2 && near_end,
-                None => true,
-            };
-            if incomplete && progress_after.is_empty() && !desynced && one_short && !switched {
-                let mut f = ctx.finding("suspect_terminal", Severity::Warning, Some(ev), format!(
-                    "The final response to request {} arrived on the resumed stream right after Last-Event-ID {} (event {}, frame {}) with no progress in between, while its progress stood at {}{}: the tool may have finished after that step, or the result was made up; the capture cannot show which.",
-                    rid, r.last_event_id, ev.sse.id.unwrap_or("-"), ev.sse.frame_first, fmt_num(last), total.map(|t| format!(" of {}", fmt_num(t))).unwrap_or_else(|| " (no total)".into())));
-                f.request_id = Some(rid.to_string());
-                f.expected = Some(format!("progress continuing from {}", fmt_num(last)));
-                f.observed = Some("response with no progress notification in between".into());
-                out.push(f);
-                unverified = true;
-                terminal_suspect = true;
-                reasons.push("terminal result right after the cut, one step short of the total or without one");
-            } else if incomplete {
-                let mut f = ctx.finding("suspect_terminal", Severity::Error, Some(ev), format!(
-                    "The final response to request {} arrived on the resumed stream right after Last-Event-ID {} (event {}, frame {}) while its progress stood at {}{} with {} progress notification(s) in between: a terminal event not attributable to the original stream.",
-                    rid, r.last_event_id, ev.sse.id.unwrap_or("-"), ev.sse.frame_first, fmt_num(last), total.map(|t| format!(" of {}", fmt_num(t))).unwrap_or_default(), progress_after.len()));
-                f.request_id = Some(rid.to_string());
-                f.expected = Some(format!("progress continuing from {}", fmt_num(last)));
-                f.observed = Some(format!(
-                    "response after {} progress notification(s)",
-                    progress_after.len()
-                ));
-                out.push(f);
-                gap = true;
-                terminal_suspect = true;
-                reasons.push("terminal result without the progress under way");
+            // What this message carries comes before the responses after it.
+            if let (Some(t), Some(p)) = (&m.progress_token, m.progress) {
+                progress_so_far
+                    .entry(t.clone())
+                    .or_default()
+                    .push((p, m.progress_total));
+            }
+            for &(i, _) in m.app_seq().iter() {
+                *app_so_far.entry(i).or_default() += 1;
             }
         }
     }
@@ -1295,7 +1329,7 @@ const HANDOVER_PAUSE_US: i64 = 200_000;
 /// An application sequence: progress per token, or a `--app-seq` pointer (by its index), one
 /// counter whichever messages carry it (seed 2: the stream's events number one sequence; a
 /// server's message counter goes on across methods).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum SeqKey {
     Progress(Short),
     App(usize),
@@ -1316,12 +1350,22 @@ type Series<'a> = (SeqKey, Vec<(f64, EventRec<'a>)>);
 
 /// The application sequences of the events `upto`, in order of their first value.
 fn series<'a>(upto: &[Ev<'a>]) -> Vec<Series<'a>> {
+    series_of(upto.iter().map(|(_, _, ev)| *ev))
+}
+
+/// The application sequences of `events`, in order of their first value (a stream may carry
+/// thousands of progress tokens: each value finds its sequence by its key).
+fn series_of<'a>(events: impl IntoIterator<Item = EventRec<'a>>) -> Vec<Series<'a>> {
     let mut out: Vec<Series<'a>> = Vec::new();
-    for (_, _, ev) in upto {
-        for (key, v) in seq_values(ev) {
-            match out.iter_mut().find(|(k, _)| *k == key) {
-                Some((_, vals)) => vals.push((v, *ev)),
-                None => out.push((key, vec![(v, *ev)])),
+    let mut index: HashMap<SeqKey, usize> = HashMap::default();
+    for ev in events {
+        for (key, v) in seq_values(&ev) {
+            match index.get(&key) {
+                Some(&i) => out[i].1.push((v, ev)),
+                None => {
+                    index.insert(key.clone(), out.len());
+                    out.push((key, vec![(v, ev)]));
+                }
             }
         }
     }
