@@ -480,3 +480,55 @@ fn a_headless_stream_repeating_the_cursor_says_the_deliveries_left_out() {
     assert!(anomalies.contains("model.deliveries"), "{anomalies}");
     assert_ne!(verdict, "unverifiable", "the resumption found its stream");
 }
+
+/// Forty streams the capture began inside (after their heads), from one client address, all
+/// delivering ids 1..=5:
+/// a resumption from that address naming `5` cannot tell which it resumes, and takes none (the
+/// cursor stays unknown). When only one of them went to the server the resumption is sent to
+/// (the others to another, quiet before it), that one is taken.
+#[test]
+fn of_many_headless_streams_with_one_cursor_only_a_single_fit_is_taken() {
+    for one_here in [false, true] {
+        let mut cap = Capture::with_segment_size(100);
+        let token = json!("tok");
+        let mut conns = Vec::new();
+        for k in 0..40 {
+            let port = if one_here && k > 0 { 3001 } else { 3000 };
+            let mut c = cap.connect_to(port);
+            c.client(&mut cap, &post(Some(SID), &tools_call(2, &token)));
+            c.server(&mut cap, &sse_head(Some(SID)));
+            conns.push(c);
+        }
+        // The capture begins here: after every request and response head.
+        let begins = cap.frames.len();
+        let events: Vec<u8> = (1..=5u64)
+            .flat_map(|i| chunk(Ev::id(i, progress(&token, i, 10)).text().as_bytes()))
+            .collect();
+        for c in &mut conns {
+            c.server(&mut cap, &events);
+        }
+        for c in conns {
+            c.server_reset(&mut cap);
+        }
+        let mut g = cap.connect();
+        g.client(&mut cap, &get(Some(SID), Some("5")));
+        let mut evs: Vec<Ev> = (6..=10u64)
+            .map(|i| Ev::id(i, progress(&token, i, 10)))
+            .collect();
+        evs.push(Ev::id(11, result(2)));
+        g.server(&mut cap, &sse_response(Some(SID), &evs, true));
+        g.close(&mut cap);
+        let cut = from_frame(&cap, begins);
+        let (verdict, kinds, anomalies) = resumption(&cut);
+        assert!(anomalies.contains("http.headless_sse"), "{anomalies}");
+        if one_here {
+            assert_eq!(verdict, "resumed", "{kinds:?}");
+        } else {
+            assert_eq!(verdict, "unverifiable");
+            assert_eq!(
+                kinds,
+                [("unknown_last_event_id".to_string(), "info".to_string())]
+            );
+        }
+    }
+}

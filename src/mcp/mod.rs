@@ -344,22 +344,31 @@ impl<'a> HeadlessIndex<'a> {
                     || (!h.events.briefs().any(|(_, b)| b.ts > r.ts())
                         && !self.asked.contains(&(r.client, h.server, leid))))
         };
-        let one = |c: &[&(usize, usize, i64)]| {
-            let hx = c.first()?.0;
-            c.iter()
-                .all(|d| d.0 == hx)
-                .then(|| c.last().map(|d| **d))
-                .flatten()
+        let same_server = |d: &&(usize, usize, i64)| {
+            exchanges[d.0].server.is_some() && exchanges[d.0].server == r.server
         };
-        let all: Vec<&(usize, usize, i64)> = v.iter().filter(fit).collect();
-        one(&all).or_else(|| {
-            let same_server: Vec<_> = all
-                .iter()
-                .copied()
-                .filter(|d| exchanges[d.0].server.is_some() && exchanges[d.0].server == r.server)
-                .collect();
-            one(&same_server)
-        })
+        // The last fitting delivery of the first exchange that fits, among those from `r`'s
+        // server or the others, and whether another exchange fits too (the search stops there:
+        // a client may loop on an id that many streams delivered).
+        let first_fit = |same: bool| {
+            let mut found: Option<(usize, usize, i64)> = None;
+            for &d in v.iter().filter(|d| same_server(d) == same).filter(fit) {
+                match found {
+                    Some(f) if f.0 != d.0 => return (found, true),
+                    _ => found = Some(d),
+                }
+            }
+            (found, false)
+        };
+        // One exchange fits: it. Several: the only one from `r`'s server, if there is one.
+        match first_fit(true) {
+            (_, true) => None,
+            (Some(here), false) => Some(here),
+            (None, false) => match first_fit(false) {
+                (Some(there), false) => Some(there),
+                _ => None,
+            },
+        }
     }
 }
 
