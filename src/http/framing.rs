@@ -227,8 +227,9 @@ pub struct DirParser {
     /// HTTP ends on this direction when the message under way ends ([`Self::tunnel_after_message`]).
     tunnel_next: bool,
     /// Bytes of the head in progress at the last attempt to parse it (0: none yet): it is parsed
-    /// again only once its end may have arrived, or 4 KiB more, so a head that comes a byte at a
-    /// time is not re-parsed from its start for every byte.
+    /// again only once its end may have arrived, or it grew by half (at least 256 bytes and a
+    /// line end, or 4 KiB), so a head that comes a byte at a time is not re-parsed from its
+    /// start for every byte, and a long one is parsed a few times, not once per line.
     head_tried: usize,
 }
 
@@ -790,8 +791,10 @@ impl DirParser {
                         let ended = memchr::memmem::find(tail, b"\n\n").is_some()
                             || memchr::memmem::find(tail, b"\n\r\n").is_some();
                         let grown = rest.len() - self.head_tried;
-                        let new_line = grown >= 256 && memchr::memchr(b'\n', tail).is_some();
-                        if !ended && !new_line && grown < 4096 {
+                        let half = self.head_tried / 2;
+                        let new_line =
+                            grown >= half.max(256) && memchr::memchr(b'\n', tail).is_some();
+                        if !ended && !new_line && grown < half.max(4096) {
                             return pos;
                         }
                     }
@@ -1574,6 +1577,67 @@ mod tests {
         );
         for i in 0..=req.len() {
             assert_eq!(run(true, req, &[i]), whole, "split at {i}");
+        }
+    }
+
+    /// A long head that comes in small segments is parsed a few times as it grows, not once
+    /// per line: it gives the same messages and anomalies as when it comes whole, whether it is
+    /// good or has a bad line far from its start (found later, with the same outcome).
+    #[test]
+    fn long_heads_in_small_segments() {
+        let head = |bad_at: Option<usize>| {
+            let mut h = String::from("POST /mcp HTTP/1.1\r\n");
+            for i in 0..250 {
+                if Some(i) == bad_at {
+                    h.push_str("this line has no colon and no place in a head\r\n");
+                }
+                h.push_str(&format!("X-Pad-{i}: {}\r\n", "p".repeat(800)));
+            }
+            h.push_str("Content-Length: 2\r\n\r\n{}\r\nGET /mcp HTTP/1.1\r\n\r\n");
+            h.into_bytes()
+        };
+        let run = |input: &[u8], piece: usize| {
+            let mut p = DirParser::new(true, HttpLimits::default());
+            let mut got: Vec<String> = Vec::new();
+            let mut body = 0;
+            let mut out = |e: HttpEvent<'_>| {
+                if let HttpEvent::Body(b) = e {
+                    body += b.len();
+                    return BodyRule::ByHeaders;
+                }
+                if body > 0 {
+                    got.push(format!("body {body}"));
+                    body = 0;
+                }
+                got.push(match e {
+                    HttpEvent::Head(h) => format!("head {} {}", h.method, h.headers().count()),
+                    HttpEvent::End { complete } => format!("end {complete}"),
+                    HttpEvent::Anomaly(code, detail) => format!("{code}: {detail}"),
+                    _ => "other".into(),
+                });
+                BodyRule::ByHeaders
+            };
+            for c in input.chunks(piece) {
+                p.push(c, &mut out);
+            }
+            p.end(true, &mut out);
+            got
+        };
+        for bad_at in [None, Some(0), Some(120)] {
+            let input = head(bad_at);
+            let whole = run(&input, input.len());
+            assert!(
+                whole.iter().any(|e| e == "head GET 0"),
+                "{bad_at:?}: {whole:?}"
+            );
+            assert_eq!(
+                whole.iter().any(|e| e.starts_with("head POST")),
+                bad_at.is_none(),
+                "{bad_at:?}: {whole:?}"
+            );
+            for piece in [1, 100, 1460] {
+                assert_eq!(run(&input, piece), whole, "{bad_at:?} in pieces of {piece}");
+            }
         }
     }
 
