@@ -231,6 +231,9 @@ pub struct DirParser {
     /// line end, or 4 KiB), so a head that comes a byte at a time is not re-parsed from its
     /// start for every byte, and a long one is parsed a few times, not once per line.
     head_tried: usize,
+    /// Bytes of that head already searched for its end (valid while `head_tried` is not 0): each
+    /// segment is searched once, however long the head grows between attempts.
+    head_searched: usize,
 }
 
 const METHODS: [&[u8]; 9] = [
@@ -525,6 +528,7 @@ impl DirParser {
             skipped: 0,
             tunnel_next: false,
             head_tried: 0,
+            head_searched: 0,
         }
     }
 
@@ -785,9 +789,9 @@ impl DirParser {
                         pos += 1;
                         continue;
                     }
-                    if self.head_tried > 0 && rest.len() >= self.head_tried {
-                        let from = self.head_tried.saturating_sub(3);
-                        let tail = &rest[from..];
+                    if self.head_tried > 0 && rest.len() >= self.head_searched {
+                        // (The bytes searched before, less the 2 that could begin a blank line.)
+                        let tail = &rest[self.head_searched.saturating_sub(2)..];
                         let ended = memchr::memmem::find(tail, b"\n\n").is_some()
                             || memchr::memmem::find(tail, b"\n\r\n").is_some();
                         let grown = rest.len() - self.head_tried;
@@ -795,12 +799,14 @@ impl DirParser {
                         let new_line =
                             grown >= half.max(256) && memchr::memchr(b'\n', tail).is_some();
                         if !ended && !new_line && grown < half.max(4096) {
+                            self.head_searched = rest.len();
                             return pos;
                         }
                     }
                     match self.parse_head(rest, out) {
                         HeadResult::Partial => {
                             self.head_tried = rest.len();
+                            self.head_searched = rest.len();
                             return pos;
                         }
                         HeadResult::Bad => {
