@@ -20,16 +20,14 @@ fn capture(seg: usize, resumed: &[(i64, u64)], resumer: [u8; 4]) -> (Capture, u1
     let c = stream(&mut cap);
     let port = c.port;
     c.server_reset(&mut cap);
-    let mut g = cap.connect_from(resumer);
-    g.client(&mut cap, &get(Some(SID), Some("5")));
     let mut evs: Vec<Ev> = resumed
         .iter()
         .map(|&(id, p)| Ev::id(id, progress(&token, p, 10)))
         .collect();
     let last = resumed.last().map_or(6, |&(id, _)| id + 1);
     evs.push(Ev::id(last, result(2)));
-    g.server(&mut cap, &sse_response(Some(SID), &evs, true));
-    g.close(&mut cap);
+    let g = cap.connect_from(resumer);
+    resume(&mut cap, g, "5", &evs);
     (cap, port)
 }
 
@@ -44,6 +42,14 @@ fn stream(cap: &mut Capture) -> Conn {
         .collect();
     c.server(cap, &sse_response(Some(SID), &events, false));
     c
+}
+
+/// A resumption of the session (`GET` with Last-Event-ID `cursor`) on a new connection from
+/// `conn` (`Capture::connect` or `connect_from`), answered by the whole event stream `evs`.
+fn resume(cap: &mut Capture, mut conn: Conn, cursor: &str, evs: &[Ev]) {
+    conn.client(cap, &get(Some(SID), Some(cursor)));
+    conn.server(cap, &sse_response(Some(SID), evs, true));
+    conn.close(cap);
 }
 
 /// The capture from frame `k` on (the frames before it not captured).
@@ -246,15 +252,13 @@ fn another_server_takes_a_headless_stream_only_once_quiet() {
             c.server_reset(&mut cap);
             None
         };
-        let mut g = cap.connect_to(SERVER_PORT + 1);
-        g.client(&mut cap, &get(Some(SID), Some("5")));
         // The rest of the call: progress 6 to 10, then its result.
         let mut evs: Vec<Ev> = (6..=10u64)
             .map(|i| Ev::id(i, progress(&token, i, 10)))
             .collect();
         evs.push(Ev::id(11, result(2)));
-        g.server(&mut cap, &sse_response(Some(SID), &evs, true));
-        g.close(&mut cap);
+        let g = cap.connect_to(SERVER_PORT + 1);
+        resume(&mut cap, g, "5", &evs);
         if let Some(mut c) = c {
             c.server(
                 &mut cap,
@@ -290,11 +294,9 @@ fn chunks_ending_inside_events_are_read() {
     c.server(&mut cap, &body);
     let port = c.port;
     c.server_reset(&mut cap);
-    let mut g = cap.connect();
-    g.client(&mut cap, &get(Some(SID), Some("5")));
     let evs = [Ev::id(1, progress(&token, 1, 10)), Ev::id(2, result(2))];
-    g.server(&mut cap, &sse_response(Some(SID), &evs, true));
-    g.close(&mut cap);
+    let g = cap.connect();
+    resume(&mut cap, g, "5", &evs);
     let cut = from_frame(&cap, cap.server_data_frames(port)[3]);
     let (verdict, kinds, anomalies) = resumption(&cut);
     assert!(
@@ -338,16 +340,14 @@ fn replay_of_a_concurrent_headless_stream_is_cross_stream() {
         b.server(&mut cap, LAST_CHUNK);
         b.close(&mut cap);
         a.server_reset(&mut cap);
-        let mut g = cap.connect();
-        g.client(&mut cap, &get(Some(SID), Some(&uuid(2))));
         let replay = [
             ev(12, &tb, 2),
             Ev::id(uuid(13), result(3)),
             ev(3, &ta, 3),
             Ev::id(uuid(4), result(2)),
         ];
-        g.server(&mut cap, &sse_response(Some(SID), &replay, true));
-        g.close(&mut cap);
+        let g = cap.connect();
+        resume(&mut cap, g, &uuid(2), &replay);
         let cut = from_frame(&cap, cut_at);
         let (verdict, kinds, anomalies) = resumption(&cut);
         assert_eq!(
@@ -415,16 +415,14 @@ fn healthy_at_every_cut(before: &[u64], after: &[u64], total: u64) {
     c.server(&mut cap, &sse_response(Some(SID), &events, false));
     let port = c.port;
     c.server_reset(&mut cap);
-    let mut g = cap.connect();
-    g.client(&mut cap, &get(Some(SID), Some(&before.len().to_string())));
     let mut evs: Vec<Ev> = after
         .iter()
         .enumerate()
         .map(|(i, &p)| Ev::id(id(before.len() + i), progress(&token, p, total)))
         .collect();
     evs.push(Ev::id(id(before.len() + after.len()), result(2)));
-    g.server(&mut cap, &sse_response(Some(SID), &evs, true));
-    g.close(&mut cap);
+    let g = cap.connect();
+    resume(&mut cap, g, &before.len().to_string(), &evs);
     let (verdict, kinds, _) = resumption(&cap);
     assert_eq!(verdict, "resumed", "{kinds:?}");
     for &k in &cap.server_data_frames(port)[1..] {
@@ -468,11 +466,9 @@ fn a_headless_stream_repeating_the_cursor_says_the_deliveries_left_out() {
     c.server(&mut cap, &sse_response(Some(SID), &events, false));
     let port = c.port;
     c.server_reset(&mut cap);
-    let mut g = cap.connect();
-    g.client(&mut cap, &get(Some(SID), Some("7")));
     let resumed = [Ev::id(8, progress(&token, 301, 400)), Ev::id(9, result(2))];
-    g.server(&mut cap, &sse_response(Some(SID), &resumed, true));
-    g.close(&mut cap);
+    let g = cap.connect();
+    resume(&mut cap, g, "7", &resumed);
     // From the stream's second server segment on: inside its first events.
     let cut = from_frame(&cap, cap.server_data_frames(port)[1]);
     let (verdict, _, anomalies) = resumption(&cut);
@@ -510,14 +506,12 @@ fn of_many_headless_streams_with_one_cursor_only_a_single_fit_is_taken() {
         for c in conns {
             c.server_reset(&mut cap);
         }
-        let mut g = cap.connect();
-        g.client(&mut cap, &get(Some(SID), Some("5")));
         let mut evs: Vec<Ev> = (6..=10u64)
             .map(|i| Ev::id(i, progress(&token, i, 10)))
             .collect();
         evs.push(Ev::id(11, result(2)));
-        g.server(&mut cap, &sse_response(Some(SID), &evs, true));
-        g.close(&mut cap);
+        let g = cap.connect();
+        resume(&mut cap, g, "5", &evs);
         let cut = from_frame(&cap, begins);
         let (verdict, kinds, anomalies) = resumption(&cut);
         assert!(anomalies.contains("http.headless_sse"), "{anomalies}");
