@@ -423,6 +423,48 @@ fn only_coded_bodies_are_bounded_when_decoded() {
     assert_eq!(run(true), (1000 / each + 1, 1, 1, true));
 }
 
+/// A request body with a content coding is bounded when decoded as a response's is: a gzip
+/// body that decodes past the bound says so (`http.decoded_too_large`), is marked with a gap,
+/// and is not read as JSON-RPC; the connection's next request is read as before.
+#[test]
+fn coded_request_bodies_are_bounded_when_decoded() {
+    use std::io::Write;
+    let big = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {"pad": "x".repeat(5000)}}});
+    let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    z.write_all(big.to_string().as_bytes()).unwrap();
+    let body = z.finish().unwrap();
+    let mut cap = Capture::new();
+    let mut c = cap.connect();
+    let mut req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(&body);
+    c.client(&mut cap, &req);
+    c.server(&mut cap, &json_response(None, &result(1)));
+    c.client(
+        &mut cap,
+        &post(
+            None,
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        ),
+    );
+    c.server(&mut cap, &json_response(None, &result(2)));
+    c.close(&mut cap);
+    let mut a = mcpcap::Analyzer::new(mcpcap::Options::default());
+    a.http.options.limits.max_decoded = 1000;
+    let mut anomalies = mcpcap::anomaly::Anomalies::default();
+    mcpcap::capture::read_capture(&cap.pcap()[..], 1, &mut anomalies, |f| a.frame(&f)).unwrap();
+    let ex = a.finish();
+    assert_eq!(ex.len(), 2);
+    assert_eq!(a.http.anomalies.count("http.decoded_too_large"), 1);
+    assert!(ex[0].req_gap);
+    assert!(ex[0].req_messages.is_empty());
+    assert!(!ex[1].req_gap);
+    assert_eq!(ex[1].req_messages.len(), 1);
+}
+
 /// A keep-alive connection whose middle response was lost whole in a capture gap: the next
 /// response is paired with the request it answers (the latest one sent before it), not with the
 /// request whose response is missing; that one is marked as lost to a gap.

@@ -7,14 +7,76 @@ use std::io::Write;
 /// anomaly `http.decoded_too_large` past it).
 pub const MAX_DECODED: u64 = 256 << 20;
 
+/// Where a decoder writes: the decoded bytes not yet taken, up to `room` bytes in all. Past it
+/// the write is refused (a compression bomb: a few hundred bytes of `br` decode to gigabytes),
+/// so a decoder stops within one of its buffers of the bound, whatever one write decodes to.
+#[derive(Debug, Default)]
+pub struct Capped {
+    out: Vec<u8>,
+    /// Bytes this body may still decode to.
+    room: u64,
+    /// Whether a write went past `room`.
+    full: bool,
+}
+
+impl Write for Capped {
+    /// Errors once nothing more fits (an error, not `Ok(0)`: brotli's writer retries a write
+    /// that took nothing).
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = buf
+            .len()
+            .min(usize::try_from(self.room).unwrap_or(usize::MAX));
+        if n < buf.len() {
+            self.full = true;
+            if n == 0 {
+                return Err(std::io::Error::other("decoded bound reached"));
+            }
+        }
+        self.out.extend_from_slice(&buf[..n]);
+        self.room -= n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Why a body stopped decoding.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DecodeError {
+    /// The coded stream is not valid (the decoder's message).
+    Bad(String),
+    /// A `br` stream's window (bytes, RFC 7932 §9.1) is more than the held-bytes budget has
+    /// room for ([`crate::budget`]).
+    Budget(usize),
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecodeError::Bad(e) => f.write_str(e),
+            DecodeError::Budget(n) => write!(f, "its {n}-byte window is over the budget"),
+        }
+    }
+}
+
 /// A streaming decoder for one body.
 pub enum BodyDecoder {
     /// `gzip` / `x-gzip` (RFC 1952).
-    Gzip(flate2::write::GzDecoder<Vec<u8>>),
+    Gzip(flate2::write::GzDecoder<Capped>),
     /// `deflate`: the zlib format (RFC 1950).
-    Deflate(flate2::write::ZlibDecoder<Vec<u8>>),
-    /// `br` (RFC 7932).
-    Brotli(Box<brotli_decompressor::DecompressorWriter<Vec<u8>>>),
+    Deflate(flate2::write::ZlibDecoder<Capped>),
+    /// `br` (RFC 7932), with the part of the held-bytes budget its window holds.
+    Brotli(Box<Brotli>),
+}
+
+/// A `br` decoder and the part of the held-bytes budget its window holds: the whole window,
+/// from the stream's first byte on ([`brotli_window`]). The decoder allocates it whole, and
+/// fills it with what it decoded before it writes it out: 38 bytes of `br` can fill 16 MiB
+/// that the first write gives back 4 KiB of.
+pub struct Brotli {
+    decoder: brotli_decompressor::DecompressorWriter<Capped>,
+    charge: crate::budget::Charge,
 }
 
 impl std::fmt::Debug for BodyDecoder {
@@ -27,43 +89,91 @@ impl std::fmt::Debug for BodyDecoder {
     }
 }
 
+/// The window a `br` stream's decoder holds, in bytes, from the stream's first byte (RFC 7932
+/// §9.1 WBITS, read from the least significant bit: 16; 17 + n for n in 1..=7; 10..=15; 17).
+/// A value RFC 7932 leaves invalid (the large-window extension) counts as the largest window.
+pub fn brotli_window(first: u8) -> usize {
+    let wbits = if first & 1 == 0 {
+        16
+    } else if (first >> 1) & 7 != 0 {
+        17 + ((first >> 1) & 7) as u32
+    } else {
+        match (first >> 4) & 7 {
+            0 => 17,
+            1 => 24,
+            m => 8 + m as u32,
+        }
+    };
+    1 << wbits
+}
+
 impl BodyDecoder {
-    /// The decoder for a `Content-Encoding` value; `None` for identity or unknown codings
-    /// (several codings in a row are not decoded).
-    pub fn for_encoding(ce: &str) -> Option<BodyDecoder> {
+    /// The decoder for a `Content-Encoding` value, whose body may decode to at most `max`
+    /// bytes, and whose `br` window is charged to `budget`; `None` for identity or unknown
+    /// codings (several codings in a row are not decoded).
+    pub fn for_encoding(
+        ce: &str,
+        max: u64,
+        budget: &std::sync::Arc<crate::budget::Budget>,
+    ) -> Option<BodyDecoder> {
+        let sink = Capped {
+            room: max,
+            ..Capped::default()
+        };
         match ce.trim().to_ascii_lowercase().as_str() {
-            "gzip" | "x-gzip" => Some(BodyDecoder::Gzip(flate2::write::GzDecoder::new(Vec::new()))),
-            "deflate" => Some(BodyDecoder::Deflate(flate2::write::ZlibDecoder::new(
-                Vec::new(),
-            ))),
-            "br" => Some(BodyDecoder::Brotli(Box::new(
-                brotli_decompressor::DecompressorWriter::new(Vec::new(), 4096),
-            ))),
+            "gzip" | "x-gzip" => Some(BodyDecoder::Gzip(flate2::write::GzDecoder::new(sink))),
+            "deflate" => Some(BodyDecoder::Deflate(flate2::write::ZlibDecoder::new(sink))),
+            "br" => Some(BodyDecoder::Brotli(Box::new(Brotli {
+                decoder: brotli_decompressor::DecompressorWriter::new(sink, 4096),
+                charge: crate::budget::Charge::new(budget),
+            }))),
             _ => None,
         }
     }
 
-    fn out(&mut self) -> &mut Vec<u8> {
+    fn sink(&mut self) -> &mut Capped {
         match self {
             BodyDecoder::Gzip(d) => d.get_mut(),
             BodyDecoder::Deflate(d) => d.get_mut(),
-            BodyDecoder::Brotli(d) => d.get_mut(),
+            BodyDecoder::Brotli(b) => b.decoder.get_mut(),
         }
     }
 
-    /// Feed encoded bytes; returns every byte they decode to (taken from the decoder).
+    /// Whether the body reached its bound: the bytes returned end there, and nothing more is
+    /// decoded (anomaly `http.decoded_too_large`).
+    pub fn full(&mut self) -> bool {
+        self.sink().full
+    }
+
+    /// Feed encoded bytes; returns every byte they decode to (taken from the decoder), up to
+    /// the body's bound ([`BodyDecoder::full`]).
     ///
     /// The write is flushed: flate2's writers keep the output of one write until the next, so
     /// a server that flushes its compressor after each event (as an SSE server must) would
     /// otherwise have each event surface one chunk late, at the next chunk's time.
-    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<u8>, String> {
+    ///
+    /// Errors: the stream does not decode, or (`br`) its window does not fit the budget.
+    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<u8>, DecodeError> {
         let r = match self {
             BodyDecoder::Gzip(d) => d.write_all(bytes).and_then(|()| d.flush()),
             BodyDecoder::Deflate(d) => d.write_all(bytes).and_then(|()| d.flush()),
-            BodyDecoder::Brotli(d) => d.write_all(bytes).and_then(|()| d.flush()),
+            BodyDecoder::Brotli(b) => {
+                if let (0, Some(&first)) = (b.charge.held(), bytes.first()) {
+                    let window = brotli_window(first);
+                    if !b.charge.hold(window) {
+                        return Err(DecodeError::Budget(window));
+                    }
+                }
+                b.decoder.write_all(bytes).and_then(|()| b.decoder.flush())
+            }
         };
-        r.map_err(|e| e.to_string())?;
-        Ok(std::mem::take(self.out()))
+        let full = self.full();
+        let out = std::mem::take(&mut self.sink().out);
+        match r {
+            Err(_) if full => Ok(out),
+            Err(e) => Err(DecodeError::Bad(e.to_string())),
+            Ok(()) => Ok(out),
+        }
     }
 
     /// End of the body: the last decoded bytes, and whether the coded stream ended properly
@@ -72,15 +182,26 @@ impl BodyDecoder {
         let r = match self {
             BodyDecoder::Gzip(d) => d.try_finish(),
             BodyDecoder::Deflate(d) => d.try_finish(),
-            BodyDecoder::Brotli(d) => d.flush(),
+            BodyDecoder::Brotli(b) => b.decoder.flush(),
         };
-        (std::mem::take(self.out()), r.map_err(|e| e.to_string()))
+        let full = self.full();
+        let out = std::mem::take(&mut self.sink().out);
+        (
+            out,
+            r.or_else(|e| if full { Ok(()) } else { Err(e) })
+                .map_err(|e| e.to_string()),
+        )
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A decoder with the default bound, on a budget of its own.
+    fn dec(ce: &str) -> BodyDecoder {
+        BodyDecoder::for_encoding(ce, MAX_DECODED, &crate::budget::Budget::new(1 << 30)).unwrap()
+    }
 
     #[test]
     fn gzip_split_anywhere() {
@@ -89,7 +210,7 @@ mod tests {
         enc.write_all(&plain).unwrap();
         let gz = enc.finish().unwrap();
         for cut in 0..gz.len() {
-            let mut d = BodyDecoder::for_encoding("gzip").unwrap();
+            let mut d = dec("gzip");
             let mut out = d.push(&gz[..cut]).unwrap();
             out.extend(d.push(&gz[cut..]).unwrap());
             let (rest, ended) = d.finish();
@@ -97,7 +218,7 @@ mod tests {
             out.extend(rest);
             assert_eq!(out, plain, "cut {cut}");
         }
-        let mut d = BodyDecoder::for_encoding("gzip").unwrap();
+        let mut d = dec("gzip");
         assert!(d.push(b"not gzip at all").is_err());
     }
 
@@ -113,7 +234,7 @@ mod tests {
             enc.flush().unwrap();
             pieces.push(std::mem::take(enc.get_mut()));
         }
-        let mut d = BodyDecoder::for_encoding("gzip").unwrap();
+        let mut d = dec("gzip");
         for (ev, piece) in events.iter().zip(&pieces) {
             assert_eq!(d.push(piece).unwrap(), *ev);
         }
@@ -128,7 +249,7 @@ mod tests {
         let mut enc = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
         enc.write_all(plain).unwrap();
         let z = enc.finish().unwrap();
-        let mut d = BodyDecoder::for_encoding("deflate").unwrap();
+        let mut d = dec("deflate");
         let mut out = d.push(&z).unwrap();
         out.extend(d.finish().0);
         assert_eq!(out, plain);
@@ -139,12 +260,65 @@ mod tests {
             125, 3,
         ];
         for cut in 0..full.len() {
-            let mut d = BodyDecoder::for_encoding("br").unwrap();
+            let mut d = dec("br");
             let mut out = d.push(&full[..cut]).unwrap();
             out.extend(d.push(&full[cut..]).unwrap());
             out.extend(d.finish().0);
             assert_eq!(out, plain, "cut {cut}");
         }
-        assert!(BodyDecoder::for_encoding("compress").is_none());
+        assert!(BodyDecoder::for_encoding(
+            "compress",
+            MAX_DECODED,
+            &crate::budget::Budget::new(1 << 30)
+        )
+        .is_none());
+    }
+
+    /// A body decodes to at most its bound, whatever one write decodes to: 14 bytes of `br`
+    /// (1 MiB of zeros) and a gzip bomb stop at the bound, and say so.
+    #[test]
+    fn decoding_stops_at_the_bound() {
+        let br: &[u8] = &[91, 255, 255, 143, 127, 2, 32, 30, 11, 4, 114, 239, 31, 0];
+        let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        z.write_all(&vec![0u8; 1 << 20]).unwrap();
+        let gz = z.finish().unwrap();
+        let budget = crate::budget::Budget::new(1 << 30);
+        for (ce, body) in [("br", br), ("gzip", &gz[..])] {
+            let mut whole = BodyDecoder::for_encoding(ce, MAX_DECODED, &budget).unwrap();
+            let mut all = whole.push(body).unwrap();
+            all.extend(whole.finish().0);
+            assert_eq!(all.len(), 1 << 20, "{ce}");
+            assert!(!whole.full());
+            let mut d = BodyDecoder::for_encoding(ce, 5000, &budget).unwrap();
+            let out = d.push(body).unwrap();
+            assert_eq!((out.len(), d.full()), (5000, true), "{ce}");
+            assert_eq!(
+                d.push(body).unwrap(),
+                Vec::<u8>::new(),
+                "{ce}: nothing past it"
+            );
+        }
+    }
+
+    /// A `br` stream's window, from its first byte (RFC 7932 §9.1), is held from the held-bytes
+    /// budget while it decodes, refused when the budget has not the room, and given back after.
+    #[test]
+    fn brotli_window_is_held_from_the_budget() {
+        assert_eq!(brotli_window(0b0000_0000), 1 << 16);
+        assert_eq!(brotli_window(0x5b), 1 << 22, "lgwin 22, the usual default");
+        assert_eq!(brotli_window(0b0000_1111), 1 << 24);
+        assert_eq!(brotli_window(0b0000_0001), 1 << 17);
+        assert_eq!(brotli_window(0b0010_0001), 1 << 10);
+        assert_eq!(brotli_window(0b0111_0001), 1 << 15);
+        let br: &[u8] = &[91, 255, 255, 143, 127, 2, 32, 30, 11, 4, 114, 239, 31, 0];
+        let budget = crate::budget::Budget::new(6 << 20);
+        let mut a = BodyDecoder::for_encoding("br", MAX_DECODED, &budget).unwrap();
+        assert!(a.push(br).is_ok());
+        assert_eq!(budget.held(), 1 << 22);
+        let mut b = BodyDecoder::for_encoding("br", MAX_DECODED, &budget).unwrap();
+        assert_eq!(b.push(br), Err(DecodeError::Budget(1 << 22)));
+        drop(a);
+        assert_eq!(budget.held(), 0);
+        assert!(b.push(br).is_ok(), "room again once the first body is done");
     }
 }

@@ -297,8 +297,6 @@ struct Conn {
     req_decoder: Option<coding::BodyDecoder>,
     /// The response body's coding could not be decoded (corrupt, or a gap in it).
     undecodable: bool,
-    /// Decoded bytes of the response body in progress.
-    decoded: u64,
 }
 
 /// The HTTP stage: a [`StreamSink`] that turns connections into [`Exchange`]s.
@@ -442,7 +440,6 @@ impl Conn {
             decoder: None,
             req_decoder: None,
             undecodable: false,
-            decoded: 0,
         }
     }
 }
@@ -773,7 +770,6 @@ impl HttpLayer {
         conn.sse = Some(sse);
         conn.decoder = None;
         conn.undecodable = false;
-        conn.decoded = 0;
         conn.parsers[d] = Some(DirParser::in_body(from, limits));
         if conn.parsers[client].is_none() {
             conn.parsers[client] = Some(DirParser::new(true, limits));
@@ -910,7 +906,8 @@ fn on_event(
                 .and_then(|e| e.req_header("content-encoding"))
                 .map(str::to_string);
             if let Some(enc) = enc {
-                conn.req_decoder = coding::BodyDecoder::for_encoding(&enc);
+                conn.req_decoder =
+                    coding::BodyDecoder::for_encoding(&enc, opts.limits.max_decoded, &opts.held);
                 if conn.req_decoder.is_none() && !enc.trim().eq_ignore_ascii_case("identity") {
                     anomalies.add(Anomaly::new(
                         "http.content_encoding_unsupported",
@@ -991,9 +988,9 @@ fn on_event(
             e.is_sse = ct.starts_with("text/event-stream");
             conn.decoder = None;
             conn.undecodable = false;
-            conn.decoded = 0;
             if let Some(enc) = body_codings(&head) {
-                conn.decoder = coding::BodyDecoder::for_encoding(&enc);
+                conn.decoder =
+                    coding::BodyDecoder::for_encoding(&enc, opts.limits.max_decoded, &opts.held);
                 if conn.decoder.is_none() {
                     conn.undecodable = true;
                     anomalies.add(Anomaly::new(
@@ -1033,22 +1030,25 @@ fn on_event(
                     e.req_body_len += bytes.len() as u64;
                     match conn.req_decoder.as_mut() {
                         Some(d) => match d.push(bytes) {
-                            Ok(v) => append_bounded(
-                                &mut e.req_body,
-                                &mut e.req_charge,
-                                opts,
-                                &v,
-                                anomalies,
-                                frame,
-                                flow_id,
-                            ),
+                            Ok(v) => {
+                                append_bounded(
+                                    &mut e.req_body,
+                                    &mut e.req_charge,
+                                    opts,
+                                    &v,
+                                    anomalies,
+                                    frame,
+                                    flow_id,
+                                );
+                                if d.full() {
+                                    anomalies
+                                        .add(decoded_too_large(opts, frame, flow_id, "request "));
+                                    conn.req_decoder = None;
+                                    e.req_gap = true;
+                                }
+                            }
                             Err(err) => {
-                                anomalies.add(Anomaly::new(
-                                    "http.bad_content_coding",
-                                    Some(frame),
-                                    Some(flow_id.to_string()),
-                                    format!("request {d:?} body does not decode: {err}"),
-                                ));
+                                anomalies.add(not_decoded(&err, "request ", d, frame, flow_id));
                                 conn.req_decoder = None;
                                 e.req_gap = true;
                             }
@@ -1072,19 +1072,23 @@ fn on_event(
                 e.ts_last_byte = Some(ts);
                 e.frame_last = Some(frame);
                 let decoded;
+                // Decoded bytes are bounded (a compression bomb: the decoder stops at the bound,
+                // and the bytes up to it are parsed); a body without a coding is parsed as it
+                // streams and needs no bound.
                 let bytes: &[u8] = match conn.decoder.as_mut() {
                     Some(d) => match d.push(bytes) {
                         Ok(v) => {
+                            if d.full() {
+                                anomalies.add(decoded_too_large(opts, frame, flow_id, ""));
+                                conn.decoder = None;
+                                conn.undecodable = true;
+                                e.resp_gap = true;
+                            }
                             decoded = v;
                             &decoded
                         }
                         Err(err) => {
-                            anomalies.add(Anomaly::new(
-                                "http.bad_content_coding",
-                                Some(frame),
-                                Some(flow_id.to_string()),
-                                format!("{:?} body does not decode: {err}", d),
-                            ));
+                            anomalies.add(not_decoded(&err, "", d, frame, flow_id));
                             conn.decoder = None;
                             conn.undecodable = true;
                             e.resp_gap = true;
@@ -1094,28 +1098,6 @@ fn on_event(
                     None if conn.undecodable => &[],
                     None => bytes,
                 };
-                // Decoded bytes are bounded (a compression bomb); a body without a coding is
-                // parsed as it streams and needs no bound. (The decoder is still there when
-                // these bytes decoded.)
-                let max = opts.limits.max_decoded;
-                let mut bytes = bytes;
-                if conn.decoder.is_some() {
-                    conn.decoded += bytes.len() as u64;
-                    if conn.decoded > max {
-                        anomalies.add(Anomaly::new(
-                            "http.decoded_too_large",
-                            Some(frame),
-                            Some(flow_id.to_string()),
-                            format!("decoded body over {max} bytes; the rest is not parsed"),
-                        ));
-                        conn.undecodable = true;
-                        conn.decoder = None;
-                        e.resp_gap = true;
-                        // The bytes up to the bound are parsed.
-                        let over = usize::try_from(conn.decoded - max).unwrap_or(usize::MAX);
-                        bytes = &bytes[..bytes.len().saturating_sub(over)];
-                    }
-                }
                 feed_body(&mut conn.sse, e, bytes, ts, frame, opts, anomalies, flow_id);
             }
             BodyRule::ByHeaders
@@ -1167,7 +1149,10 @@ fn on_event(
                             frame,
                             flow_id,
                         );
-                        if ended.is_err() {
+                        if d.full() {
+                            anomalies.add(decoded_too_large(opts, frame, flow_id, "request "));
+                        }
+                        if ended.is_err() || d.full() {
                             e.req_gap = true;
                         }
                     }
@@ -1196,9 +1181,13 @@ fn on_event(
                 // The decoder's last bytes go through the body path first.
                 if let Some(mut d) = conn.decoder.take() {
                     let (rest, ended) = d.finish();
-                    if !rest.is_empty() {
-                        if let Some(e) = conn.exchanges.get_mut(i) {
+                    if let Some(e) = conn.exchanges.get_mut(i) {
+                        if !rest.is_empty() {
                             feed_body(&mut conn.sse, e, &rest, ts, frame, opts, anomalies, flow_id);
+                        }
+                        if d.full() {
+                            anomalies.add(decoded_too_large(opts, frame, flow_id, ""));
+                            e.resp_gap = true;
                         }
                     }
                     if let (Err(err), true) = (ended, complete) {
@@ -1307,6 +1296,43 @@ fn feed_body(
             flow_id,
         ),
     }
+}
+
+/// The `http.decoded_too_large` anomaly of a body (`what`: "request " or "" for a response)
+/// that reached [`HttpLimits::max_decoded`] decoded bytes.
+fn decoded_too_large(opts: &HttpOptions, frame: u64, flow_id: FlowId, what: &str) -> Anomaly {
+    Anomaly::new(
+        "http.decoded_too_large",
+        Some(frame),
+        Some(flow_id.to_string()),
+        format!(
+            "decoded {what}body over {} bytes; the rest is not parsed",
+            opts.limits.max_decoded
+        ),
+    )
+}
+
+/// The anomaly of a body (`what`: "request " or "") that stopped decoding:
+/// `http.bad_content_coding`, or
+/// `http.memory_budget` when a `br` window did not fit the held-bytes budget.
+fn not_decoded(
+    err: &coding::DecodeError,
+    what: &str,
+    d: &coding::BodyDecoder,
+    frame: u64,
+    flow_id: FlowId,
+) -> Anomaly {
+    let (code, detail) = match err {
+        coding::DecodeError::Bad(e) => (
+            "http.bad_content_coding",
+            format!("{what}{d:?} body does not decode: {e}"),
+        ),
+        coding::DecodeError::Budget(n) => (
+            "http.memory_budget",
+            format!("{what}{d:?} body not decoded: its {n}-byte window is more than the bytes held at once for the connections of one thread have room for"),
+        ),
+    };
+    Anomaly::new(code, Some(frame), Some(flow_id.to_string()), detail)
 }
 
 fn append_bounded(
