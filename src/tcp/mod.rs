@@ -231,6 +231,9 @@ pub struct FlowTable {
     clock: i64,
     /// Reassembly limits.
     pub limits: ReassemblyLimits,
+    /// The out-of-order bytes all the table's flows hold at once, up to
+    /// [`ReassemblyLimits::max_ooo_total`].
+    ooo_held: std::sync::Arc<crate::budget::Budget>,
     /// Reassembly anomalies: `tcp.ooo_buffer_full`, `tcp.overlap_conflict`, `tcp.data_after_close`.
     pub anomalies: Anomalies,
     /// Source of flow indices shared with other tables (one per vantage point), so `F<n>` is
@@ -243,6 +246,7 @@ impl FlowTable {
     pub fn new(limits: ReassemblyLimits) -> Self {
         FlowTable {
             limits,
+            ooo_held: crate::budget::Budget::new(limits.max_ooo_total),
             clock: i64::MIN,
             ..Default::default()
         }
@@ -256,6 +260,7 @@ impl FlowTable {
     ) -> Self {
         FlowTable {
             limits,
+            ooo_held: crate::budget::Budget::new(limits.max_ooo_total),
             ids: Some(ids),
             clock: i64::MIN,
             ..Default::default()
@@ -383,11 +388,15 @@ impl FlowTable {
                 } else {
                     [src, dst]
                 };
+                let mut dirs: [Reassembler; 2] = Default::default();
+                for r in &mut dirs {
+                    r.draw_on(&self.ooo_held);
+                }
                 self.flows.push(Flow {
                     index,
                     ends,
                     client_by_syn: seg.syn,
-                    dirs: Default::default(),
+                    dirs,
                     packets: [0; 2],
                     wire_bytes: [0; 2],
                     ts_first: ts,
@@ -461,10 +470,17 @@ impl FlowTable {
         }
         let after = flow.dirs[d].stats;
         if after.ooo_overflows > before.ooo_overflows {
-            let detail = format!(
-                "more than {} bytes waiting behind a hole; the hole became a gap",
-                limits.max_ooo_bytes
-            );
+            let detail = if after.ooo_total_overflows > before.ooo_total_overflows {
+                format!(
+                    "more than {} bytes waiting behind the holes of all connections at once; this connection's first hole became a gap",
+                    limits.max_ooo_total
+                )
+            } else {
+                format!(
+                    "more than {} bytes waiting behind a hole; the hole became a gap",
+                    limits.max_ooo_bytes
+                )
+            };
             self.anomalies.add(Anomaly::new(
                 "tcp.ooo_buffer_full",
                 Some(frame),
@@ -664,6 +680,44 @@ mod tests {
         assert_eq!(codes, [("tcp.data_after_close", Some(7))]);
         t.finish(&mut rec);
         assert_eq!(rec.0.iter().filter(|e| e.1 == "close").count(), 2);
+    }
+
+    /// Out-of-order bytes are bounded for all connections at once too: three connections each
+    /// held up behind a hole, each under its own limit, reach the table's; the connection that
+    /// would add more declares its first hole a gap (said as the table's limit), and what it
+    /// held is given back for the others.
+    #[test]
+    fn out_of_order_bytes_are_bounded_for_all_connections() {
+        let limits = ReassemblyLimits {
+            max_ooo_bytes: 1000,
+            max_ooo_total: 1500,
+        };
+        let mut t = FlowTable::new(limits);
+        let mut rec = Rec::default();
+        let data = [b'x'; 450];
+        for (k, port) in [1000, 2000, 3000].into_iter().enumerate() {
+            let frame = 10 * k as u64;
+            t.segment(&seg(port, true, 0, "S", b""), 0, frame + 1, &mut rec);
+            // One byte missing at the start, then 450 bytes behind it.
+            t.segment(&seg(port, true, 2, "", &data), 0, frame + 2, &mut rec);
+        }
+        // 3 x (450 + ENTRY_COST) is over 1500: the third connection's hole became a gap.
+        let rows: Vec<_> = t
+            .anomalies
+            .rows
+            .iter()
+            .map(|a| (a.code, a.frame, a.detail.contains("all connections")))
+            .collect();
+        assert_eq!(rows, [("tcp.ooo_buffer_full", Some(22), true)]);
+        assert!(
+            rec.0.iter().any(|e| e.0 == 2 && e.1.starts_with("gap")),
+            "{:?}",
+            rec.0
+        );
+        assert!(!rec.0.iter().any(|e| e.0 < 2 && e.1.starts_with("gap")));
+        assert_eq!(t.ooo_held.held(), 2 * (450 + reassembly::ENTRY_COST));
+        t.finish(&mut rec);
+        assert_eq!(t.ooo_held.held(), 0);
     }
 
     /// A table that sees only a connection's segments (a worker of `--threads N`), its clock

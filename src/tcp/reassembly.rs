@@ -23,6 +23,11 @@ pub struct ReassemblyLimits {
     /// (anomaly `tcp.ooo_buffer_full`); each segment held counts [`ENTRY_COST`] bytes more, so
     /// that tiny or empty (snaplen-cut) segments are bounded too.
     pub max_ooo_bytes: usize,
+    /// Bytes of out-of-order data (each segment counted as for `max_ooo_bytes`) all the
+    /// directions of one flow table hold at once: past it, the direction that would add more
+    /// declares its first hole a gap (anomaly `tcp.ooo_buffer_full`). Many connections each
+    /// held up behind a hole would otherwise hold `max_ooo_bytes` each.
+    pub max_ooo_total: usize,
 }
 
 /// What one buffered out-of-order segment costs beside its bytes (its map entry and buffer),
@@ -33,6 +38,7 @@ impl Default for ReassemblyLimits {
     fn default() -> Self {
         ReassemblyLimits {
             max_ooo_bytes: 4 << 20,
+            max_ooo_total: 256 << 20,
         }
     }
 }
@@ -67,6 +73,9 @@ pub struct DirStats {
     pub out_of_order: u64,
     /// Times the out-of-order buffer limit forced holes to become gaps (anomaly `tcp.ooo_buffer_full`).
     pub ooo_overflows: u64,
+    /// Of those, the times the limit of all directions at once did
+    /// ([`ReassemblyLimits::max_ooo_total`]).
+    pub ooo_total_overflows: u64,
     /// Overlapping copies that differ: among buffered segments byte for byte, at the same
     /// offset (the first copy wins) and at others (the one that starts first wins); against
     /// delivered data (not kept) only by a retransmission repeating one of the last segments'
@@ -84,6 +93,8 @@ pub struct Reassembler {
     /// Out-of-order segments by stream offset.
     pending: BTreeMap<u64, Vec<u8>>,
     pending_bytes: usize,
+    /// `pending_bytes`, held from the flow table's budget ([`ReassemblyLimits::max_ooo_total`]).
+    charge: crate::budget::Charge,
     /// Highest offset the peer acknowledged.
     acked: u64,
     /// ACKs seen past the hole at offset `.1` (the `next` they found): the second makes it a
@@ -250,9 +261,14 @@ impl Reassembler {
         } else {
             self.stats.out_of_order += 1;
             self.store(off, payload);
-            if self.pending_bytes > limits.max_ooo_bytes {
+            let own = |r: &Self| r.pending_bytes > limits.max_ooo_bytes;
+            let all = |r: &mut Self| !r.pending.is_empty() && !r.charge.hold(r.pending_bytes);
+            if own(self) || all(self) {
                 self.stats.ooo_overflows += 1;
-                while self.pending_bytes > limits.max_ooo_bytes {
+                if !own(self) {
+                    self.stats.ooo_total_overflows += 1;
+                }
+                while own(self) || all(self) {
                     self.flush_first_hole(out);
                 }
             }
@@ -334,6 +350,12 @@ impl Reassembler {
         })
     }
 
+    /// Hold the flow table's `budget` for this direction's out-of-order bytes from now on
+    /// ([`ReassemblyLimits::max_ooo_total`]).
+    pub fn draw_on(&mut self, budget: &std::sync::Arc<crate::budget::Budget>) {
+        self.charge.draw_on(budget);
+    }
+
     /// Deliver buffered segments that now touch `next`.
     fn drain(&mut self, out: &mut impl FnMut(Chunk<'_>)) {
         while let Some((&off, _)) = self.pending.first_key_value() {
@@ -344,6 +366,8 @@ impl Reassembler {
                 break;
             };
             self.pending_bytes -= data.len() + ENTRY_COST;
+            // (Fewer bytes: never refused.)
+            self.charge.hold(self.pending_bytes);
             let end = off + data.len() as u64;
             if end <= self.next {
                 self.stats.retransmitted += 1;
@@ -577,7 +601,14 @@ mod tests {
             (10, b"xyz".to_vec()),
             (20, b"q".to_vec()),
         ];
-        let got = run(&segs, Some(0), ReassemblyLimits { max_ooo_bytes: 2 });
+        let got = run(
+            &segs,
+            Some(0),
+            ReassemblyLimits {
+                max_ooo_bytes: 2,
+                ..Default::default()
+            },
+        );
         // First hole (offset 2..9) flushed when 3 bytes were buffered.
         assert_eq!(got.len(), 20);
         assert_eq!(got[9], Some(b'x'));
@@ -606,6 +637,7 @@ mod tests {
         r.syn(0);
         let limits = ReassemblyLimits {
             max_ooo_bytes: 1000,
+            ..Default::default()
         };
         let mut gaps = 0;
         let mut sink = |c: Chunk<'_>| {
@@ -637,6 +669,7 @@ mod tests {
         r.syn(0);
         let limits = ReassemblyLimits {
             max_ooo_bytes: 10_000,
+            ..Default::default()
         };
         let mut sink = |_: Chunk<'_>| {};
         for i in 0..100_000u32 {
