@@ -236,6 +236,9 @@ pub struct DirParser {
     head_searched: usize,
 }
 
+/// Capacity of a direction's buffer (bytes) kept when it is mostly empty ([`DirParser::push`]).
+const BUF_KEEP: usize = 64 << 10;
+
 const METHODS: [&[u8]; 9] = [
     b"GET ",
     b"POST ",
@@ -594,6 +597,11 @@ impl DirParser {
             self.buf.clear();
             self.head_tried = 0;
             self.enter_resync(out);
+        }
+        // A long head or line leaves a large buffer behind: given back once mostly empty, so
+        // that connections left open after one do not each keep it.
+        if self.buf.capacity() > BUF_KEEP && self.buf.len() <= self.buf.capacity() / 4 {
+            self.buf.shrink_to(self.buf.len().max(BUF_KEEP / 2));
         }
     }
 
@@ -1644,6 +1652,29 @@ mod tests {
             for piece in [1, 100, 1460] {
                 assert_eq!(run(&input, piece), whole, "{bad_at:?} in pieces of {piece}");
             }
+        }
+    }
+
+    /// A long head held across segments leaves no large buffer behind once it is parsed, nor
+    /// once it is dropped as too long: an open connection keeps little.
+    #[test]
+    fn a_long_head_leaves_no_large_buffer() {
+        let pad = "p".repeat(900);
+        let mut head = String::from("POST /mcp HTTP/1.1\r\n");
+        for i in 0..200 {
+            head.push_str(&format!("X-Pad-{i}: {pad}\r\n"));
+        }
+        let done = format!("{head}Content-Length: 0\r\n\r\n");
+        let mut too_long = head.clone();
+        while too_long.len() <= HttpLimits::default().max_header_bytes {
+            too_long.push_str(&format!("X-More: {pad}\r\n"));
+        }
+        for input in [done, too_long] {
+            let mut p = DirParser::new(true, HttpLimits::default());
+            for c in input.as_bytes().chunks(1000) {
+                p.push(c, &mut |_| BodyRule::ByHeaders);
+            }
+            assert!(p.buf.capacity() <= BUF_KEEP, "{}", p.buf.capacity());
         }
     }
 
