@@ -367,6 +367,20 @@ fn gzip_encoded_request_is_decoded() {
     assert_eq!(analyze(&cap, &[]), Vec::<Value>::new());
 }
 
+/// The capture's exchanges, read with at most `max` decoded bytes per coded body, and the
+/// analyzer that read them (its HTTP anomalies).
+fn read_with_max_decoded(
+    cap: &Capture,
+    max: u64,
+) -> (Vec<mcpcap::http::Exchange>, mcpcap::Analyzer) {
+    let mut a = mcpcap::Analyzer::new(mcpcap::Options::default());
+    a.http.options.limits.max_decoded = max;
+    let mut anomalies = mcpcap::anomaly::Anomalies::default();
+    mcpcap::capture::read_capture(&cap.pcap()[..], 1, &mut anomalies, |f| a.frame(&f)).unwrap();
+    let ex = a.finish();
+    (ex, a)
+}
+
 /// Only a body with a content coding is bounded when decoded (`max_decoded`, 256 MiB by
 /// default): a plain SSE body is parsed whole, however long, and a gzip one up to the bound,
 /// the chunk that crosses it included up to the bound.
@@ -402,11 +416,7 @@ fn only_coded_bodies_are_bounded_when_decoded() {
         resp.extend_from_slice(&body);
         c.server(&mut cap, &resp);
         c.close(&mut cap);
-        let mut a = mcpcap::Analyzer::new(mcpcap::Options::default());
-        a.http.options.limits.max_decoded = 1000;
-        let mut anomalies = mcpcap::anomaly::Anomalies::default();
-        mcpcap::capture::read_capture(&cap.pcap()[..], 1, &mut anomalies, |f| a.frame(&f)).unwrap();
-        let ex = a.finish();
+        let (ex, a) = read_with_max_decoded(&cap, 1000);
         assert_eq!(ex.len(), 1);
         let evs = ex[0].events.iter().collect::<Vec<_>>();
         let cut = evs.iter().filter(|e| e.sse.truncated).count();
@@ -452,11 +462,7 @@ fn coded_request_bodies_are_bounded_when_decoded() {
     );
     c.server(&mut cap, &json_response(None, &result(2)));
     c.close(&mut cap);
-    let mut a = mcpcap::Analyzer::new(mcpcap::Options::default());
-    a.http.options.limits.max_decoded = 1000;
-    let mut anomalies = mcpcap::anomaly::Anomalies::default();
-    mcpcap::capture::read_capture(&cap.pcap()[..], 1, &mut anomalies, |f| a.frame(&f)).unwrap();
-    let ex = a.finish();
+    let (ex, a) = read_with_max_decoded(&cap, 1000);
     assert_eq!(ex.len(), 2);
     assert_eq!(a.http.anomalies.count("http.decoded_too_large"), 1);
     assert!(ex[0].req_gap);
