@@ -234,6 +234,8 @@ pub struct DirParser {
     /// Bytes of that head already searched for its end (valid while `head_tried` is not 0): each
     /// segment is searched once, however long the head grows between attempts.
     head_searched: usize,
+    /// `buf`'s bytes, held from the HTTP stage's budget once [`DirParser::draw_on`] gave one.
+    charge: crate::budget::Charge,
 }
 
 /// Capacity of a direction's buffer (bytes) kept when it is mostly empty ([`DirParser::push`]).
@@ -532,7 +534,16 @@ impl DirParser {
             tunnel_next: false,
             head_tried: 0,
             head_searched: 0,
+            charge: Default::default(),
         }
+    }
+
+    /// Hold the bytes this direction keeps of a head or line (at most
+    /// [`HttpLimits::max_header_bytes`]) from `budget`, shared by the connections of one HTTP
+    /// stage: past it they are dropped, `http.memory_budget`, and the parser looks for the next
+    /// start line.
+    pub fn draw_on(&mut self, budget: &std::sync::Arc<crate::budget::Budget>) {
+        self.charge.draw_on(budget);
     }
 
     /// A response parser that starts inside a body whose head the capture missed (an event
@@ -597,6 +608,21 @@ impl DirParser {
             self.buf.clear();
             self.head_tried = 0;
             self.enter_resync(out);
+        }
+        if !self.charge.hold(self.buf.len()) {
+            out(HttpEvent::Anomaly(
+                "http.memory_budget",
+                format!(
+                    "{} bytes of a head or line not kept: the bytes held at once for the connections of one thread reached their bound",
+                    self.buf.len()
+                ),
+            ));
+            let line_start = self.buf.last() == Some(&b'\n');
+            self.buf.clear();
+            self.charge.hold(0);
+            self.head_tried = 0;
+            self.enter_resync(out);
+            self.line_start = line_start;
         }
         // A long head or line leaves a large buffer behind: given back once mostly empty, so
         // that connections left open after one do not each keep it.
@@ -1676,6 +1702,44 @@ mod tests {
             }
             assert!(p.buf.capacity() <= BUF_KEEP, "{}", p.buf.capacity());
         }
+    }
+
+    /// The bytes a direction keeps of a head in progress are held from the budget its stage's
+    /// connections share: a head that does not fit is dropped (`http.memory_budget`) and the
+    /// parser reads on from the next start line; a parsed head gives its bytes back.
+    #[test]
+    fn partial_heads_are_held_from_the_budget() {
+        let budget = crate::budget::Budget::new(3000);
+        let codes = |p: &mut DirParser, bytes: &[u8]| {
+            let mut got = Vec::new();
+            p.push(bytes, &mut |e| {
+                match e {
+                    HttpEvent::Anomaly(code, _) => got.push(code.to_string()),
+                    HttpEvent::Head(h) => got.push(format!("head {}", h.method)),
+                    _ => {}
+                }
+                BodyRule::ByHeaders
+            });
+            got
+        };
+        let partial = format!("POST /mcp HTTP/1.1\r\nX-Pad: {}\r\n", "p".repeat(2000));
+        let mut a = DirParser::new(true, HttpLimits::default());
+        a.draw_on(&budget);
+        assert!(codes(&mut a, partial.as_bytes()).is_empty());
+        assert_eq!(budget.held(), partial.len());
+        let mut b = DirParser::new(true, HttpLimits::default());
+        b.draw_on(&budget);
+        assert_eq!(codes(&mut b, partial.as_bytes()), ["http.memory_budget"]);
+        assert_eq!(budget.held(), partial.len());
+        // The first head ends: its bytes are given back; the second direction reads on.
+        assert_eq!(codes(&mut a, b"\r\n"), ["head POST"]);
+        assert_eq!(budget.held(), 0);
+        let next = codes(&mut b, b"GET /mcp HTTP/1.1\r\n\r\n");
+        assert_eq!(
+            next.last().map(String::as_str),
+            Some("head GET"),
+            "{next:?}"
+        );
     }
 
     /// A head with more fields than the stack holds is parsed whole from the heap (up to

@@ -820,6 +820,8 @@ impl HttpLayer {
         };
         let is_request = parser.is_request;
         let opts = &self.options;
+        // (What the parser holds of a head or line counts against the held-bytes budget.)
+        parser.draw_on(&opts.held);
         let anomalies = &mut self.anomalies;
         let flow_id = FlowId(fi);
         let mut done: Vec<Exchange> = Vec::new();
