@@ -526,3 +526,42 @@ fn of_many_headless_streams_with_one_cursor_only_a_single_fit_is_taken() {
         }
     }
 }
+
+/// The searches for an event stream in connections the capture began inside hold their bytes
+/// from the budget the HTTP stage's connections share: past it a search is given up
+/// (`http.memory_budget`), and the others go on.
+#[test]
+fn searches_for_a_headless_stream_are_held_from_the_budget() {
+    let mut cap = Capture::new();
+    let text: Vec<u8> = (0..400)
+        .flat_map(|i| format!("line {i} of text that is no event stream\n").into_bytes())
+        .collect();
+    let mut conns = Vec::new();
+    for _ in 0..3 {
+        conns.push(cap.connect());
+    }
+    let begins = cap.frames.len();
+    for c in &mut conns {
+        c.server(&mut cap, &text);
+    }
+    let cut = from_frame(&cap, begins);
+    let count = |budget: usize| {
+        let mut a = mcpcap::Analyzer::new(mcpcap::Options::default());
+        a.http.options.held = mcpcap::budget::Budget::new(budget);
+        let mut anomalies = mcpcap::anomaly::Anomalies::default();
+        mcpcap::capture::read_capture(&cut.pcap()[..], 1, &mut anomalies, |f| a.frame(&f)).unwrap();
+        a.finish();
+        (
+            a.http.anomalies.count("http.memory_budget"),
+            a.http.anomalies.count("http.not_http"),
+        )
+    };
+    // Room for all three searches: each is given up only when it finds no stream.
+    assert_eq!(count(1 << 20), (0, 3));
+    // Room for one or two (each holds its 16 KB of text, in a buffer of at most twice that):
+    // the others are given up at the budget.
+    let (refused, searched) = count(2 * (16 << 10) + 1000);
+    assert!((1..=2).contains(&refused) && refused + searched == 3);
+    // Room for none: a first segment (1000 bytes) is more than the budget.
+    assert_eq!(count(500), (3, 0));
+}

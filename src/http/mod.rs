@@ -358,6 +358,9 @@ struct HeadlessScan {
     /// The frame that showed the direction does not start with an HTTP message (the frame of
     /// `http.not_http` if the search fails).
     frame: u64,
+    /// `held`'s allocation (its capacity: a buffer trimmed keeps it), held from the HTTP
+    /// stage's budget.
+    charge: crate::budget::Charge,
 }
 
 impl HeadlessScan {
@@ -516,6 +519,7 @@ impl StreamSink for HttpLayer {
                                     conn.scan[d] = Some(Box::new(HeadlessScan {
                                         at_start: true,
                                         frame,
+                                        charge: crate::budget::Charge::new(&self.options.held),
                                         ..Default::default()
                                     }));
                                     self.scan_headless(&flow, d, &held, ts, frame);
@@ -682,7 +686,22 @@ impl HttpLayer {
         sc.held.extend_from_slice(bytes);
         match sc.start(false) {
             Some(start) => self.read_headless(flow, d, start),
-            None => sc.trim(),
+            None => {
+                sc.trim();
+                // What the searches of all connections hold at once is bounded: past it this
+                // one is given up, as one that searched too long is.
+                if !sc.charge.hold(sc.held.capacity()) {
+                    let (at, n) = (sc.frame, sc.held.len());
+                    self.conns.remove(&flow.index);
+                    self.not_http.insert(flow.index);
+                    self.anomalies.add(Anomaly::new(
+                        "http.memory_budget",
+                        Some(at),
+                        Some(flow.flow_id()),
+                        format!("the search for an event stream the capture began inside held {n} bytes when the bytes held at once for the connections of one thread reached their bound; the connection is not read"),
+                    ));
+                }
+            }
         }
     }
 
