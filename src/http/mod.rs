@@ -524,7 +524,7 @@ impl StreamSink for HttpLayer {
                                     }));
                                     self.scan_headless(&flow, d, &held, ts, frame);
                                 }
-                                None => self.give_up(&flow, frame),
+                                None => self.give_up(&flow, not_http(&flow, frame)),
                             }
                         } else {
                             self.push(fi, d, bytes, ts, frame);
@@ -569,7 +569,7 @@ impl StreamSink for HttpLayer {
                     .map(|sc| sc.frame)
                 {
                     if !self.settle_headless(&flow, d) {
-                        self.give_up(&flow, at);
+                        self.give_up(&flow, not_http(&flow, at));
                         return;
                     }
                 }
@@ -637,12 +637,12 @@ impl HttpLayer {
         self.with_parser(fi, d, ts, frame, |p, out| p.push(bytes, out));
     }
 
-    /// The connection does not carry HTTP/1.x (as its first bytes showed in frame `at`):
-    /// nothing more is kept for it.
-    fn give_up(&mut self, flow: &FlowMeta, at: u64) {
+    /// The connection is not read further, for the reason `why` says (`http.not_http`: it
+    /// does not carry HTTP/1.x, as its first bytes showed): nothing more is kept for it.
+    fn give_up(&mut self, flow: &FlowMeta, why: Anomaly) {
         self.conns.remove(&flow.index);
         self.not_http.insert(flow.index);
-        self.anomalies.add(not_http(flow, at));
+        self.anomalies.add(why);
     }
 
     /// The bytes one side (the `client`'s or the server's) sent before the roles were known,
@@ -679,7 +679,7 @@ impl HttpLayer {
         sc.scanned += bytes.len() as u64;
         if !framing::plausible_text(bytes) || sc.scanned > HEADLESS_MAX {
             let at = sc.frame;
-            self.give_up(flow, at);
+            self.give_up(flow, not_http(flow, at));
             return;
         }
         sc.marks.push((sc.held.len(), ts, frame));
@@ -691,15 +691,13 @@ impl HttpLayer {
                 // What the searches of all connections hold at once is bounded: past it this
                 // one is given up, as one that searched too long is.
                 if !sc.charge.hold(sc.held.capacity()) {
-                    let (at, n) = (sc.frame, sc.held.len());
-                    self.conns.remove(&flow.index);
-                    self.not_http.insert(flow.index);
-                    self.anomalies.add(Anomaly::new(
+                    let why = Anomaly::new(
                         "http.memory_budget",
-                        Some(at),
+                        Some(sc.frame),
                         Some(flow.flow_id()),
-                        format!("the search for an event stream the capture began inside held {n} bytes when the bytes held at once for the connections of one thread reached their bound; the connection is not read"),
-                    ));
+                        format!("the search for an event stream the capture began inside held {} bytes when the bytes held at once for the connections of one thread reached their bound; the connection is not read", sc.held.len()),
+                    );
+                    self.give_up(flow, why);
                 }
             }
         }
@@ -1062,14 +1060,13 @@ fn on_event(
                                     flow_id,
                                 );
                                 if d.full() {
-                                    anomalies
-                                        .add(decoded_too_large(opts, frame, flow_id, "request "));
+                                    anomalies.add(decoded_too_large(opts, frame, flow_id, true));
                                     conn.req_decoder = None;
                                     e.req_gap = true;
                                 }
                             }
                             Err(err) => {
-                                anomalies.add(not_decoded(&err, "request ", d, frame, flow_id));
+                                anomalies.add(not_decoded(&err, true, d, frame, flow_id));
                                 conn.req_decoder = None;
                                 e.req_gap = true;
                             }
@@ -1100,7 +1097,7 @@ fn on_event(
                     Some(d) => match d.push(bytes) {
                         Ok(v) => {
                             if d.full() {
-                                anomalies.add(decoded_too_large(opts, frame, flow_id, ""));
+                                anomalies.add(decoded_too_large(opts, frame, flow_id, false));
                                 conn.decoder = None;
                                 conn.undecodable = true;
                                 e.resp_gap = true;
@@ -1109,7 +1106,7 @@ fn on_event(
                             &decoded
                         }
                         Err(err) => {
-                            anomalies.add(not_decoded(&err, "", d, frame, flow_id));
+                            anomalies.add(not_decoded(&err, false, d, frame, flow_id));
                             conn.decoder = None;
                             conn.undecodable = true;
                             e.resp_gap = true;
@@ -1171,7 +1168,7 @@ fn on_event(
                             flow_id,
                         );
                         if d.full() {
-                            anomalies.add(decoded_too_large(opts, frame, flow_id, "request "));
+                            anomalies.add(decoded_too_large(opts, frame, flow_id, true));
                         }
                         if ended.is_err() || d.full() {
                             e.req_gap = true;
@@ -1207,7 +1204,7 @@ fn on_event(
                             feed_body(&mut conn.sse, e, &rest, ts, frame, opts, anomalies, flow_id);
                         }
                         if d.full() {
-                            anomalies.add(decoded_too_large(opts, frame, flow_id, ""));
+                            anomalies.add(decoded_too_large(opts, frame, flow_id, false));
                             e.resp_gap = true;
                         }
                     }
@@ -1319,9 +1316,19 @@ fn feed_body(
     }
 }
 
-/// The `http.decoded_too_large` anomaly of a body (`what`: "request " or "" for a response)
-/// that reached [`HttpLimits::max_decoded`] decoded bytes.
-fn decoded_too_large(opts: &HttpOptions, frame: u64, flow_id: FlowId, what: &str) -> Anomaly {
+/// How an anomaly's detail names a body: "request " for a request's, nothing for a response's.
+fn body_of(request: bool) -> &'static str {
+    if request {
+        "request "
+    } else {
+        ""
+    }
+}
+
+/// The `http.decoded_too_large` anomaly of a request's or a response's body that reached
+/// [`HttpLimits::max_decoded`] decoded bytes.
+fn decoded_too_large(opts: &HttpOptions, frame: u64, flow_id: FlowId, request: bool) -> Anomaly {
+    let what = body_of(request);
     Anomaly::new(
         "http.decoded_too_large",
         Some(frame),
@@ -1333,16 +1340,17 @@ fn decoded_too_large(opts: &HttpOptions, frame: u64, flow_id: FlowId, what: &str
     )
 }
 
-/// The anomaly of a body (`what`: "request " or "") that stopped decoding:
-/// `http.bad_content_coding`, or
-/// `http.memory_budget` when a `br` window did not fit the held-bytes budget.
+/// The anomaly of a request's or a response's body that stopped decoding:
+/// `http.bad_content_coding`, or `http.memory_budget` when a `br` window did not fit the
+/// held-bytes budget.
 fn not_decoded(
     err: &coding::DecodeError,
-    what: &str,
+    request: bool,
     d: &coding::BodyDecoder,
     frame: u64,
     flow_id: FlowId,
 ) -> Anomaly {
+    let what = body_of(request);
     let (code, detail) = match err {
         coding::DecodeError::Bad(e) => (
             "http.bad_content_coding",
