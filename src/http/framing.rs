@@ -601,34 +601,38 @@ impl DirParser {
             } else {
                 "http.bad_framing"
             };
-            out(HttpEvent::Anomaly(
-                code,
-                format!("{} bytes without a complete line or head", self.buf.len()),
-            ));
-            self.buf.clear();
-            self.head_tried = 0;
-            self.enter_resync(out);
+            let detail = format!("{} bytes without a complete line or head", self.buf.len());
+            self.drop_held(code, detail, out);
         }
         if !self.charge.hold(self.buf.len()) {
-            out(HttpEvent::Anomaly(
-                "http.memory_budget",
-                format!(
-                    "{} bytes of a head or line not kept: the bytes held at once for the connections of one thread reached their bound",
-                    self.buf.len()
-                ),
-            ));
-            let line_start = self.buf.last() == Some(&b'\n');
-            self.buf.clear();
-            self.charge.hold(0);
-            self.head_tried = 0;
-            self.enter_resync(out);
-            self.line_start = line_start;
+            let detail = format!(
+                "{} bytes of a head or line not kept: the bytes held at once for the connections of one thread reached their bound",
+                self.buf.len()
+            );
+            self.drop_held("http.memory_budget", detail, out);
         }
         // A long head or line leaves a large buffer behind: given back once mostly empty, so
         // that connections left open after one do not each keep it.
         if self.buf.capacity() > BUF_KEEP && self.buf.len() <= self.buf.capacity() / 4 {
             self.buf.shrink_to(self.buf.len().max(BUF_KEEP / 2));
         }
+    }
+
+    /// Drop the bytes held of a head or line (anomaly `code`, `detail`) and look for the next
+    /// start line, from the next byte if the dropped bytes ended a line.
+    fn drop_held(
+        &mut self,
+        code: &'static str,
+        detail: String,
+        out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule,
+    ) {
+        out(HttpEvent::Anomaly(code, detail));
+        let line_start = self.buf.last() == Some(&b'\n');
+        self.buf.clear();
+        self.charge.hold(0);
+        self.head_tried = 0;
+        self.enter_resync(out);
+        self.line_start = line_start;
     }
 
     /// End HTTP on this direction once the message under way (if any) ends, because the other
