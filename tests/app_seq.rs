@@ -22,6 +22,16 @@ fn note(seq: u64, field: &str) -> Value {
     json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", field: seq}})
 }
 
+/// `initialize` answered with session `s1` and protocol `version`, on its own connection.
+fn handshake(cap: &mut Capture, version: &str) {
+    let mut c = cap.connect();
+    c.client(cap, &post(None, &initialize(0)));
+    let mut init = initialize_result(0);
+    init["result"]["protocolVersion"] = json!(version);
+    c.server(cap, &json_response(Some("s1"), &init));
+    c.close(cap);
+}
+
 /// A tools/call stream with ids 1..3 (seq 1..3), cut, resumed from 3 with id 4 carrying seq
 /// `jump_to` and the result on id 5.
 fn capture(field: &str, jump_to: u64) -> Capture {
@@ -31,12 +41,7 @@ fn capture(field: &str, jump_to: u64) -> Capture {
 /// As [`capture`]; with `None` the result comes at once, on id 4.
 fn capture_resumed(field: &str, jump_to: Option<u64>) -> Capture {
     let mut cap = Capture::new();
-    let mut c = cap.connect();
-    c.client(&mut cap, &post(None, &initialize(0)));
-    let mut init = initialize_result(0);
-    init["result"]["protocolVersion"] = json!("2025-06-18");
-    c.server(&mut cap, &json_response(Some("s1"), &init));
-    c.close(&mut cap);
+    handshake(&mut cap, PROTOCOL_VERSION);
     let mut call = cap.connect();
     call.client(
         &mut cap,
@@ -248,10 +253,7 @@ fn only_the_handover_to_live_events_is_held_to_the_step() {
 fn an_app_seq_shared_by_two_methods_is_one_counter() {
     let run = |after: &[(&str, u64)]| {
         let mut cap = Capture::new();
-        let mut c = cap.connect();
-        c.client(&mut cap, &post(None, &initialize(0)));
-        c.server(&mut cap, &json_response(Some("s1"), &initialize_result(0)));
-        c.close(&mut cap);
+        handshake(&mut cap, PROTOCOL_VERSION);
         let mut call = cap.connect();
         call.client(&mut cap, &post(Some("s1"), &tools_call(2, &json!(2))));
         let note = |method: &str, seq: u64| json!({"jsonrpc": "2.0", "method": method, "params": {"seq": seq}});
@@ -295,10 +297,7 @@ fn many_progress_tokens_each_held_to_its_own_step() {
     let n = 400;
     let jumper = 137;
     let mut cap = Capture::new();
-    let mut c = cap.connect();
-    c.client(&mut cap, &post(None, &initialize(0)));
-    c.server(&mut cap, &json_response(Some("s1"), &initialize_result(0)));
-    c.close(&mut cap);
+    handshake(&mut cap, PROTOCOL_VERSION);
     let tok = |k: usize| json!(format!("tok{k}"));
     for k in 0..n {
         let mut c = cap.connect();
@@ -346,12 +345,7 @@ fn many_progress_tokens_each_held_to_its_own_step() {
 fn a_batch_of_results_is_judged_result_by_result() {
     let n: i64 = 300;
     let mut cap = Capture::new();
-    let mut c = cap.connect();
-    c.client(&mut cap, &post(None, &initialize(0)));
-    let mut init = initialize_result(0);
-    init["result"]["protocolVersion"] = json!("2025-03-26");
-    c.server(&mut cap, &json_response(Some("s1"), &init));
-    c.close(&mut cap);
+    handshake(&mut cap, "2025-03-26");
     let calls: Vec<Value> = (1..=n).map(|i| tools_call(i, &json!(i))).collect();
     let mut c = cap.connect();
     c.client(&mut cap, &post(Some("s1"), &Value::Array(calls)));

@@ -122,6 +122,16 @@ fn resumption(cap: &Capture) -> (String, Vec<(String, String)>, String) {
     (verdict, kinds, anomalies)
 }
 
+/// The resumption took no stream: unverifiable, its cursor unknown (an info: the session began
+/// before the capture), and nothing else said.
+fn assert_cursor_unknown(verdict: &str, kinds: &[(String, String)]) {
+    assert_eq!(verdict, "unverifiable");
+    assert_eq!(
+        kinds,
+        [("unknown_last_event_id".to_string(), "info".to_string())]
+    );
+}
+
 /// A fork (the resumed stream restarts at id 1, progress 1): proven whenever the capture began
 /// early enough to hold the cursor event whole after a boundary; otherwise the cursor is unknown
 /// (an info, the session began before the capture). Never another error.
@@ -208,11 +218,7 @@ fn another_client_does_not_take_a_headless_stream() {
     let cut = from_frame(&cap, cap.server_data_frames(port)[2]);
     let (verdict, kinds, anomalies) = resumption(&cut);
     assert!(anomalies.contains("http.headless_sse"), "{anomalies}");
-    assert_eq!(verdict, "unverifiable");
-    assert_eq!(
-        kinds,
-        [("unknown_last_event_id".to_string(), "info".to_string())]
-    );
+    assert_cursor_unknown(&verdict, &kinds);
 }
 
 /// Text that is not an event stream, in a connection the capture began inside, is given up as
@@ -518,11 +524,7 @@ fn of_many_headless_streams_with_one_cursor_only_a_single_fit_is_taken() {
         if one_here {
             assert_eq!(verdict, "resumed", "{kinds:?}");
         } else {
-            assert_eq!(verdict, "unverifiable");
-            assert_eq!(
-                kinds,
-                [("unknown_last_event_id".to_string(), "info".to_string())]
-            );
+            assert_cursor_unknown(&verdict, &kinds);
         }
     }
 }

@@ -292,12 +292,6 @@ fn gzip_encoded_bodies_are_decoded() {
         "Content-Encoding: gzip\r\nTransfer-Encoding: chunked",
         "Transfer-Encoding: gzip, chunked",
     ] {
-        use std::io::Write;
-        let gz = |b: &[u8]| {
-            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-            e.write_all(b).unwrap();
-            e.finish().unwrap()
-        };
         let mut cap = Capture::new();
         let mut c = cap.connect();
         c.client(
@@ -307,9 +301,11 @@ fn gzip_encoded_bodies_are_decoded() {
                 &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
             ),
         );
-        let body = gz(json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}})
-            .to_string()
-            .as_bytes());
+        let body = gzip(
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}})
+                .to_string()
+                .as_bytes(),
+        );
         let mut resp = format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
         resp.extend_from_slice(&body);
         c.server(&mut cap, &resp);
@@ -324,7 +320,7 @@ fn gzip_encoded_bodies_are_decoded() {
             "id: 1\ndata: {}\n\n",
             json!({"jsonrpc": "2.0", "id": 2, "result": {}})
         );
-        let body = gz(events.as_bytes());
+        let body = gzip(events.as_bytes());
         let mut resp =
             format!("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n{sse_codings}\r\n\r\n")
                 .into_bytes();
@@ -338,23 +334,33 @@ fn gzip_encoded_bodies_are_decoded() {
     }
 }
 
+/// `bytes`, gzip-compressed.
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+/// `POST /mcp` with `body` gzip-compressed (`Content-Encoding: gzip`).
+fn gzip_post(body: &Value) -> Vec<u8> {
+    let body = gzip(body.to_string().as_bytes());
+    let mut req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(&body);
+    req
+}
+
 /// A gzip-encoded request body is decoded before JSON-RPC parsing.
 #[test]
 fn gzip_encoded_request_is_decoded() {
-    use std::io::Write;
-    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    e.write_all(
-        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"})
-            .to_string()
-            .as_bytes(),
-    )
-    .unwrap();
-    let body = e.finish().unwrap();
     let mut cap = Capture::new();
     let mut c = cap.connect();
-    let mut req = format!("POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
-    req.extend_from_slice(&body);
-    c.client(&mut cap, &req);
+    let req = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"});
+    c.client(&mut cap, &gzip_post(&req));
     c.server(
         &mut cap,
         &json_response(None, &json!({"jsonrpc": "2.0", "id": 5, "result": {}})),
@@ -386,7 +392,6 @@ fn read_with_max_decoded(
 /// the chunk that crosses it included up to the bound.
 #[test]
 fn only_coded_bodies_are_bounded_when_decoded() {
-    use std::io::Write;
     let data = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x".repeat(60)}});
     let events: Vec<Ev> = (1..=40).map(|i| Ev::id(i, data.clone())).collect();
     let text: String = events.iter().map(Ev::text).collect();
@@ -394,9 +399,7 @@ fn only_coded_bodies_are_bounded_when_decoded() {
     // (events, of them cut by the bound, http.decoded_too_large anomalies, response_gap)
     let run = |coded: bool| -> (usize, usize, u64, bool) {
         let body = if coded {
-            let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-            z.write_all(text.as_bytes()).unwrap();
-            z.finish().unwrap()
+            gzip(text.as_bytes())
         } else {
             text.clone().into_bytes()
         };
@@ -438,20 +441,10 @@ fn only_coded_bodies_are_bounded_when_decoded() {
 /// and is not read as JSON-RPC; the connection's next request is read as before.
 #[test]
 fn coded_request_bodies_are_bounded_when_decoded() {
-    use std::io::Write;
     let big = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {"pad": "x".repeat(5000)}}});
-    let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    z.write_all(big.to_string().as_bytes()).unwrap();
-    let body = z.finish().unwrap();
     let mut cap = Capture::new();
     let mut c = cap.connect();
-    let mut req = format!(
-        "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    req.extend_from_slice(&body);
-    c.client(&mut cap, &req);
+    c.client(&mut cap, &gzip_post(&big));
     c.server(&mut cap, &json_response(None, &result(1)));
     c.client(
         &mut cap,
