@@ -189,7 +189,7 @@ fn tables_in_pieces_equal_tables_whole() {
         } else {
             (
                 tables::exchanges(&analysis, &ex),
-                tables::exchanges_chunks(&analysis, &ex, 3).collect(),
+                tables::exchanges_chunks(&analysis.model, &ex, 3).collect(),
             )
         };
         assert!(whole.height() > 5, "fixture has {name}");
@@ -236,7 +236,7 @@ fn tables_in_pieces_equal_tables_whole() {
     let none = mcpcap::analyze_exchanges(&[], &[], None);
     for pieces in [
         tables::events_chunks(&none.model, &[], 3).collect::<Vec<_>>(),
-        tables::exchanges_chunks(&none, &[], 3).collect(),
+        tables::exchanges_chunks(&none.model, &[], 3).collect(),
     ] {
         assert_eq!(pieces.len(), 1);
         assert_eq!(pieces[0].height(), 0);

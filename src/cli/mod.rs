@@ -224,7 +224,7 @@ fn pieces<'a>(
             ROWS_PER_PIECE,
         )),
         "exchanges" => Box::new(tables::exchanges_chunks(
-            analysis,
+            &analysis.model,
             exchanges,
             ROWS_PER_PIECE,
         )),
@@ -559,19 +559,28 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         _ => report::TABLE_NAMES.to_vec(),
     };
     let model = mcpcap::model_of(&exchanges, &args.backend_headers);
-    // With more than one thread, the largest table, which needs only the model, is written
-    // beside the detectors and the other tables.
+    // With more than one thread, the two largest tables, which need only the model, are
+    // written beside the detectors and the other tables: the events, then the exchanges.
     let exchanges = std::sync::Arc::new(exchanges);
-    let events_beside = match (format, args.out.as_ref()) {
-        (Format::Csv | Format::Parquet, Some(dir)) if threads > 1 && names.contains(&"events") => {
+    let beside: Vec<&'static str> = match (format, args.out.as_ref()) {
+        (Format::Csv | Format::Parquet, Some(_)) if threads > 1 => ["events", "exchanges"]
+            .into_iter()
+            .filter(|n| names.contains(n))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let written_beside = match args.out.as_ref() {
+        Some(dir) if !beside.is_empty() => {
             let (ex, m, dir) = (exchanges.clone(), model.clone(), dir.clone());
+            let beside = beside.clone();
             Some(std::thread::spawn(move || {
-                report::write_chunks(
-                    "events",
-                    tables::events_chunks(&m, &ex, ROWS_PER_PIECE),
-                    &dir,
-                    format,
-                )
+                beside.iter().try_for_each(|&n| {
+                    let rows: Box<dyn Iterator<Item = Table>> = match n {
+                        "events" => Box::new(tables::events_chunks(&m, &ex, ROWS_PER_PIECE)),
+                        _ => Box::new(tables::exchanges_chunks(&m, &ex, ROWS_PER_PIECE)),
+                    };
+                    report::write_chunks(n, rows, &dir, format)
+                })
             }))
         }
         _ => None,
@@ -662,12 +671,12 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             };
             let mut result = names
                 .iter()
-                .filter(|n| !(events_beside.is_some() && **n == "events"))
+                .filter(|n| !beside.contains(n))
                 .try_for_each(|n| write(n));
-            if let Some(h) = events_beside {
-                let r = h
-                    .join()
-                    .unwrap_or_else(|_| Err("writing the events table failed".into()));
+            if let Some(h) = written_beside {
+                let r = h.join().unwrap_or_else(|_| {
+                    Err(format!("writing the {} table failed", beside.join(" and ")))
+                });
                 result = result.and(r);
             }
             result?;

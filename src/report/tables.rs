@@ -490,17 +490,18 @@ fn events_table(
 
 /// `exchanges`: one row per HTTP request/response (http.log).
 pub fn exchanges(a: &Analysis, ex: &[Exchange]) -> Table {
-    exchanges_rows(a, ex, 0..ex.len())
+    exchanges_rows(&a.model, ex, 0..ex.len())
 }
 
 /// `exchanges` as tables of at most `rows` rows each, in row order (as [`events_chunks`]).
-/// Always at least one table.
+/// Always at least one table. Like the events, they need only the session model `m`, not the
+/// detectors' results.
 pub fn exchanges_chunks<'a>(
-    a: &'a Analysis,
+    m: &'a crate::mcp::Model,
     ex: &'a [Exchange],
     rows: usize,
 ) -> impl Iterator<Item = Table> + 'a {
-    pieces(ex.len(), rows).map(move |r| exchanges_rows(a, ex, r))
+    pieces(ex.len(), rows).map(move |r| exchanges_rows(m, ex, r))
 }
 
 /// Row ranges of at most `rows` rows covering `0..len`; one empty range when `len` is 0, so a
@@ -513,8 +514,7 @@ fn pieces(len: usize, rows: usize) -> impl Iterator<Item = std::ops::Range<usize
 }
 
 /// The `exchanges` rows of the exchanges `range` (indices into `ex`).
-fn exchanges_rows(a: &Analysis, ex: &[Exchange], range: std::ops::Range<usize>) -> Table {
-    let m = &a.model;
+fn exchanges_rows(m: &crate::mcp::Model, ex: &[Exchange], range: std::ops::Range<usize>) -> Table {
     let r: Vec<(usize, &Exchange)> = ex
         .get(range.clone())
         .unwrap_or_default()
