@@ -334,10 +334,33 @@ impl Analyzer {
                 std::mem::take(&mut self.http.exchanges).into_vec()
             }
         };
-        // (flow, position on the flow) is unique: an unstable sort is deterministic, and needs
-        // no buffer of half the exchanges.
-        ex.sort_unstable_by_key(|e| (e.ts(), e.flow_index, e.trans_depth));
+        sort_by_time(&mut ex);
         ex
+    }
+}
+
+/// Sorts exchanges by (time, flow, position on the flow): a key that is unique, so the order is
+/// deterministic. The keys are sorted with their indices, then the exchanges are moved into
+/// place once each (by the permutation's cycles): an exchange is about 800 bytes, and sorting
+/// them directly moved each many times.
+fn sort_by_time(ex: &mut [http::Exchange]) {
+    let mut keyed: Vec<((i64, usize, u32), usize)> = ex
+        .iter()
+        .enumerate()
+        .map(|(i, e)| ((e.ts(), e.flow_index, e.trans_depth), i))
+        .collect();
+    keyed.sort_unstable();
+    // `from[k]`: where the exchange that belongs at `k` is now; `k` once placed.
+    let mut from: Vec<usize> = keyed.into_iter().map(|(_, i)| i).collect();
+    for start in 0..from.len() {
+        let mut k = start;
+        while from[k] != start {
+            let next = from[k];
+            ex.swap(k, next);
+            from[k] = k;
+            k = next;
+        }
+        from[k] = k;
     }
 }
 
@@ -394,4 +417,34 @@ pub fn model_of(exchanges: &[http::Exchange], backend_headers: &[String]) -> mcp
         .map(|h| h.to_ascii_lowercase())
         .collect();
     mcp::Model::build(exchanges, mcp::hops::link(exchanges, &headers))
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The permutation puts the exchanges where sorting them directly does: keys with equal
+        /// times and flows, exchanges already in place, cycles of every length.
+        #[test]
+        fn sort_by_time_is_a_sort(keys in prop::collection::vec((0i64..6, 0usize..5), 0..60)) {
+            let mut ex: Vec<super::http::Exchange> = keys
+                .iter()
+                .enumerate()
+                .map(|(i, &(ts, flow))| super::http::Exchange {
+                    ts_request: Some(ts),
+                    flow_index: flow,
+                    trans_depth: i as u32,
+                    ..Default::default()
+                })
+                .collect();
+            let mut want = ex.clone();
+            want.sort_by_key(|e| (e.ts(), e.flow_index, e.trans_depth));
+            super::sort_by_time(&mut ex);
+            let key = |v: &[super::http::Exchange]| -> Vec<(i64, usize, u32)> {
+                v.iter().map(|e| (e.ts(), e.flow_index, e.trans_depth)).collect()
+            };
+            prop_assert_eq!(key(&ex), key(&want));
+        }
+    }
 }
