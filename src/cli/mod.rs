@@ -675,7 +675,11 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                 .try_for_each(|n| write(n));
             if let Some(h) = written_beside {
                 let r = h.join().unwrap_or_else(|_| {
-                    Err(format!("writing the {} table failed", beside.join(" and ")))
+                    let s = if beside.len() > 1 { "s" } else { "" };
+                    Err(format!(
+                        "writing the {} table{s} failed",
+                        beside.join(" and ")
+                    ))
                 });
                 result = result.and(r);
             }
