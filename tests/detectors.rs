@@ -1066,6 +1066,50 @@ fn cancelled_request_is_not_a_lost_response() {
     );
 }
 
+/// The call's stream is cut with a FIN after progress 3 of 8 (ids 1..3, one a second); the
+/// client resumes from 3 and the server goes on at the same pace with progress 4..6 (ids 4..6),
+/// the stream left open. The client cancels request 2 `quiet_us` after progress 6, then the server
+/// ends the stream without a response and the client closes.
+fn cancel_after_healed_break(quiet_us: i64) -> Vec<Value> {
+    let mut cap = Capture::new();
+    handshake(&mut cap);
+    let mut c = tools_call_conn(&mut cap);
+    c.server(&mut cap, &sse_head(None));
+    for ev in progs(1..=3, 1, 8) {
+        cap.wait(1_000_000);
+        c.server(&mut cap, &chunk(ev.text().as_bytes()));
+    }
+    c.server_close(&mut cap);
+    cap.wait(1_000_000);
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some(SID), Some("3")));
+    g.server(&mut cap, &sse_head(None));
+    for ev in progs(4..=6, 4, 8) {
+        cap.wait(1_000_000);
+        g.server(&mut cap, &chunk(ev.text().as_bytes()));
+    }
+    cap.wait(quiet_us);
+    cancel(&mut cap);
+    g.server(&mut cap, LAST_CHUNK);
+    g.close(&mut cap);
+    findings(&cap)
+}
+
+#[test]
+fn a_cancel_racing_the_response_after_a_healed_break_is_not_a_loss() {
+    // The resumption continued the log (ids and progress go on), and the cancel came 0.6 s after
+    // the last progress, within the server's 1 s pace: the client's timeout came before the
+    // server was done, and the server rightly sent no response (the TS SDK's 30 s timeout on a
+    // longer call, resumed once).
+    let fs = cancel_after_healed_break(600_000);
+    assert_kinds(&fs, &[("resume_ok", "info")]);
+    // The same cancel 5 s after the last progress, at a 1 s pace: the server had gone quiet, its
+    // response lost on the connection that broke (a log that does not keep responses, as
+    // fixtures/mcp/lost_response.pcap): still lost.
+    let fs = cancel_after_healed_break(5_000_000);
+    assert_kinds(&fs, &[("lost_response", "error"), ("resume_ok", "info")]);
+}
+
 #[test]
 fn resent_priming_event_is_not_a_duplicate() {
     // rmcp-style ids `<n>/<request>`: the cursor is the priming event 0/2 (empty data); the

@@ -257,7 +257,20 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
     // when each stream's requests were all answered.
     let responses = session::responses(exchanges);
     let answered = streams::answered_at(&model, exchanges, &responses);
-    session::lost_responses(&model, exchanges, &responses, capture_end, &mut findings);
+    // Broken connections a resumption was shown to continue from: nothing was lost there.
+    let healed: crate::hash::FastSet<usize> = results
+        .iter()
+        .filter(|o| o.verdict == Verdict::Resumed && !o.continuity_unshown)
+        .filter_map(|o| model.resumptions[o.index].cursor.map(|(x, _)| x))
+        .collect();
+    session::lost_responses(
+        &model,
+        exchanges,
+        &responses,
+        &healed,
+        capture_end,
+        &mut findings,
+    );
     session::duplicate_responses(&model, exchanges, &responses, &mut findings);
     streams::duplicate_event_ids(&model, exchanges, &mut findings);
     streams::concurrent_connections(&model, exchanges, &mut findings);

@@ -99,10 +99,16 @@ fn responses_in(e: &Exchange) -> Vec<(&str, i64, u64)> {
 pub const RECONNECT_HORIZON_US: i64 = 30_000_000;
 
 /// `lost_response`: a client request of the session that got no response on any stream.
+///
+/// `healed` holds the connections whose break a resumption healed: it resumed from an event they
+/// delivered and was judged `resumed` with the continuation shown. The log went on after the
+/// break; whether a response was lost in it is judged from the timing of a cancel (see
+/// `raced_progress`).
 pub(super) fn lost_responses(
     model: &Model,
     exchanges: &[Exchange],
     responses: &Responses<'_>,
+    healed: &crate::hash::FastSet<usize>,
     capture_end: i64,
     out: &mut Vec<Finding>,
 ) {
@@ -293,32 +299,57 @@ pub(super) fn lost_responses(
                 }
                 // Cancelled while its stream was open and whole (the POST response, a
                 // resumption of it after a planned close, or a legacy session's GET stream): no
-                // response was due. A cancel sent
-                // after a connection of the stream broke — a client's timeout, also after
-                // resuming — gives up on a response the break may have lost: still reported.
+                // response was due. A cancel sent after a connection of the stream broke — a
+                // client's timeout, also after resuming — gives up on a response the break may
+                // have lost: still reported, unless the break was healed and the cancel raced
+                // the response (below).
                 let conns = match model.exchange_stream[xi] {
                     Some(st) => model.streams[st].connections.as_slice(),
                     None if !legacy.is_empty() && !e.is_sse => legacy.as_slice(),
                     None => std::slice::from_ref(&xi),
                 };
                 let end = |c: usize| exchanges[c].ts_end.unwrap_or(i64::MAX);
-                // A cancel counts when sent after the request, while a connection of the stream
-                // was open, and before any of its connections broke: for some connection, in
-                // [its start, its end], cut at the first break (each a search in the times).
-                let whole_until = conns
-                    .iter()
-                    .filter(|&&c| !exchanges[c].resp_complete)
-                    .map(|&c| end(c))
-                    .min()
-                    .unwrap_or(i64::MAX);
-                if cancelled.get(&(client_of(xi), id)).is_some_and(|ts| {
-                    conns.iter().any(|&c| {
-                        let (from, to) = (e.ts().max(exchanges[c].ts()), end(c).min(whole_until));
-                        ts.get(ts.partition_point(|&t| t < from))
-                            .is_some_and(|&t| t <= to)
-                    })
-                }) {
+                // Until the first break of the stream (of a break not healed, with `heal`).
+                let whole_until = |heal: bool| {
+                    conns
+                        .iter()
+                        .filter(|&&c| {
+                            !(exchanges[c].resp_complete || (heal && healed.contains(&c)))
+                        })
+                        .map(|&c| end(c))
+                        .min()
+                        .unwrap_or(i64::MAX)
+                };
+                // The first cancel sent after the request, while a connection of the stream was
+                // open, and before `until`: for some connection, in [its start, its end], cut at
+                // `until` (each a search in the times).
+                let cancel_before = |until: i64| {
+                    let ts = cancelled.get(&(client_of(xi), id))?;
+                    conns
+                        .iter()
+                        .filter_map(|&c| {
+                            let (from, to) = (e.ts().max(exchanges[c].ts()), end(c).min(until));
+                            ts.get(ts.partition_point(|&t| t < from))
+                                .copied()
+                                .filter(|&t| t <= to)
+                        })
+                        .min()
+                };
+                if cancel_before(whole_until(false)).is_some() {
                     continue;
+                }
+                // After a break a resumption healed (it was shown to continue the log), a cancel
+                // sent while the stream still went on at its own pace raced the response: the
+                // client's timeout came before the server was done, and MCP "Cancellation" lets
+                // the server drop the response. Its pace is the request's progress notifications:
+                // the cancel came within two of their typical intervals (the median) of the
+                // latest. A server that went quiet for longer, its work done, had answered on the
+                // connection that broke and lost the response there (the log a resumption replays
+                // need not hold it): still reported.
+                if let Some(t) = cancel_before(whole_until(true)) {
+                    if raced_progress(m.request_progress_token(), conns, exchanges, t) {
+                        continue;
+                    }
                 }
                 // Its response still streaming when the client deleted the session: ended by
                 // the client, not lost.
@@ -499,4 +530,33 @@ pub(super) fn duplicate_responses(
             }
         }
     }
+}
+
+/// Whether a cancel sent at `t` (microseconds since the Unix epoch) came while the request's
+/// progress notifications (`token`, compact JSON text) still arrived at their pace on the
+/// connections `conns`: within twice the median interval between them of the latest one before
+/// `t`. At least three notifications are needed to tell a pace; none, or an interval of 0 (a
+/// replayed burst), tells nothing.
+fn raced_progress(token: Option<&str>, conns: &[usize], exchanges: &[Exchange], t: i64) -> bool {
+    let Some(token) = token else { return false };
+    let mut at: Vec<i64> = conns
+        .iter()
+        .flat_map(|&c| exchanges[c].events.iter())
+        .filter(|ev| !ev.sse.truncated && ev.sse.ts <= t)
+        .filter(|ev| {
+            ev.messages.refs().any(|m| {
+                m.method == Some("notifications/progress") && m.progress_token == Some(token)
+            })
+        })
+        .map(|ev| ev.sse.ts)
+        .collect();
+    if at.len() < 3 {
+        return false;
+    }
+    at.sort_unstable();
+    let mut steps: Vec<i64> = at.windows(2).map(|w| w[1] - w[0]).collect();
+    steps.sort_unstable();
+    let median = steps[steps.len() / 2];
+    let latest = at[at.len() - 1];
+    median > 0 && t - latest <= 2 * median
 }
