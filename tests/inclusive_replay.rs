@@ -65,3 +65,65 @@ fn replay_of_events_sent_after_the_cursor_is_correct() {
     r.close(&mut cap);
     assert_eq!(kinds(&cap), ["resume_ok"]);
 }
+
+/// A client resumes from `3`; the resumed connection delivers 4 and 5 and is cut (`fin`: the
+/// server closes it with a FIN; else it resets it); the client resumes again from `3` and the
+/// server replays 4 and 5, then the result.
+fn resumed_twice_from_one_cursor(fin: bool) -> Capture {
+    let mut cap = Capture::new();
+    let p = |v: u64| progress(&json!(2), v, 100);
+    let mut call = cap.connect();
+    call.client(&mut cap, &post(Some("s1"), &tools_call(2, &json!(2))));
+    let evs: Vec<Ev> = (1..=3).map(|i| Ev::id(i, p(i))).collect();
+    call.server(&mut cap, &sse_response(Some("s1"), &evs, false));
+    call.server_close(&mut cap);
+    cap.wait(1_000_000);
+    let mut r = cap.connect();
+    r.client(&mut cap, &get(Some("s1"), Some("3")));
+    let evs: Vec<Ev> = (4..=5).map(|i| Ev::id(i, p(i))).collect();
+    r.server(&mut cap, &sse_response(Some("s1"), &evs, false));
+    if fin {
+        r.server_close(&mut cap);
+    } else {
+        r.server_reset(&mut cap);
+    }
+    cap.wait(1_000_000);
+    let mut again = cap.connect();
+    again.client(&mut cap, &get(Some("s1"), Some("3")));
+    let mut evs: Vec<Ev> = (4..=5).map(|i| Ev::id(i, p(i))).collect();
+    evs.push(Ev::id(6, result(2)));
+    again.server(&mut cap, &sse_response(Some("s1"), &evs, true));
+    again.close(&mut cap);
+    cap
+}
+
+/// The resumed connection was closed with a FIN: the client's reader got 4 and 5 (it reads to
+/// the end of the connection), so resuming from 3 again was a cursor behind what it had, and the
+/// replay delivered them twice (the Python SDK's second resumption after a read error).
+#[test]
+fn a_cursor_behind_a_connection_read_to_its_end_gets_a_duplicate() {
+    let fs = analyze(&resumed_twice_from_one_cursor(true), &[]);
+    let dup: Vec<&serde_json::Value> = fs
+        .iter()
+        .filter(|f| f["kind"] == "duplicate_delivery")
+        .collect();
+    assert_eq!(dup.len(), 1, "{fs:#?}");
+    assert_eq!(dup[0]["event_id"], "4");
+    assert_eq!(dup[0]["observed"], "2 ids, 2 progress payloads repeated");
+    let detail = dup[0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("The Last-Event-ID was behind what the client had: 2 of them")
+            && detail.contains("(the server closed it with a FIN)"),
+        "{detail}"
+    );
+}
+
+/// The resumed connection was reset: 4 and 5 may never have reached the client's reader, and
+/// their replay from 3 is correct.
+#[test]
+fn a_cursor_behind_a_reset_connection_is_not_a_duplicate() {
+    assert_eq!(
+        kinds(&resumed_twice_from_one_cursor(false)),
+        ["resume_ok", "resume_ok"]
+    );
+}

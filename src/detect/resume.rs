@@ -650,32 +650,64 @@ pub(super) fn check(
     }
 
     // duplicate_delivery on the stream: ids or progress payloads the client already had — up to
-    // L: events the capture shows on the wire after L never reached the client's handler, and a
-    // replay that re-sends them is correct.
-    let progress_before: HashSet<(Short, u64)> = upto
+    // L. Events the capture shows on the wire after L may never have reached the client's
+    // handler (a reset discards what the receiver had not read yet, and at the server's side of
+    // a network they may not have arrived at all), and a replay that re-sends them is correct —
+    // unless their connection was read to its end: its response completed, or the server closed
+    // it with a FIN (`resp_fin`). The client's reader then got them, and a client that resumes
+    // from L anyway has a cursor behind what it had (the Python SDK resumes again from its first
+    // cursor when a resumed stream breaks): their replay is delivered twice.
+    let read_after_l: Vec<&Ev> = before[lpos + 1..]
         .iter()
-        .flat_map(|(_, _, ev)| ev.messages.iter())
-        .filter_map(|m| Some((m.progress_token.clone()?, m.progress?.to_bits())))
+        .filter(|&&(x, _, ev)| {
+            let c = &exchanges[x];
+            (c.resp_complete || c.resp_fin)
+                && !c.resp_gap
+                && !c.client_closed
+                && ev.carries_data()
+                && ev.sse.ts <= e.ts()
+        })
         .collect();
+    let progress_of = |evs: &[&Ev]| -> HashSet<(Short, u64)> {
+        evs.iter()
+            .flat_map(|(_, _, ev)| ev.messages.iter())
+            .filter_map(|m| Some((m.progress_token.clone()?, m.progress?.to_bits())))
+            .collect()
+    };
+    let upto_refs: Vec<&Ev> = upto.iter().collect();
+    let progress_before = progress_of(&upto_refs);
+    let progress_read = progress_of(&read_after_l);
     // An id is delivered twice when the same id comes with the same data; an id reused for other
     // data is a restarted sequence (id_restart/id_regression), not a duplicate.
-    let before_by_id: HashSet<(&str, u64)> = upto
-        .iter()
-        .filter(|(_, _, ev)| ev.sse.has_own_id)
-        .filter_map(|(_, _, ev)| Some((ev.sse.id?, ev.data_hash)))
-        .collect();
+    fn ids_of<'a>(evs: &[&Ev<'a>]) -> HashSet<(&'a str, u64)> {
+        evs.iter()
+            .filter(|(_, _, ev)| ev.sse.has_own_id)
+            .filter_map(|(_, _, ev)| Some((ev.sse.id?, ev.data_hash)))
+            .collect()
+    }
+    let before_by_id = ids_of(&upto_refs);
+    let ids_read = ids_of(&read_after_l);
+    let had_id = |ev: &EventRec, set: &HashSet<(&str, u64)>| {
+        ev.sse.has_own_id && ev.sse.id.is_some_and(|i| set.contains(&(i, ev.data_hash)))
+    };
+    let had_progress = |ev: &EventRec, set: &HashSet<(Short, u64)>| {
+        ev.messages.iter().any(|m| {
+            m.progress_token
+                .zip(m.progress)
+                .is_some_and(|(t, p)| set.contains(&(t, p.to_bits())))
+        })
+    };
+    // A duplicate only the connections read after L explain: the client's cursor was behind.
+    let behind = |ev: &EventRec| {
+        (had_id(ev, &ids_read) || had_progress(ev, &progress_read))
+            && !had_id(ev, &before_by_id)
+            && !had_progress(ev, &progress_before)
+    };
     // (A re-sent priming event carries no message: nothing is handled twice.)
     let dup_ids: Vec<EventRec> = after
         .iter()
         .copied()
-        .filter(|ev| {
-            ev.sse.has_own_id
-                && ev.carries_data()
-                && ev
-                    .sse
-                    .id
-                    .is_some_and(|i| before_by_id.contains(&(i, ev.data_hash)))
-        })
+        .filter(|ev| ev.carries_data() && (had_id(ev, &before_by_id) || had_id(ev, &ids_read)))
         .collect();
     // Progress the client already had: up to L, or earlier on this connection (a replay that
     // hands over to live events re-sends some: reference §7 #4). An event that repeats an
@@ -693,8 +725,9 @@ pub(super) fn check(
         for m in ev.messages.iter() {
             if let (Some(t), Some(p)) = (m.progress_token, m.progress) {
                 let key = (t, p.to_bits());
-                again |=
-                    progress_before.contains(&key) || (!progress_here.insert(key) && !same_event);
+                again |= progress_before.contains(&key)
+                    || progress_read.contains(&key)
+                    || (!progress_here.insert(key) && !same_event);
             }
         }
         if again {
@@ -786,12 +819,39 @@ pub(super) fn check(
                 ev.sse.frame_first
             ));
         }
+        // Duplicates of events the client had read after L: its cursor was behind.
+        // (Events of one body: each at its own offset.)
+        let behind_l = dup_ids
+            .iter()
+            .chain(&dup_payload)
+            .filter(|ev| behind(ev))
+            .map(|ev| ev.sse.offset)
+            .collect::<HashSet<u64>>()
+            .len();
+        let cursor_behind = read_after_l
+            .first()
+            .filter(|_| behind_l > 0)
+            .map(|&&(x, _, ev)| {
+                format!(
+                    " The Last-Event-ID was behind what the client had: {} of them it had already read after {} on flow {} (from frame {}), a connection read to its end{}; a client that resumes from an older cursor than its last event gets those events again.",
+                    behind_l,
+                    r.last_event_id,
+                    flow_id(&exchanges[x]),
+                    ev.sse.frame_first,
+                    if exchanges[x].resp_complete {
+                        " (its response complete)"
+                    } else {
+                        " (the server closed it with a FIN)"
+                    }
+                )
+            })
+            .unwrap_or_default();
         let mut f = ctx.finding(
             "duplicate_delivery",
             Severity::Error,
             at,
             format!(
-            "After resuming from Last-Event-ID {} the client received {}, starting in frame {}.",
+            "After resuming from Last-Event-ID {} the client received {}, starting in frame {}.{cursor_behind}",
             r.last_event_id, what.join(", and "), at.map(|ev| ev.sse.frame_first).unwrap_or(0)),
         );
         let foreign_part = match dup_foreign.len() {

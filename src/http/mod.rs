@@ -94,6 +94,11 @@ pub struct Exchange {
     pub resp_gap: bool,
     /// Whether the response ended as its framing said (false: cut by close, reset or gap).
     pub resp_complete: bool,
+    /// Whether a response cut short ended when the server closed the connection with a FIN (not
+    /// a reset), none of its bytes missing: the client's reader got everything sent before the
+    /// close, as it reads to the end of the connection (RFC 9293 §3.6; a reset instead lets the
+    /// receiver discard what it had not read yet, §3.10.7.4).
+    pub resp_fin: bool,
     /// Whether the client ended its side of the connection (its FIN, or a reset it sent) while
     /// this exchange's response was streaming, before the server ended its side — MCP
     /// 2026-07-28's cancellation.
@@ -282,6 +287,8 @@ struct Conn {
     resp_lost_at: Option<i64>,
     /// The server's direction has ended (a client's FIN after it is a reply, not a hang-up).
     server_ended: bool,
+    /// ... with a FIN, not a reset.
+    server_fin: bool,
     /// The requests sent later than every request after them (index into `exchanges`, request
     /// time in µs), times rising: the latest request sent by a time is the last of those sent by
     /// it, found by a binary search (the pairing by time after a loss, also when request times go
@@ -435,6 +442,7 @@ impl Conn {
             switched: false,
             resp_lost_at: None,
             server_ended: false,
+            server_fin: false,
             request_lows: Vec::new(),
             sse: None,
             depth: 0,
@@ -576,6 +584,7 @@ impl StreamSink for HttpLayer {
                 if let Some(conn) = self.conns.get_mut(&fi) {
                     if conn.client_dir.is_some_and(|c| c != d) {
                         conn.server_ended = true;
+                        conn.server_fin = fin && !reset;
                     } else if conn.client_dir == Some(d) && (fin || reset) && !conn.server_ended {
                         // The client hung up on a response that was streaming (not one that never
                         // began, and not in reply to the server's own close).
@@ -1220,6 +1229,7 @@ fn on_event(
                 let e = &mut conn.exchanges[i];
                 e.resp_complete = complete;
                 e.open_at_capture_end = !complete && conn.open_at_end;
+                e.resp_fin = !complete && conn.server_fin && !conn.open_at_end && !e.resp_gap;
                 e.ts_end = Some(ts);
                 e.frame_last = Some(frame);
                 if let Some(mut sse) = conn.sse.take() {
