@@ -188,8 +188,10 @@ fn fixtures_manifest() {
 /// Python and TS SDK resumptions at other cut points, two runs where the Python SDK lost a
 /// progress notification between replay and live tail, ten concurrent TS sessions with three
 /// cuts, a server restart answered by 404s, a fork followed by a second reconnect to the
-/// original replica, loss and reordering between two network namespaces, and the 2026-07-28
-/// (sessionless) protocol.
+/// original replica, loss and reordering between two network namespaces, the 2026-07-28
+/// (sessionless) protocol, a TS call that times out after one clean resumption (its cancel races
+/// the result), and the Python client resuming twice from one cursor after its resumed stream
+/// broke (the replay delivered twice).
 #[test]
 fn generated_fixtures_manifest() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp-gen");
