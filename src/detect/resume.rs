@@ -755,12 +755,22 @@ pub(super) fn check(
     // the capture began after the call did (progress MUST increase, MCP "Progress"). The log
     // began again (seed 1: "the id sequence restarts"), whatever the ids look like — opaque ids
     // cannot show it themselves.
+    // The very event the client had (the same id and data) coming first is the log's own replay
+    // begun before the cursor — the TS example store sorts the ids of one millisecond by their
+    // random suffix (reference §7 #2) — not another log: a fresh log has ids of its own.
     if !dup_payload.is_empty() && !forked {
         let mut firsts: Vec<(Short, f64)> = Vec::new();
-        for m in after.iter().flat_map(|ev| ev.messages.iter()) {
-            if let (Some(t), Some(p)) = (m.progress_token, m.progress) {
-                if !firsts.iter().any(|(k, _)| *k == t) {
-                    firsts.push((t, p));
+        let mut seen: HashSet<Short> = HashSet::default();
+        // (Events of one body: each at its own offset.)
+        let replayed: HashSet<u64> = dup_ids.iter().map(|d| d.sse.offset).collect();
+        for ev in &after {
+            let own_replay = replayed.contains(&ev.sse.offset);
+            for m in ev.messages.iter() {
+                if let (Some(t), Some(p)) = (m.progress_token, m.progress) {
+                    // (Each token's first value only; `seen` before `own_replay`.)
+                    if seen.insert(t.clone()) && !own_replay {
+                        firsts.push((t, p));
+                    }
                 }
             }
         }
