@@ -112,8 +112,8 @@ fn a_cursor_behind_a_connection_read_to_its_end_gets_a_duplicate() {
     assert_eq!(dup[0]["observed"], "2 ids, 2 progress payloads repeated");
     let detail = dup[0]["detail"].as_str().unwrap();
     assert!(
-        detail.contains("The Last-Event-ID was behind what the client had: 2 of them")
-            && detail.contains("(the server closed it with a FIN)"),
+        detail.contains("Of these, 2 it had already read after 3 in events with ids of their own, so its Last-Event-ID was behind what it had")
+            && detail.contains("a connection read to its end (the server closed it with a FIN, and the client answered with its own)"),
         "{detail}"
     );
 }
@@ -125,5 +125,57 @@ fn a_cursor_behind_a_reset_connection_is_not_a_duplicate() {
     assert_eq!(
         kinds(&resumed_twice_from_one_cursor(false)),
         ["resume_ok", "resume_ok"]
+    );
+}
+
+/// The POST stream is still open when the client resumes from 3 (it gave up on a connection it
+/// judged stale); the server closes the POST with a FIN only afterwards. At the resumption the
+/// client had not read that connection to its end: the replay of 4 and 5 is no duplicate.
+#[test]
+fn a_connection_still_open_at_the_resumption_was_not_read_to_its_end() {
+    let mut cap = Capture::new();
+    let p = |v: u64| progress(&json!(2), v, 100);
+    let mut call = cap.connect();
+    call.client(&mut cap, &post(Some("s1"), &tools_call(2, &json!(2))));
+    let evs: Vec<Ev> = (1..=5).map(|i| Ev::id(i, p(i))).collect();
+    call.server(&mut cap, &sse_response(Some("s1"), &evs, false));
+    cap.wait(1_000_000);
+    let mut r = cap.connect();
+    r.client(&mut cap, &get(Some("s1"), Some("3")));
+    cap.wait(1_000);
+    call.server_close(&mut cap);
+    let mut evs: Vec<Ev> = (4..=5).map(|i| Ev::id(i, p(i))).collect();
+    evs.push(Ev::id(6, result(2)));
+    r.server(&mut cap, &sse_response(Some("s1"), &evs, true));
+    r.close(&mut cap);
+    assert_eq!(kinds(&cap), ["resume_ok"]);
+}
+
+/// After id 3, progress 4 and 5 come without an id of their own and the connection ends with
+/// the server's FIN, answered by the client's: its cursor rightly stays at 3, and the server's
+/// replay of 4 and 5 (now with ids) delivers them twice. The finding says the cursor was right.
+#[test]
+fn events_without_ids_read_after_the_cursor_and_replayed_are_duplicates() {
+    let mut cap = Capture::new();
+    let p = |v: u64| progress(&json!(2), v, 100);
+    let mut call = cap.connect();
+    call.client(&mut cap, &post(Some("s1"), &tools_call(2, &json!(2))));
+    let mut evs: Vec<Ev> = (1..=3).map(|i| Ev::id(i, p(i))).collect();
+    evs.extend((4..=5).map(|i| Ev::no_id(p(i))));
+    call.server(&mut cap, &sse_response(Some("s1"), &evs, false));
+    call.server_close(&mut cap);
+    cap.wait(1_000_000);
+    let mut r = cap.connect();
+    r.client(&mut cap, &get(Some("s1"), Some("3")));
+    let mut evs: Vec<Ev> = (4..=5).map(|i| Ev::id(i, p(i))).collect();
+    evs.push(Ev::id(6, result(2)));
+    r.server(&mut cap, &sse_response(Some("s1"), &evs, true));
+    r.close(&mut cap);
+    let fs = analyze(&cap, &[]);
+    assert_eq!(kinds_of(&fs), ["duplicate_delivery"]);
+    let detail = fs[0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("Of these, 2 it had read after 3 in events without an id of their own (its cursor rightly stayed at 3), and the server replayed them"),
+        "{detail}"
     );
 }

@@ -664,8 +664,8 @@ pub(super) fn check(
             (c.resp_complete || c.resp_fin)
                 && !c.resp_gap
                 && !c.client_closed
+                && c.ts_end.is_some_and(|t| t <= e.ts())
                 && ev.carries_data()
-                && ev.sse.ts <= e.ts()
         })
         .collect();
     let progress_of = |evs: &[&Ev]| -> HashSet<(Short, u64)> {
@@ -829,33 +829,8 @@ pub(super) fn check(
                 ev.sse.frame_first
             ));
         }
-        // Duplicates of events the client had read after L: its cursor was behind.
-        // (Events of one body: each at its own offset.)
-        let behind_l = dup_ids
-            .iter()
-            .chain(&dup_payload)
-            .filter(|ev| behind(ev))
-            .map(|ev| ev.sse.offset)
-            .collect::<HashSet<u64>>()
-            .len();
-        let cursor_behind = read_after_l
-            .first()
-            .filter(|_| behind_l > 0)
-            .map(|&&(x, _, ev)| {
-                format!(
-                    " The Last-Event-ID was behind what the client had: {} of them it had already read after {} on flow {} (from frame {}), a connection read to its end{}; a client that resumes from an older cursor than its last event gets those events again.",
-                    behind_l,
-                    r.last_event_id,
-                    flow_id(&exchanges[x]),
-                    ev.sse.frame_first,
-                    if exchanges[x].resp_complete {
-                        " (its response complete)"
-                    } else {
-                        " (the server closed it with a FIN)"
-                    }
-                )
-            })
-            .unwrap_or_default();
+        let cursor_behind =
+            after_l_text(&read_after_l, &dup_ids, &dup_payload, behind, r, exchanges);
         let mut f = ctx.finding(
             "duplicate_delivery",
             Severity::Error,
@@ -1734,6 +1709,86 @@ pub(super) fn requests_of_session(
         }
     }
     out
+}
+
+/// What the finding says of duplicates only the events read after L explain (`behind`): how
+/// many the client had read there with ids of their own (its Last-Event-ID was behind what it
+/// had) and without (its cursor rightly stayed at L, and the server replayed them), and the
+/// first connection that delivered them. Empty when there are none.
+fn after_l_text(
+    read_after_l: &[&Ev],
+    dup_ids: &[EventRec],
+    dup_payload: &[EventRec],
+    behind: impl Fn(&EventRec) -> bool,
+    r: &Resumption,
+    exchanges: &[Exchange],
+) -> String {
+    // The first event read after L of each id (with its data) and of each progress value.
+    let mut by_id: HashMap<(&str, u64), &Ev> = HashMap::default();
+    let mut by_progress: HashMap<(Short, u64), &Ev> = HashMap::default();
+    for &ev in read_after_l {
+        if let Some(id) = ev.2.sse.id.filter(|_| ev.2.sse.has_own_id) {
+            by_id.entry((id, ev.2.data_hash)).or_insert(ev);
+        }
+        for m in ev.2.messages.iter() {
+            if let (Some(t), Some(p)) = (m.progress_token, m.progress) {
+                by_progress.entry((t, p.to_bits())).or_insert(ev);
+            }
+        }
+    }
+    // Each duplicate once (events of one body: each at its own offset), with the event it
+    // repeats.
+    let mut seen: HashSet<u64> = HashSet::default();
+    let mut originals: Vec<&Ev> = Vec::new();
+    for ev in dup_ids.iter().chain(dup_payload) {
+        if !behind(ev) || !seen.insert(ev.sse.offset) {
+            continue;
+        }
+        let by_its_id = ev
+            .sse
+            .id
+            .filter(|_| ev.sse.has_own_id)
+            .and_then(|id| by_id.get(&(id, ev.data_hash)));
+        let by_its_progress = || {
+            ev.messages.iter().find_map(|m| {
+                let key = (m.progress_token?, m.progress?.to_bits());
+                by_progress.get(&key)
+            })
+        };
+        if let Some(&o) = by_its_id.or_else(by_its_progress) {
+            originals.push(o);
+        }
+    }
+    let Some(&&(x, _, first)) = originals.iter().min_by_key(|o| o.2.sse.frame_first) else {
+        return String::new();
+    };
+    let own = originals.iter().filter(|o| o.2.sse.has_own_id).count();
+    let mut parts = Vec::new();
+    if own > 0 {
+        parts.push(format!(
+            "{own} it had already read after {} in events with ids of their own, so its Last-Event-ID was behind what it had (a client that resumes from an older cursor than its last event gets those events again)",
+            r.last_event_id
+        ));
+    }
+    if originals.len() > own {
+        parts.push(format!(
+            "{} it had read after {} in events without an id of their own (its cursor rightly stayed at {}), and the server replayed them",
+            originals.len() - own,
+            r.last_event_id,
+            r.last_event_id
+        ));
+    }
+    format!(
+        " Of these, {}: on flow {} (from frame {}), a connection read to its end ({}).",
+        parts.join("; and "),
+        flow_id(&exchanges[x]),
+        first.sse.frame_first,
+        if exchanges[x].resp_complete {
+            "its response complete"
+        } else {
+            "the server closed it with a FIN, and the client answered with its own"
+        }
+    )
 }
 
 #[cfg(test)]

@@ -254,6 +254,8 @@ pub(super) fn lost_responses(
         let last_ts = s.exchanges.iter().map(|&x| exchanges[x].ts()).max();
         // Requests re-sent (2026-07-28), indexed when a request needs it.
         let sent = std::cell::OnceCell::new();
+        // The progress times of a stream's connections, read when a cancel needs them.
+        let mut paces: HashMap<(usize, usize), ProgressTimes<'_>> = HashMap::default();
         for &xi in &s.exchanges {
             let e = &exchanges[xi];
             if e.method() != "POST" || e.status() >= 300 {
@@ -303,10 +305,12 @@ pub(super) fn lost_responses(
                 // client's timeout, also after resuming — gives up on a response the break may
                 // have lost: still reported, unless the break was healed and the cancel raced
                 // the response (below).
-                let conns = match model.exchange_stream[xi] {
-                    Some(st) => model.streams[st].connections.as_slice(),
-                    None if !legacy.is_empty() && !e.is_sse => legacy.as_slice(),
-                    None => std::slice::from_ref(&xi),
+                // The connections that could carry its response, and what names them: its
+                // logical stream, the legacy session's GET streams, or its own.
+                let (conns, conns_key) = match model.exchange_stream[xi] {
+                    Some(st) => (model.streams[st].connections.as_slice(), (0, st)),
+                    None if !legacy.is_empty() && !e.is_sse => (legacy.as_slice(), (1, 0)),
+                    None => (std::slice::from_ref(&xi), (2, xi)),
                 };
                 let end = |c: usize| exchanges[c].ts_end.unwrap_or(i64::MAX);
                 // Until the first break of the stream (of a break not healed, with `heal`).
@@ -341,13 +345,16 @@ pub(super) fn lost_responses(
                 // After a break a resumption healed (it was shown to continue the log), a cancel
                 // sent while the stream still went on at its own pace raced the response: the
                 // client's timeout came before the server was done, and MCP "Cancellation" lets
-                // the server drop the response. Its pace is the request's progress notifications:
-                // the cancel came within two of their typical intervals (the median) of the
-                // latest. A server that went quiet for longer, its work done, had answered on the
-                // connection that broke and lost the response there (the log a resumption replays
-                // need not hold it): still reported.
+                // the server drop the response. Its pace is the request's progress notifications
+                // coming live on a connection still open (`raced_progress`). A server that went
+                // quiet for longer, or whose resumed connection only replayed what it had, may
+                // have answered on the connection that broke and lost the response there (the
+                // log a resumption replays need not hold it): still reported.
                 if let Some(t) = cancel_before(whole_until(true)) {
-                    if raced_progress(m.request_progress_token(), conns, exchanges, t) {
+                    let times = paces
+                        .entry(conns_key)
+                        .or_insert_with(|| progress_times(conns, exchanges));
+                    if raced_progress(m.request_progress_token(), times, exchanges, t) {
                         continue;
                     }
                 }
@@ -532,31 +539,67 @@ pub(super) fn duplicate_responses(
     }
 }
 
-/// Whether a cancel sent at `t` (microseconds since the Unix epoch) came while the request's
-/// progress notifications (`token`, compact JSON text) still arrived at their pace on the
-/// connections `conns`: within twice the median interval between them of the latest one before
-/// `t`. At least three notifications are needed to tell a pace; none, or an interval of 0 (a
-/// replayed burst), tells nothing.
-fn raced_progress(token: Option<&str>, conns: &[usize], exchanges: &[Exchange], t: i64) -> bool {
-    let Some(token) = token else { return false };
-    let mut at: Vec<i64> = conns
-        .iter()
-        .flat_map(|&c| exchanges[c].events.iter())
-        .filter(|ev| !ev.sse.truncated && ev.sse.ts <= t)
-        .filter(|ev| {
-            ev.messages.refs().any(|m| {
-                m.method == Some("notifications/progress") && m.progress_token == Some(token)
-            })
-        })
-        .map(|ev| ev.sse.ts)
-        .collect();
-    if at.len() < 3 {
+/// The progress notifications of a stream's connections, by progress token (compact JSON
+/// text): (time in µs since the Unix epoch, connection) in time order. Read once per stream, for
+/// [`raced_progress`].
+type ProgressTimes<'a> = HashMap<&'a str, Vec<(i64, usize)>>;
+
+fn progress_times<'a>(conns: &[usize], exchanges: &'a [Exchange]) -> ProgressTimes<'a> {
+    let mut by_token: ProgressTimes<'a> = HashMap::default();
+    for &c in conns {
+        for ev in exchanges[c].events.iter().filter(|ev| !ev.sse.truncated) {
+            for m in ev.messages.refs() {
+                if let (Some("notifications/progress"), Some(t)) = (m.method, m.progress_token) {
+                    by_token.entry(t).or_default().push((ev.sse.ts, c));
+                }
+            }
+        }
+    }
+    for v in by_token.values_mut() {
+        v.sort_by_key(|&(ts, _)| ts);
+    }
+    by_token
+}
+
+/// The longest a cancel may come after the latest progress notification and still be taken as
+/// racing the response, in microseconds, whatever the pace.
+pub const RACE_WINDOW_MAX_US: i64 = 10_000_000;
+
+/// Whether a cancel sent at `t` (µs since the Unix epoch) came while the server was still
+/// working on the request (progress token `token`) at its own pace: its latest progress
+/// notification before `t` came live on a connection still open at `t`, which carried at least
+/// three of them at least a millisecond apart (a replay comes in a burst: it shows no pace), and
+/// `t` is within twice their median interval of it, at most [`RACE_WINDOW_MAX_US`].
+fn raced_progress(
+    token: Option<&str>,
+    times: &ProgressTimes<'_>,
+    exchanges: &[Exchange],
+    t: i64,
+) -> bool {
+    let Some(list) = token.and_then(|k| times.get(k)) else {
+        return false;
+    };
+    let upto = &list[..list.partition_point(|&(ts, _)| ts <= t)];
+    let Some(&(latest, conn)) = upto.last() else {
+        return false;
+    };
+    if exchanges[conn].ts_end.is_some_and(|end| end < t) {
         return false;
     }
-    at.sort_unstable();
-    let mut steps: Vec<i64> = at.windows(2).map(|w| w[1] - w[0]).collect();
+    let live: Vec<i64> = upto
+        .iter()
+        .filter(|&&(_, c)| c == conn)
+        .map(|&(ts, _)| ts)
+        .collect();
+    let mut steps: Vec<i64> = live
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .filter(|&d| d >= 1_000)
+        .collect();
+    if steps.len() < 2 {
+        return false;
+    }
     steps.sort_unstable();
     let median = steps[steps.len() / 2];
-    let latest = at[at.len() - 1];
-    median > 0 && t - latest <= 2 * median
+    t - latest <= (2 * median).min(RACE_WINDOW_MAX_US)
 }

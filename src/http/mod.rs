@@ -95,9 +95,11 @@ pub struct Exchange {
     /// Whether the response ended as its framing said (false: cut by close, reset or gap).
     pub resp_complete: bool,
     /// Whether a response cut short ended when the server closed the connection with a FIN (not
-    /// a reset), none of its bytes missing: the client's reader got everything sent before the
-    /// close, as it reads to the end of the connection (RFC 9293 §3.6; a reset instead lets the
-    /// receiver discard what it had not read yet, §3.10.7.4).
+    /// a reset), none of its bytes missing, and the client then closed its side with a FIN too:
+    /// its reader got everything sent before the close. The client's FIN acknowledges the
+    /// server's, so every byte before it had arrived, wherever the capture was taken; and a
+    /// socket closed with unread data sends a reset, not a FIN (RFC 9293 §3.6, and §3.10.7.4 for
+    /// a reset: the receiver may discard what it had not read).
     pub resp_fin: bool,
     /// Whether the client ended its side of the connection (its FIN, or a reset it sent) while
     /// this exchange's response was streaming, before the server ended its side — MCP
@@ -262,6 +264,16 @@ pub struct HttpOptions {
     pub held: std::sync::Arc<crate::budget::Budget>,
 }
 
+/// Where the exchange a server's FIN cut is ([`Conn::fin_cut`]).
+#[derive(Debug, Clone, Copy)]
+enum FinCut {
+    /// Still among the connection's exchanges, by its position on the connection
+    /// (`trans_depth`).
+    Held(u32),
+    /// Emitted, at this index of [`HttpLayer::exchanges`].
+    Emitted(usize),
+}
+
 #[derive(Debug)]
 struct Conn {
     parsers: [Option<DirParser>; 2],
@@ -289,6 +301,9 @@ struct Conn {
     server_ended: bool,
     /// ... with a FIN, not a reset.
     server_fin: bool,
+    /// The exchange whose response the server's FIN cut, until the client's own close says
+    /// whether it read it to the end ([`Exchange::resp_fin`]).
+    fin_cut: Option<FinCut>,
     /// The requests sent later than every request after them (index into `exchanges`, request
     /// time in µs), times rising: the latest request sent by a time is the last of those sent by
     /// it, found by a binary search (the pairing by time after a loss, also when request times go
@@ -443,6 +458,7 @@ impl Conn {
             resp_lost_at: None,
             server_ended: false,
             server_fin: false,
+            fin_cut: None,
             request_lows: Vec::new(),
             sse: None,
             depth: 0,
@@ -585,6 +601,24 @@ impl StreamSink for HttpLayer {
                     if conn.client_dir.is_some_and(|c| c != d) {
                         conn.server_ended = true;
                         conn.server_fin = fin && !reset;
+                    } else if conn.client_dir == Some(d) && conn.server_ended {
+                        // The client's reply to the server's FIN: a FIN says it read the
+                        // response the FIN cut to its end.
+                        match conn.fin_cut.take().filter(|_| fin && !reset) {
+                            Some(FinCut::Held(depth)) => {
+                                if let Some(e) =
+                                    conn.exchanges.iter_mut().find(|e| e.trans_depth == depth)
+                                {
+                                    e.resp_fin = true;
+                                }
+                            }
+                            Some(FinCut::Emitted(i)) => {
+                                if let Some(e) = self.exchanges.get_mut(i) {
+                                    e.resp_fin = true;
+                                }
+                            }
+                            None => {}
+                        }
                     } else if conn.client_dir == Some(d) && (fin || reset) && !conn.server_ended {
                         // The client hung up on a response that was streaming (not one that never
                         // began, and not in reply to the server's own close).
@@ -599,7 +633,20 @@ impl StreamSink for HttpLayer {
                     // A body delimited by the close is cut by a reset; at the end of the capture
                     // it is taken as it stands (what followed is unknown either way).
                     let orderly = fin || conn.open_at_end;
+                    let before = self.exchanges.len();
                     self.with_parser(fi, d, ts, frame, |p, out| p.end(orderly, out));
+                    // The exchange the server's FIN cut, if emitted now: where it went.
+                    let exchanges = &self.exchanges;
+                    if let Some(conn) = self.conns.get_mut(&fi) {
+                        if let Some(FinCut::Held(depth)) = conn.fin_cut {
+                            if let Some(k) = exchanges
+                                .iter_from(before)
+                                .position(|e| e.flow_index == fi && e.trans_depth == depth)
+                            {
+                                conn.fin_cut = Some(FinCut::Emitted(before + k));
+                            }
+                        }
+                    }
                 }
             }
             StreamEvent::CaptureEnd => {
@@ -1229,7 +1276,9 @@ fn on_event(
                 let e = &mut conn.exchanges[i];
                 e.resp_complete = complete;
                 e.open_at_capture_end = !complete && conn.open_at_end;
-                e.resp_fin = !complete && conn.server_fin && !conn.open_at_end && !e.resp_gap;
+                if !complete && conn.server_fin && !conn.open_at_end && !e.resp_gap {
+                    conn.fin_cut = Some(FinCut::Held(e.trans_depth));
+                }
                 e.ts_end = Some(ts);
                 e.frame_last = Some(frame);
                 if let Some(mut sse) = conn.sse.take() {
