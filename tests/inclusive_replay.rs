@@ -45,24 +45,49 @@ fn cursor_id_reused_for_other_data_is_a_regression() {
     assert!(k.contains(&"id_regression".to_string()), "{k:?}");
 }
 
+/// Progress `v` of 100 for request 2.
+fn p(v: u64) -> serde_json::Value {
+    progress(&json!(2), v, 100)
+}
+
+/// A new connection: the tools/call POST of request 2, answered by an SSE stream of `evs` left
+/// open (the caller ends it).
+fn call_stream(cap: &mut Capture, evs: &[Ev]) -> Conn {
+    let mut call = cap.connect();
+    call.client(cap, &post(Some("s1"), &tools_call(2, &json!(2))));
+    call.server(cap, &sse_response(Some("s1"), evs, false));
+    call
+}
+
+/// Ids `from..=to`, each with progress of the same value.
+fn with_ids(from: u64, to: u64) -> Vec<Ev> {
+    (from..=to).map(|i| Ev::id(i, p(i))).collect()
+}
+
+/// A GET resuming from 3 on a new connection (the caller sends the answer and ends it).
+fn resume_from_3(cap: &mut Capture) -> Conn {
+    let mut r = cap.connect();
+    r.client(cap, &get(Some("s1"), Some("3")));
+    r
+}
+
+/// The answer to a resumption from 3: 4 and 5 again, then the result as 6; the client closes.
+fn replay_4_5_and_result(cap: &mut Capture, mut r: Conn) {
+    let mut evs = with_ids(4, 5);
+    evs.push(Ev::id(6, result(2)));
+    r.server(cap, &sse_response(Some("s1"), &evs, true));
+    r.close(cap);
+}
+
 /// A capture taken at the server: events 4 and 5 were on the wire when the connection broke,
 /// but the client had processed only up to 3 and resumes from there. Replaying 4 and 5 is the
 /// correct behaviour, not a duplicate.
 #[test]
 fn replay_of_events_sent_after_the_cursor_is_correct() {
     let mut cap = Capture::new();
-    let p = |v: u64| progress(&json!(2), v, 100);
-    let mut call = cap.connect();
-    call.client(&mut cap, &post(Some("s1"), &tools_call(2, &json!(2))));
-    let evs: Vec<Ev> = (1..=5).map(|i| Ev::id(i, p(i))).collect();
-    call.server(&mut cap, &sse_response(Some("s1"), &evs, false));
-    call.server_reset(&mut cap);
-    let mut r = cap.connect();
-    r.client(&mut cap, &get(Some("s1"), Some("3")));
-    let mut evs: Vec<Ev> = (4..=5).map(|i| Ev::id(i, p(i))).collect();
-    evs.push(Ev::id(6, result(2)));
-    r.server(&mut cap, &sse_response(Some("s1"), &evs, true));
-    r.close(&mut cap);
+    call_stream(&mut cap, &with_ids(1, 5)).server_reset(&mut cap);
+    let r = resume_from_3(&mut cap);
+    replay_4_5_and_result(&mut cap, r);
     assert_eq!(kinds(&cap), ["resume_ok"]);
 }
 
@@ -71,29 +96,18 @@ fn replay_of_events_sent_after_the_cursor_is_correct() {
 /// server replays 4 and 5, then the result.
 fn resumed_twice_from_one_cursor(fin: bool) -> Capture {
     let mut cap = Capture::new();
-    let p = |v: u64| progress(&json!(2), v, 100);
-    let mut call = cap.connect();
-    call.client(&mut cap, &post(Some("s1"), &tools_call(2, &json!(2))));
-    let evs: Vec<Ev> = (1..=3).map(|i| Ev::id(i, p(i))).collect();
-    call.server(&mut cap, &sse_response(Some("s1"), &evs, false));
-    call.server_close(&mut cap);
+    call_stream(&mut cap, &with_ids(1, 3)).server_close(&mut cap);
     cap.wait(1_000_000);
-    let mut r = cap.connect();
-    r.client(&mut cap, &get(Some("s1"), Some("3")));
-    let evs: Vec<Ev> = (4..=5).map(|i| Ev::id(i, p(i))).collect();
-    r.server(&mut cap, &sse_response(Some("s1"), &evs, false));
+    let mut r = resume_from_3(&mut cap);
+    r.server(&mut cap, &sse_response(Some("s1"), &with_ids(4, 5), false));
     if fin {
         r.server_close(&mut cap);
     } else {
         r.server_reset(&mut cap);
     }
     cap.wait(1_000_000);
-    let mut again = cap.connect();
-    again.client(&mut cap, &get(Some("s1"), Some("3")));
-    let mut evs: Vec<Ev> = (4..=5).map(|i| Ev::id(i, p(i))).collect();
-    evs.push(Ev::id(6, result(2)));
-    again.server(&mut cap, &sse_response(Some("s1"), &evs, true));
-    again.close(&mut cap);
+    let again = resume_from_3(&mut cap);
+    replay_4_5_and_result(&mut cap, again);
     cap
 }
 
@@ -134,20 +148,12 @@ fn a_cursor_behind_a_reset_connection_is_not_a_duplicate() {
 #[test]
 fn a_connection_still_open_at_the_resumption_was_not_read_to_its_end() {
     let mut cap = Capture::new();
-    let p = |v: u64| progress(&json!(2), v, 100);
-    let mut call = cap.connect();
-    call.client(&mut cap, &post(Some("s1"), &tools_call(2, &json!(2))));
-    let evs: Vec<Ev> = (1..=5).map(|i| Ev::id(i, p(i))).collect();
-    call.server(&mut cap, &sse_response(Some("s1"), &evs, false));
+    let call = call_stream(&mut cap, &with_ids(1, 5));
     cap.wait(1_000_000);
-    let mut r = cap.connect();
-    r.client(&mut cap, &get(Some("s1"), Some("3")));
+    let r = resume_from_3(&mut cap);
     cap.wait(1_000);
     call.server_close(&mut cap);
-    let mut evs: Vec<Ev> = (4..=5).map(|i| Ev::id(i, p(i))).collect();
-    evs.push(Ev::id(6, result(2)));
-    r.server(&mut cap, &sse_response(Some("s1"), &evs, true));
-    r.close(&mut cap);
+    replay_4_5_and_result(&mut cap, r);
     assert_eq!(kinds(&cap), ["resume_ok"]);
 }
 
@@ -157,20 +163,12 @@ fn a_connection_still_open_at_the_resumption_was_not_read_to_its_end() {
 #[test]
 fn events_without_ids_read_after_the_cursor_and_replayed_are_duplicates() {
     let mut cap = Capture::new();
-    let p = |v: u64| progress(&json!(2), v, 100);
-    let mut call = cap.connect();
-    call.client(&mut cap, &post(Some("s1"), &tools_call(2, &json!(2))));
-    let mut evs: Vec<Ev> = (1..=3).map(|i| Ev::id(i, p(i))).collect();
+    let mut evs = with_ids(1, 3);
     evs.extend((4..=5).map(|i| Ev::no_id(p(i))));
-    call.server(&mut cap, &sse_response(Some("s1"), &evs, false));
-    call.server_close(&mut cap);
+    call_stream(&mut cap, &evs).server_close(&mut cap);
     cap.wait(1_000_000);
-    let mut r = cap.connect();
-    r.client(&mut cap, &get(Some("s1"), Some("3")));
-    let mut evs: Vec<Ev> = (4..=5).map(|i| Ev::id(i, p(i))).collect();
-    evs.push(Ev::id(6, result(2)));
-    r.server(&mut cap, &sse_response(Some("s1"), &evs, true));
-    r.close(&mut cap);
+    let r = resume_from_3(&mut cap);
+    replay_4_5_and_result(&mut cap, r);
     let fs = analyze(&cap, &[]);
     assert_eq!(kinds_of(&fs), ["duplicate_delivery"]);
     let detail = fs[0]["detail"].as_str().unwrap();
