@@ -653,10 +653,11 @@ pub(super) fn check(
     // L. Events the capture shows on the wire after L may never have reached the client's
     // handler (a reset discards what the receiver had not read yet, and at the server's side of
     // a network they may not have arrived at all), and a replay that re-sends them is correct —
-    // unless their connection was read to its end: its response completed, or the server closed
-    // it with a FIN (`resp_fin`). The client's reader then got them, and a client that resumes
-    // from L anyway has a cursor behind what it had (the Python SDK resumes again from its first
-    // cursor when a resumed stream breaks): their replay is delivered twice.
+    // unless their connection was read to its end before the resumption was sent: its response
+    // completed, or the server closed it with a FIN the client answered with its own
+    // (`resp_fin`). The client's reader then got them, and a client that resumes from L anyway
+    // has a cursor behind what it had (the Python SDK resumes again from its first cursor when
+    // a resumed stream breaks): their replay is delivered twice.
     let read_after_l: Vec<&Ev> = before[lpos + 1..]
         .iter()
         .filter(|&&(x, _, ev)| {

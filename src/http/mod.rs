@@ -96,10 +96,11 @@ pub struct Exchange {
     pub resp_complete: bool,
     /// Whether a response cut short ended when the server closed the connection with a FIN (not
     /// a reset), none of its bytes missing, and the client then closed its side with a FIN too:
-    /// its reader got everything sent before the close. The client's FIN acknowledges the
-    /// server's, so every byte before it had arrived, wherever the capture was taken; and a
+    /// its reader got everything sent before the close. A client's FIN sent after the server's
+    /// answers it (the bytes before it had arrived, wherever the capture was taken), and a
     /// socket closed with unread data sends a reset, not a FIN (RFC 9293 §3.6, and §3.10.7.4 for
-    /// a reset: the receiver may discard what it had not read).
+    /// a reset: the receiver may discard what it had not read). The acknowledgment number of
+    /// the client's FIN is not checked: a close from both ends at once would pass.
     pub resp_fin: bool,
     /// Whether the client ended its side of the connection (its FIN, or a reset it sent) while
     /// this exchange's response was streaming, before the server ended its side — MCP
