@@ -566,10 +566,15 @@ fn progress_times<'a>(conns: &[usize], exchanges: &'a [Exchange]) -> ProgressTim
 pub const RACE_WINDOW_MAX_US: i64 = 10_000_000;
 
 /// Whether a cancel sent at `t` (µs since the Unix epoch) came while the server was still
-/// working on the request (progress token `token`) at its own pace: its latest progress
-/// notification before `t` came live on a connection still open at `t`, which carried at least
-/// three of them at least a millisecond apart (a replay comes in a burst: it shows no pace), and
-/// `t` is within twice their median interval of it, at most [`RACE_WINDOW_MAX_US`].
+/// working on the request (progress token `token`) at its own pace.
+///
+/// The pace is the median interval between the request's progress notifications that came one
+/// after another on one connection, a millisecond or more apart (a replay comes in a burst: it
+/// shows no pace), over at least two such intervals. The latest notification before `t` must have
+/// come live, at least half that pace after the one before it on its connection (or after the
+/// connection's response began), on a connection still open at `t`; and `t` must be within twice
+/// the pace of it, at most [`RACE_WINDOW_MAX_US`]. A resumed connection that only replayed what
+/// the log held shows nothing live.
 fn raced_progress(
     token: Option<&str>,
     times: &ProgressTimes<'_>,
@@ -586,20 +591,29 @@ fn raced_progress(
     if exchanges[conn].ts_end.is_some_and(|end| end < t) {
         return false;
     }
-    let live: Vec<i64> = upto
-        .iter()
-        .filter(|&&(_, c)| c == conn)
-        .map(|&(ts, _)| ts)
-        .collect();
-    let mut steps: Vec<i64> = live
-        .windows(2)
-        .map(|w| w[1] - w[0])
-        .filter(|&d| d >= 1_000)
-        .collect();
+    // Intervals between notifications that followed one another on one connection (the list is
+    // in time order; connections may interleave).
+    let mut prev_on: HashMap<usize, i64> = HashMap::default();
+    let mut steps: Vec<i64> = Vec::new();
+    for &(ts, c) in upto {
+        if let Some(p) = prev_on.insert(c, ts) {
+            if ts - p >= 1_000 {
+                steps.push(ts - p);
+            }
+        }
+    }
     if steps.len() < 2 {
         return false;
     }
     steps.sort_unstable();
-    let median = steps[steps.len() / 2];
-    t - latest <= (2 * median).min(RACE_WINDOW_MAX_US)
+    let pace = steps[steps.len() / 2];
+    // When the latest came after what preceded it on its connection.
+    let before_latest = upto[..upto.len() - 1]
+        .iter()
+        .rev()
+        .find(|&&(_, c)| c == conn)
+        .map(|&(ts, _)| ts)
+        .or(exchanges[conn].ts_response)
+        .unwrap_or(latest);
+    latest - before_latest >= pace / 2 && t - latest <= (2 * pace).min(RACE_WINDOW_MAX_US)
 }
