@@ -294,6 +294,9 @@ pub(super) fn lost_responses(
                 };
                 in_session || on_headless()
             };
+            // The exchange's protocol era, read once for all its requests (a batch may hold
+            // thousands, and reading it walks the response's events).
+            let era = std::cell::OnceCell::new();
             for m in e.req_messages.iter().filter(|m| m.kind == Kind::Request) {
                 let Some(id) = m.id.as_deref() else { continue };
                 if answers(id) {
@@ -384,7 +387,7 @@ pub(super) fn lost_responses(
                 // MCP 2026-07-28 has no resumption: a request whose stream broke must be re-sent,
                 // and a re-sent request (same method and params, any id) is judged on its own.
                 // There, closing the response stream is how the client cancels (reference §1.4).
-                if exchange_era(e) == Era::V2026_07_28
+                if *era.get_or_init(|| exchange_era(e)) == Era::V2026_07_28
                     && (e.client_closed
                         || resent(sent.get_or_init(|| sent_of(s, exchanges)), exchanges, xi, m))
                 {
@@ -540,23 +543,37 @@ pub(super) fn duplicate_responses(
 }
 
 /// The progress notifications of a stream's connections, by progress token (compact JSON
-/// text): (time in µs since the Unix epoch, connection) in time order. Read once per stream, for
-/// [`raced_progress`].
-type ProgressTimes<'a> = HashMap<&'a str, Vec<(i64, usize)>>;
+/// text): (time in µs since the Unix epoch, connection, `progress` value, the highest value
+/// before it) in time order. Read once per stream, for [`raced_progress`].
+type ProgressTimes<'a> = HashMap<&'a str, Vec<(i64, usize, f64, f64)>>;
+
+/// How many of the notifications before a cancel [`raced_progress`] reads: the pace is the
+/// server's recent one, and each request costs the same however long its stream.
+const PACE_WINDOW: usize = 64;
 
 fn progress_times<'a>(conns: &[usize], exchanges: &'a [Exchange]) -> ProgressTimes<'a> {
     let mut by_token: ProgressTimes<'a> = HashMap::default();
     for &c in conns {
         for ev in exchanges[c].events.iter().filter(|ev| !ev.sse.truncated) {
             for m in ev.messages.refs() {
-                if let (Some("notifications/progress"), Some(t)) = (m.method, m.progress_token) {
-                    by_token.entry(t).or_default().push((ev.sse.ts, c));
+                if let (Some("notifications/progress"), Some(t), Some(v)) =
+                    (m.method, m.progress_token, m.progress)
+                {
+                    by_token
+                        .entry(t)
+                        .or_default()
+                        .push((ev.sse.ts, c, v, f64::NEG_INFINITY));
                 }
             }
         }
     }
     for v in by_token.values_mut() {
-        v.sort_by_key(|&(ts, _)| ts);
+        v.sort_by_key(|&(ts, ..)| ts);
+        let mut high = f64::NEG_INFINITY;
+        for n in v.iter_mut() {
+            n.3 = high;
+            high = high.max(n.2);
+        }
     }
     by_token
 }
@@ -568,13 +585,15 @@ pub const RACE_WINDOW_MAX_US: i64 = 10_000_000;
 /// Whether a cancel sent at `t` (µs since the Unix epoch) came while the server was still
 /// working on the request (progress token `token`) at its own pace.
 ///
-/// The pace is the median interval between the request's progress notifications that came one
-/// after another on one connection, a millisecond or more apart (a replay comes in a burst: it
+/// The pace is the median interval between the request's progress notifications that followed
+/// one another on one connection, a millisecond or more apart (a replay comes in a burst: it
 /// shows no pace), over at least two such intervals. The latest notification before `t` must have
-/// come live, at least half that pace after the one before it on its connection (or after the
-/// connection's response began), on a connection still open at `t`; and `t` must be within twice
-/// the pace of it, at most [`RACE_WINDOW_MAX_US`]. A resumed connection that only replayed what
-/// the log held shows nothing live.
+/// come live on a connection still open at `t`: at least half that pace after the one before it
+/// on that connection, with a value above every value the stream showed before (progress MUST
+/// increase, MCP "Progress": a value seen again is a replay). And `t` must be within twice the
+/// pace of it, at most [`RACE_WINDOW_MAX_US`]. A resumed connection that only replayed what the
+/// log held, even slowly, shows nothing live unless two of its values came a pace apart. Only the
+/// last [`PACE_WINDOW`] notifications before `t` are read for the pace.
 fn raced_progress(
     token: Option<&str>,
     times: &ProgressTimes<'_>,
@@ -584,10 +603,13 @@ fn raced_progress(
     let Some(list) = token.and_then(|k| times.get(k)) else {
         return false;
     };
-    let upto = &list[..list.partition_point(|&(ts, _)| ts <= t)];
-    let Some(&(latest, conn)) = upto.last() else {
+    let upto = &list[..list.partition_point(|&(ts, ..)| ts <= t)];
+    let Some((&(latest, conn, value, high), _)) = upto.split_last() else {
         return false;
     };
+    // (The recent ones only.)
+    let upto = &upto[upto.len().saturating_sub(PACE_WINDOW)..];
+    let earlier = &upto[..upto.len() - 1];
     if exchanges[conn].ts_end.is_some_and(|end| end < t) {
         return false;
     }
@@ -595,7 +617,7 @@ fn raced_progress(
     // in time order; connections may interleave).
     let mut prev_on: HashMap<usize, i64> = HashMap::default();
     let mut steps: Vec<i64> = Vec::new();
-    for &(ts, c) in upto {
+    for &(ts, c, ..) in upto {
         if let Some(p) = prev_on.insert(c, ts) {
             if ts - p >= 1_000 {
                 steps.push(ts - p);
@@ -607,13 +629,10 @@ fn raced_progress(
     }
     steps.sort_unstable();
     let pace = steps[steps.len() / 2];
-    // When the latest came after what preceded it on its connection.
-    let before_latest = upto[..upto.len() - 1]
-        .iter()
-        .rev()
-        .find(|&&(_, c)| c == conn)
-        .map(|&(ts, _)| ts)
-        .or(exchanges[conn].ts_response)
-        .unwrap_or(latest);
-    latest - before_latest >= pace / 2 && t - latest <= (2 * pace).min(RACE_WINDOW_MAX_US)
+    let Some(&(before_latest, ..)) = earlier.iter().rev().find(|&&(_, c, ..)| c == conn) else {
+        return false;
+    };
+    value > high
+        && latest - before_latest >= pace / 2
+        && t - latest <= (2 * pace).min(RACE_WINDOW_MAX_US)
 }
