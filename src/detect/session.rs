@@ -619,8 +619,9 @@ fn raced_progress(
     let mut steps: Vec<i64> = Vec::new();
     for &(ts, c, ..) in upto {
         if let Some(p) = prev_on.insert(c, ts) {
-            if ts - p >= 1_000 {
-                steps.push(ts - p);
+            let step = ts.saturating_sub(p);
+            if step >= 1_000 {
+                steps.push(step);
             }
         }
     }
@@ -633,6 +634,6 @@ fn raced_progress(
         return false;
     };
     value > high
-        && latest - before_latest >= pace / 2
-        && t - latest <= (2 * pace).min(RACE_WINDOW_MAX_US)
+        && latest.saturating_sub(before_latest) >= pace / 2
+        && t.saturating_sub(latest) <= pace.saturating_mul(2).min(RACE_WINDOW_MAX_US)
 }
