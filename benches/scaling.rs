@@ -1,8 +1,9 @@
 //! Cost against input size on the shapes that once made the analysis quadratic (issue 7: cost
 //! grows linearly with the capture). Each shape is built at `n` and `4n` (with the test
 //! captures' builder) and run through the whole pipeline in memory; throughput is reported in
-//! the shape's own elements (resumptions, tokens, results, streams, head bytes), so a linear
-//! cost shows the same elements per second at both sizes. Run with `cargo bench --bench scaling`.
+//! the shape's own elements (resumptions, tokens, results, requests, streams, head bytes), so
+//! a linear cost shows the same elements per second at both sizes. Run with
+//! `cargo bench --bench scaling`.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -113,6 +114,42 @@ fn result_batch(n: usize) -> Capture {
     cap
 }
 
+/// A batch of `n` tools/calls sharing one progress token: `n` progress values, a reset, a
+/// resumption that goes on live, then one batch of `n` cancels (each request's cancel judged
+/// against the shared token's progress).
+fn cancelled_batch(n: usize) -> Capture {
+    let mut cap = Capture::new();
+    handshake(&mut cap);
+    let token = json!("tok");
+    let step = |i: usize| progress(&token, i as u64, 10 * n as u64);
+    let calls: Vec<Value> = (1..=n as i64).map(|i| tools_call(i, &token)).collect();
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(S, &Value::Array(calls)));
+    let mut body = sse_head(S);
+    body.extend(chunks(
+        &(1..=n).map(|i| Ev::id(i, step(i))).collect::<Vec<_>>(),
+    ));
+    c.server(&mut cap, &body);
+    c.server_reset(&mut cap);
+    cap.wait(500_000);
+    let mut r = cap.connect();
+    r.client(&mut cap, &get(S, Some(&n.to_string())));
+    r.server(&mut cap, &sse_head(S));
+    for i in n + 1..=n + 3 {
+        cap.wait(2_000);
+        r.server(&mut cap, &chunks(&[Ev::id(i, step(i))]));
+    }
+    let cancels: Vec<Value> = (1..=n as i64)
+        .map(|i| json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": i}}))
+        .collect();
+    let mut k = cap.connect();
+    k.client(&mut cap, &post(S, &Value::Array(cancels)));
+    k.server(&mut cap, &accepted());
+    k.close(&mut cap);
+    r.close(&mut cap);
+    cap
+}
+
 /// `n` streams the capture began inside, all with ids 1.., each resumed from `4` while they
 /// still deliver.
 fn headless_shared_ids(n: usize) -> Capture {
@@ -185,10 +222,11 @@ fn analyze(bytes: &[u8]) -> usize {
 fn scaling(c: &mut Criterion) {
     type Shape = (&'static str, fn(usize) -> Capture, usize, u64);
     // (name, builder, n, elements per n)
-    let shapes: [Shape; 5] = [
+    let shapes: [Shape; 6] = [
         ("unknown_cursor_loop", unknown_cursor_loop, 1000, 1),
         ("many_tokens", many_tokens, 1000, 1),
         ("result_batch", result_batch, 1000, 1),
+        ("cancelled_batch", cancelled_batch, 2000, 1),
         ("headless_shared_ids", headless_shared_ids, 300, 1),
         ("long_heads", long_heads, 60, 1000),
     ];
