@@ -95,15 +95,32 @@ fn replay_of_events_sent_after_the_cursor_is_correct() {
 /// server closes it with a FIN; else it resets it); the client resumes again from `3` and the
 /// server replays 4 and 5, then the result.
 fn resumed_twice_from_one_cursor(fin: bool) -> Capture {
+    resumed_twice(if fin { Cut::Fin } else { Cut::Reset })
+}
+
+/// How the first resumed connection ends.
+enum Cut {
+    /// The server's FIN, answered by the client's.
+    Fin,
+    /// A reset from the server.
+    Reset,
+    /// Both FINs at once: the client's acknowledges nothing of what the resumed connection
+    /// carried (its events were still in flight).
+    Crossed,
+}
+
+/// [`resumed_twice_from_one_cursor`], with the first resumed connection ending as `cut` says.
+fn resumed_twice(cut: Cut) -> Capture {
     let mut cap = Capture::new();
     call_stream(&mut cap, &with_ids(1, 3)).server_close(&mut cap);
     cap.wait(1_000_000);
     let mut r = resume_from_3(&mut cap);
-    r.server(&mut cap, &sse_response(Some("s1"), &with_ids(4, 5), false));
-    if fin {
-        r.server_close(&mut cap);
-    } else {
-        r.server_reset(&mut cap);
+    let body = sse_response(Some("s1"), &with_ids(4, 5), false);
+    r.server(&mut cap, &body);
+    match cut {
+        Cut::Fin => r.server_close(&mut cap),
+        Cut::Reset => r.server_reset(&mut cap),
+        Cut::Crossed => r.close_crossed(&mut cap, body.len() as u32),
     }
     cap.wait(1_000_000);
     let again = resume_from_3(&mut cap);
@@ -138,6 +155,16 @@ fn a_cursor_behind_a_connection_read_to_its_end_gets_a_duplicate() {
 fn a_cursor_behind_a_reset_connection_is_not_a_duplicate() {
     assert_eq!(
         kinds(&resumed_twice_from_one_cursor(false)),
+        ["resume_ok", "resume_ok"]
+    );
+}
+
+/// The server's FIN crossed the client's, which acknowledged nothing the resumed connection
+/// carried: the client's host may never have had 4 and 5, and their replay is correct.
+#[test]
+fn a_cursor_behind_a_connection_whose_close_crossed_is_not_a_duplicate() {
+    assert_eq!(
+        kinds(&resumed_twice(Cut::Crossed)),
         ["resume_ok", "resume_ok"]
     );
 }

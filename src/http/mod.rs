@@ -95,12 +95,12 @@ pub struct Exchange {
     /// Whether the response ended as its framing said (false: cut by close, reset or gap).
     pub resp_complete: bool,
     /// Whether a response cut short ended when the server closed the connection with a FIN (not
-    /// a reset), none of its bytes missing, and the client then closed its side with a FIN too:
-    /// its reader got everything sent before the close. A client's FIN sent after the server's
-    /// answers it (the bytes before it had arrived, wherever the capture was taken), and a
-    /// socket closed with unread data sends a reset, not a FIN (RFC 9293 §3.6, and §3.10.7.4 for
-    /// a reset: the receiver may discard what it had not read). The acknowledgment number of
-    /// the client's FIN is not checked: a close from both ends at once would pass.
+    /// a reset), none of its bytes missing, and the client then closed its side with a FIN too,
+    /// having acknowledged every byte the server sent: its reader got everything sent before the
+    /// close. The acknowledgment shows the bytes reached the client's host, wherever the capture
+    /// was taken, and a socket closed with unread data sends a reset, not a FIN (RFC 9293 §3.6,
+    /// and §3.10.7.4 for a reset: the receiver may discard what it had not read). Behind a proxy,
+    /// the "client" is the proxy.
     pub resp_fin: bool,
     /// Whether the client ended its side of the connection (its FIN, or a reset it sent) while
     /// this exchange's response was streaming, before the server ended its side — MCP
@@ -584,7 +584,12 @@ impl StreamSink for HttpLayer {
                     }
                 }
             }
-            StreamEvent::End { dir: d, fin, reset } => {
+            StreamEvent::End {
+                dir: d,
+                fin,
+                reset,
+                peer_acked,
+            } => {
                 // A direction that ends while searched: read from where an event stream starts
                 // in what it held, else given up.
                 if let Some(at) = self
@@ -603,9 +608,10 @@ impl StreamSink for HttpLayer {
                         conn.server_ended = true;
                         conn.server_fin = fin && !reset;
                     } else if conn.client_dir == Some(d) && conn.server_ended {
-                        // The client's reply to the server's FIN: a FIN says it read the
-                        // response the FIN cut to its end.
-                        match conn.fin_cut.take().filter(|_| fin && !reset) {
+                        // The client's reply to the server's FIN: a FIN, with every byte
+                        // before the server's acknowledged, says it read the response the FIN
+                        // cut to its end.
+                        match conn.fin_cut.take().filter(|_| fin && !reset && peer_acked) {
                             Some(FinCut::Held(depth)) => {
                                 if let Some(e) =
                                     conn.exchanges.iter_mut().find(|e| e.trans_depth == depth)

@@ -133,6 +133,10 @@ pub enum StreamEvent<'a> {
         fin: bool,
         /// This direction's side sent a RST.
         reset: bool,
+        /// This direction's side had acknowledged every byte the other direction sent before
+        /// its FIN (false when the other direction has no FIN yet): what the other side sent
+        /// reached this side's host.
+        peer_acked: bool,
     },
     /// The capture ended while the connection was still open (no RST, not both FINs): what
     /// it carried next is unknown. Followed by the End and Close events.
@@ -506,12 +510,14 @@ impl FlowTable {
         let flow = &mut self.flows[i];
         if flow.dirs[d].finished() && !flow.ended[d] {
             flow.ended[d] = true;
+            let peer_acked = flow.dirs[1 - d].fin_acked();
             sink.event(
                 flow.meta(),
                 StreamEvent::End {
                     dir: d,
                     fin: true,
                     reset: false,
+                    peer_acked,
                 },
                 ts,
                 frame,
@@ -563,12 +569,14 @@ impl FlowTable {
             if !flow.ended[d] {
                 flow.ended[d] = true;
                 let reset = flow.rst[d];
+                let peer_acked = flow.dirs[1 - d].fin_acked();
                 sink.event(
                     meta,
                     StreamEvent::End {
                         dir: d,
                         fin: false,
                         reset,
+                        peer_acked,
                     },
                     ts,
                     frame,

@@ -173,6 +173,11 @@ impl Reassembler {
         self.fin.is_some_and(|f| self.next >= f)
     }
 
+    /// Whether a FIN was seen and the peer acknowledged every byte before it.
+    pub fn fin_acked(&self) -> bool {
+        self.fin.is_some_and(|f| self.acked >= f)
+    }
+
     /// A SYN with sequence number `isn` (RFC 9293 §3.4: the first data byte is ISN+1).
     /// Returns false when this direction already carried data from another base (a reused port).
     pub fn syn(&mut self, isn: u32) -> bool {

@@ -272,6 +272,21 @@ impl Conn {
         self.fin_exchange(cap, false);
     }
 
+    /// Both ends close at once: the server's FIN crosses the client's, which acknowledges the
+    /// server's bytes only up to `unacked` bytes before its FIN (what was still in flight).
+    pub fn close_crossed(mut self, cap: &mut Capture, unacked: u32) {
+        let fin_ack = Flags {
+            fin: true,
+            ack: true,
+            ..Default::default()
+        };
+        let (s, c) = (self.server_seq, self.client_seq);
+        self.emit(cap, false, s, c, fin_ack, &[]);
+        self.emit(cap, true, c, s.wrapping_sub(unacked), fin_ack, &[]);
+        self.client_seq = c.wrapping_add(1);
+        self.server_seq = s.wrapping_add(1);
+    }
+
     /// The server resets the connection.
     pub fn server_reset(self, cap: &mut Capture) {
         let (s, c) = (self.server_seq, self.client_seq);
