@@ -102,8 +102,10 @@ fn resumed_twice_from_one_cursor(fin: bool) -> Capture {
 enum Cut {
     /// The server's FIN, answered by the client's.
     Fin,
-    /// A reset from the server.
+    /// A reset from the server, before the client acknowledged what the connection carried.
     Reset,
+    /// A reset from the server after the client had acknowledged every byte.
+    AckedReset,
     /// Both FINs at once: the client's acknowledges nothing of what the resumed connection
     /// carried (its events were still in flight).
     Crossed,
@@ -120,6 +122,10 @@ fn resumed_twice(cut: Cut) -> Capture {
     match cut {
         Cut::Fin => r.server_close(&mut cap),
         Cut::Reset => r.server_reset(&mut cap),
+        Cut::AckedReset => {
+            r.client_ack(&mut cap);
+            r.server_reset(&mut cap)
+        }
         Cut::Crossed => r.close_crossed(&mut cap, body.len() as u32),
     }
     cap.wait(1_000_000);
@@ -149,13 +155,31 @@ fn a_cursor_behind_a_connection_read_to_its_end_gets_a_duplicate() {
     );
 }
 
-/// The resumed connection was reset: 4 and 5 may never have reached the client's reader, and
-/// their replay from 3 is correct.
+/// The resumed connection was reset before the client acknowledged 4 and 5: they may never have
+/// reached the client's reader, and their replay from 3 is correct.
 #[test]
 fn a_cursor_behind_a_reset_connection_is_not_a_duplicate() {
     assert_eq!(
         kinds(&resumed_twice_from_one_cursor(false)),
         ["resume_ok", "resume_ok"]
+    );
+}
+
+/// The server reset the resumed connection after the client had acknowledged 4 and 5: they
+/// reached the client's host, where data that arrived before a reset stays readable (Linux, the
+/// BSDs), and the Python SDK resumes from its first cursor after the reset: a duplicate.
+#[test]
+fn a_cursor_behind_an_acknowledged_reset_connection_gets_a_duplicate() {
+    let fs = analyze(&resumed_twice(Cut::AckedReset), &[]);
+    let dup: Vec<&serde_json::Value> = fs
+        .iter()
+        .filter(|f| f["kind"] == "duplicate_delivery")
+        .collect();
+    assert_eq!(dup.len(), 1, "{fs:#?}");
+    let detail = dup[0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("(the server reset it after the client had acknowledged every byte)"),
+        "{detail}"
     );
 }
 

@@ -651,18 +651,18 @@ pub(super) fn check(
 
     // duplicate_delivery on the stream: ids or progress payloads the client already had — up to
     // L. Events the capture shows on the wire after L may never have reached the client's
-    // handler (a reset discards what the receiver had not read yet, and at the server's side of
-    // a network they may not have arrived at all), and a replay that re-sends them is correct —
+    // handler (at the server's side of a network they may not have arrived at all, and a reset
+    // may discard what the receiver had not read), and a replay that re-sends them is correct —
     // unless their connection was read to its end before the resumption was sent: its response
-    // completed, or the server closed it with a FIN the client answered with its own
-    // (`resp_fin`). The client's reader then got them, and a client that resumes from L anyway
-    // has a cursor behind what it had (the Python SDK resumes again from its first cursor when
-    // a resumed stream breaks): their replay is delivered twice.
+    // completed, or the client had acknowledged every byte before the server's FIN (answered by
+    // its own) or reset (`resp_read`). The client's reader then got them, and a client that
+    // resumes from L anyway has a cursor behind what it had (the Python SDK resumes again from
+    // its first cursor when a resumed stream breaks): their replay is delivered twice.
     let read_after_l: Vec<&Ev> = before[lpos + 1..]
         .iter()
         .filter(|&&(x, _, ev)| {
             let c = &exchanges[x];
-            (c.resp_complete || c.resp_fin)
+            (c.resp_complete || c.resp_read.is_some())
                 && !c.resp_gap
                 && !c.client_closed
                 && c.ts_end.is_some_and(|t| t <= e.ts())
@@ -1784,10 +1784,12 @@ fn after_l_text(
         parts.join("; and "),
         flow_id(&exchanges[x]),
         first.sse.frame_first,
-        if exchanges[x].resp_complete {
-            "its response complete"
-        } else {
-            "the server closed it with a FIN, and the client answered with its own"
+        match (exchanges[x].resp_complete, exchanges[x].resp_read) {
+            (true, _) => "its response complete",
+            (false, Some(crate::http::ReadEnd::Reset)) => {
+                "the server reset it after the client had acknowledged every byte"
+            }
+            _ => "the server closed it with a FIN, and the client answered with its own",
         }
     )
 }

@@ -94,14 +94,15 @@ pub struct Exchange {
     pub resp_gap: bool,
     /// Whether the response ended as its framing said (false: cut by close, reset or gap).
     pub resp_complete: bool,
-    /// Whether a response cut short ended when the server closed the connection with a FIN (not
-    /// a reset), none of its bytes missing, and the client then closed its side with a FIN too,
-    /// having acknowledged every byte the server sent: its reader got everything sent before the
-    /// close. The acknowledgment shows the bytes reached the client's host, wherever the capture
-    /// was taken, and a socket closed with unread data sends a reset, not a FIN (RFC 9293 §3.6,
-    /// and §3.10.7.4 for a reset: the receiver may discard what it had not read). Behind a proxy,
-    /// the "client" is the proxy.
-    pub resp_fin: bool,
+    /// Whether a response cut short was read by the client up to the cut, none of its bytes
+    /// missing: the server closed the connection with a FIN and the client then closed its side
+    /// with a FIN too, having acknowledged every byte the server sent; or the server reset the
+    /// connection after the client had acknowledged every byte it sent. The acknowledgment
+    /// shows the bytes reached the client's host, wherever the capture was taken. A socket closed
+    /// with unread data sends a reset, not a FIN (RFC 9293 §3.6); data that arrived before a
+    /// reset stays readable on Linux and the BSDs, though RFC 9293 §3.10.7.4 lets a receiver
+    /// discard it (Windows does). Behind a proxy, the "client" is the proxy.
+    pub resp_read: Option<ReadEnd>,
     /// Whether the client ended its side of the connection (its FIN, or a reset it sent) while
     /// this exchange's response was streaming, before the server ended its side — MCP
     /// 2026-07-28's cancellation.
@@ -265,6 +266,15 @@ pub struct HttpOptions {
     pub held: std::sync::Arc<crate::budget::Budget>,
 }
 
+/// How a response cut short was read to its end ([`Exchange::resp_read`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadEnd {
+    /// The server's FIN, answered by the client's once it had acknowledged every byte.
+    Fin,
+    /// The server's reset, after the client had acknowledged every byte.
+    Reset,
+}
+
 /// Where the exchange a server's FIN cut is ([`Conn::fin_cut`]).
 #[derive(Debug, Clone, Copy)]
 enum FinCut {
@@ -302,8 +312,10 @@ struct Conn {
     server_ended: bool,
     /// ... with a FIN, not a reset.
     server_fin: bool,
+    /// ... with a reset, after the client had acknowledged every byte the server sent.
+    server_reset_acked: bool,
     /// The exchange whose response the server's FIN cut, until the client's own close says
-    /// whether it read it to the end ([`Exchange::resp_fin`]).
+    /// whether it read it to the end ([`Exchange::resp_read`]).
     fin_cut: Option<FinCut>,
     /// The requests sent later than every request after them (index into `exchanges`, request
     /// time in µs), times rising: the latest request sent by a time is the last of those sent by
@@ -459,6 +471,7 @@ impl Conn {
             resp_lost_at: None,
             server_ended: false,
             server_fin: false,
+            server_reset_acked: false,
             fin_cut: None,
             request_lows: Vec::new(),
             sse: None,
@@ -589,6 +602,7 @@ impl StreamSink for HttpLayer {
                 fin,
                 reset,
                 peer_acked,
+                acked_by_peer,
             } => {
                 // A direction that ends while searched: read from where an event stream starts
                 // in what it held, else given up.
@@ -607,6 +621,7 @@ impl StreamSink for HttpLayer {
                     if conn.client_dir.is_some_and(|c| c != d) {
                         conn.server_ended = true;
                         conn.server_fin = fin && !reset;
+                        conn.server_reset_acked = reset && acked_by_peer;
                     } else if conn.client_dir == Some(d) && conn.server_ended {
                         // The client's reply to the server's FIN: a FIN, with every byte
                         // before the server's acknowledged, says it read the response the FIN
@@ -616,12 +631,12 @@ impl StreamSink for HttpLayer {
                                 if let Some(e) =
                                     conn.exchanges.iter_mut().find(|e| e.trans_depth == depth)
                                 {
-                                    e.resp_fin = true;
+                                    e.resp_read = Some(ReadEnd::Fin);
                                 }
                             }
                             Some(FinCut::Emitted(i)) => {
                                 if let Some(e) = self.exchanges.get_mut(i) {
-                                    e.resp_fin = true;
+                                    e.resp_read = Some(ReadEnd::Fin);
                                 }
                             }
                             None => {}
@@ -1283,8 +1298,12 @@ fn on_event(
                 let e = &mut conn.exchanges[i];
                 e.resp_complete = complete;
                 e.open_at_capture_end = !complete && conn.open_at_end;
-                if !complete && conn.server_fin && !conn.open_at_end && !e.resp_gap {
-                    conn.fin_cut = Some(FinCut::Held(e.trans_depth));
+                if !complete && !conn.open_at_end && !e.resp_gap {
+                    if conn.server_fin {
+                        conn.fin_cut = Some(FinCut::Held(e.trans_depth));
+                    } else if conn.server_reset_acked {
+                        e.resp_read = Some(ReadEnd::Reset);
+                    }
                 }
                 e.ts_end = Some(ts);
                 e.frame_last = Some(frame);

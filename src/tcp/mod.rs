@@ -137,6 +137,9 @@ pub enum StreamEvent<'a> {
         /// its FIN (false when the other direction has no FIN yet): what the other side sent
         /// reached this side's host.
         peer_acked: bool,
+        /// The other side had acknowledged every byte this direction delivered: they reached
+        /// its host (for a direction a RST ended, before the reset).
+        acked_by_peer: bool,
     },
     /// The capture ended while the connection was still open (no RST, not both FINs): what
     /// it carried next is unknown. Followed by the End and Close events.
@@ -511,6 +514,7 @@ impl FlowTable {
         if flow.dirs[d].finished() && !flow.ended[d] {
             flow.ended[d] = true;
             let peer_acked = flow.dirs[1 - d].fin_acked();
+            let acked_by_peer = flow.dirs[d].all_acked();
             sink.event(
                 flow.meta(),
                 StreamEvent::End {
@@ -518,6 +522,7 @@ impl FlowTable {
                     fin: true,
                     reset: false,
                     peer_acked,
+                    acked_by_peer,
                 },
                 ts,
                 frame,
@@ -570,6 +575,7 @@ impl FlowTable {
                 flow.ended[d] = true;
                 let reset = flow.rst[d];
                 let peer_acked = flow.dirs[1 - d].fin_acked();
+                let acked_by_peer = flow.dirs[d].all_acked();
                 sink.event(
                     meta,
                     StreamEvent::End {
@@ -577,6 +583,7 @@ impl FlowTable {
                         fin: false,
                         reset,
                         peer_acked,
+                        acked_by_peer,
                     },
                     ts,
                     frame,

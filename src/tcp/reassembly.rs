@@ -173,6 +173,11 @@ impl Reassembler {
         self.fin.is_some_and(|f| self.next >= f)
     }
 
+    /// Whether the peer acknowledged every byte delivered (or reported as a gap) so far.
+    pub fn all_acked(&self) -> bool {
+        self.base.is_some() && self.acked >= self.next
+    }
+
     /// Whether a FIN was seen and the peer acknowledged every byte before it.
     pub fn fin_acked(&self) -> bool {
         self.fin.is_some_and(|f| self.acked >= f)

@@ -272,6 +272,16 @@ impl Conn {
         self.fin_exchange(cap, false);
     }
 
+    /// A bare ACK from the client of every byte the server sent so far.
+    pub fn client_ack(&mut self, cap: &mut Capture) {
+        let (c, s) = (self.client_seq, self.server_seq);
+        let ack = Flags {
+            ack: true,
+            ..Default::default()
+        };
+        self.emit(cap, true, c, s, ack, &[]);
+    }
+
     /// Both ends close at once: the server's FIN crosses the client's, which acknowledges the
     /// server's bytes only up to `unacked` bytes before its FIN (what was still in flight).
     pub fn close_crossed(mut self, cap: &mut Capture, unacked: u32) {
