@@ -166,6 +166,10 @@ pub(super) fn backend_switch(
         }
     }
     let broken = matches!(result.verdict, Verdict::Forked | Verdict::Gap);
+    // The resumption's own checks found events the client already had delivered again: the ids
+    // went on from L, but not as the log the client had read (a backend serving its own log
+    // from a cursor another one minted, as after a second reconnect in seed 1).
+    let repeated = out[first..].iter().any(|f| f.kind == "duplicate_delivery");
     let mut f = Finding::at_exchange(
         model.sessions[r.session].label(),
         "backend_switch",
@@ -183,6 +187,9 @@ pub(super) fn backend_switch(
                 Verdict::Gap => ": events were lost or fabricated across the switch",
                 Verdict::Resumed if result.continuity_unshown => {
                     "; nothing contradicts a continuation, but nothing shows one either"
+                }
+                Verdict::Resumed if repeated => {
+                    "; its ids went on after that event, but it delivered again events the client already had"
                 }
                 Verdict::Resumed => "; the log continued",
                 Verdict::Rejected => ", which refused it",
