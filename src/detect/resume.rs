@@ -669,25 +669,22 @@ pub(super) fn check(
                 && ev.carries_data()
         })
         .collect();
-    let progress_of = |evs: &[&Ev]| -> HashSet<(Short, u64)> {
-        evs.iter()
-            .flat_map(|(_, _, ev)| ev.messages.iter())
+    fn progress_of<'a: 'b, 'b>(evs: impl Iterator<Item = &'b Ev<'a>>) -> HashSet<(Short, u64)> {
+        evs.flat_map(|(_, _, ev)| ev.messages.iter())
             .filter_map(|m| Some((m.progress_token.clone()?, m.progress?.to_bits())))
             .collect()
-    };
-    let upto_refs: Vec<&Ev> = upto.iter().collect();
-    let progress_before = progress_of(&upto_refs);
-    let progress_read = progress_of(&read_after_l);
+    }
+    let progress_before = progress_of(upto.iter());
+    let progress_read = progress_of(read_after_l.iter().copied());
     // An id is delivered twice when the same id comes with the same data; an id reused for other
     // data is a restarted sequence (id_restart/id_regression), not a duplicate.
-    fn ids_of<'a>(evs: &[&Ev<'a>]) -> HashSet<(&'a str, u64)> {
-        evs.iter()
-            .filter(|(_, _, ev)| ev.sse.has_own_id)
+    fn ids_of<'a: 'b, 'b>(evs: impl Iterator<Item = &'b Ev<'a>>) -> HashSet<(&'a str, u64)> {
+        evs.filter(|(_, _, ev)| ev.sse.has_own_id)
             .filter_map(|(_, _, ev)| Some((ev.sse.id?, ev.data_hash)))
             .collect()
     }
-    let before_by_id = ids_of(&upto_refs);
-    let ids_read = ids_of(&read_after_l);
+    let before_by_id = ids_of(upto.iter());
+    let ids_read = ids_of(read_after_l.iter().copied());
     let had_id = |ev: &EventRec, set: &HashSet<(&str, u64)>| {
         ev.sse.has_own_id && ev.sse.id.is_some_and(|i| set.contains(&(i, ev.data_hash)))
     };

@@ -1128,19 +1128,11 @@ fn on_event(
                     match conn.req_decoder.as_mut() {
                         Some(d) => match d.push(bytes) {
                             Ok(v) => {
-                                append_bounded(
-                                    &mut e.req_body,
-                                    &mut e.req_charge,
-                                    opts,
-                                    &v,
-                                    anomalies,
-                                    frame,
-                                    flow_id,
-                                );
-                                if d.full() {
-                                    anomalies.add(decoded_too_large(opts, frame, flow_id, true));
+                                let full = d.full();
+                                if keep_decoded_request(
+                                    e, &v, full, opts, anomalies, frame, flow_id,
+                                ) {
                                     conn.req_decoder = None;
-                                    e.req_gap = true;
                                 }
                             }
                             Err(err) => {
@@ -1236,19 +1228,8 @@ fn on_event(
                     }
                     if let Some(mut d) = conn.req_decoder.take() {
                         let (rest, ended) = d.finish();
-                        append_bounded(
-                            &mut e.req_body,
-                            &mut e.req_charge,
-                            opts,
-                            &rest,
-                            anomalies,
-                            frame,
-                            flow_id,
-                        );
-                        if d.full() {
-                            anomalies.add(decoded_too_large(opts, frame, flow_id, true));
-                        }
-                        if ended.is_err() || d.full() {
+                        keep_decoded_request(e, &rest, d.full(), opts, anomalies, frame, flow_id);
+                        if ended.is_err() {
                             e.req_gap = true;
                         }
                     }
@@ -1447,6 +1428,34 @@ fn not_decoded(
         ),
     };
     Anomaly::new(code, Some(frame), Some(flow_id.to_string()), detail)
+}
+
+/// Decoded request body bytes `v` into `e`'s kept body ([`append_bounded`]); when the decoder
+/// reached its bound (`full`), says so (`http.decoded_too_large`) and marks the body cut.
+/// Returns `full`: the caller drops the decoder.
+fn keep_decoded_request(
+    e: &mut Exchange,
+    v: &[u8],
+    full: bool,
+    opts: &HttpOptions,
+    anomalies: &mut Anomalies,
+    frame: u64,
+    flow_id: FlowId,
+) -> bool {
+    append_bounded(
+        &mut e.req_body,
+        &mut e.req_charge,
+        opts,
+        v,
+        anomalies,
+        frame,
+        flow_id,
+    );
+    if full {
+        anomalies.add(decoded_too_large(opts, frame, flow_id, true));
+        e.req_gap = true;
+    }
+    full
 }
 
 fn append_bounded(
