@@ -244,56 +244,139 @@ pub fn write_chunks_to(
     let Some(first) = chunks.next() else {
         return Ok(());
     };
+    if format != Format::Csv {
+        return write_parquet(w, first, chunks);
+    }
     let df = first.to_dataframe()?;
     // One piece in memory at a time: its rows are in `df` now.
     drop(first);
-    if format == Format::Csv {
-        // ISO 8601 with the zone, as in NDJSON: `2026-11-29T22:24:30.063117Z`.
-        let mut w = CsvWriter::new(w)
-            .include_header(true)
-            .with_datetime_format(Some("%Y-%m-%dT%H:%M:%S%.6fZ".into()))
-            .batched(df.schema())?;
-        w.write_batch(&df)?;
-        for t in chunks {
-            w.write_batch(&t.to_dataframe()?)?;
-        }
-        w.finish()
-    } else {
-        write_parquet(w, df, chunks)
+    // ISO 8601 with the zone, as in NDJSON: `2026-11-29T22:24:30.063117Z`.
+    let mut w = CsvWriter::new(w)
+        .include_header(true)
+        .with_datetime_format(Some("%Y-%m-%dT%H:%M:%S%.6fZ".into()))
+        .batched(df.schema())?;
+    w.write_batch(&df)?;
+    for t in chunks {
+        w.write_batch(&t.to_dataframe()?)?;
+    }
+    w.finish()
+}
+
+/// The Arrow type of a column in the Parquet files: text is `large_string` (offsets and bytes,
+/// the type every Arrow reader filters and joins on; polars' own `string_view` is not handled
+/// by pyarrow's compute kernels), times `timestamp[us, tz=UTC]`.
+fn arrow_type(v: &Values) -> ArrowDataType {
+    match v {
+        Values::Str(_) => ArrowDataType::LargeUtf8,
+        Values::I64(_) => ArrowDataType::Int64,
+        Values::U64(_) => ArrowDataType::UInt64,
+        Values::F64(_) => ArrowDataType::Float64,
+        Values::Bool(_) => ArrowDataType::Boolean,
+        Values::Ts(_) => ArrowDataType::Timestamp(
+            polars_arrow::datatypes::TimeUnit::Microsecond,
+            Some("UTC".into()),
+        ),
     }
 }
 
-/// The Parquet half of [`write_chunks_to`]: one row group per piece, written through
-/// polars-parquet directly so that each column's encoding is chosen here.
+/// One column as an Arrow array, without copying its text: a [`Text`] already is Arrow's
+/// layout (values end to end, end offsets).
+fn arrow_array(v: Values) -> PolarsResult<Box<dyn polars_arrow::array::Array>> {
+    use polars_arrow::array::{BooleanArray, PrimitiveArray, Utf8Array};
+    use polars_arrow::bitmap::Bitmap;
+    use polars_arrow::offset::OffsetsBuffer;
+    // A validity bitmap only when a value is missing.
+    fn validity(present: impl ExactSizeIterator<Item = bool> + Clone) -> Option<Bitmap> {
+        present.clone().any(|p| !p).then(|| present.collect())
+    }
+    fn primitive<T: polars_arrow::types::NativeType + Default>(
+        dtype: ArrowDataType,
+        x: Vec<Option<T>>,
+    ) -> Box<dyn polars_arrow::array::Array> {
+        let valid = validity(x.iter().map(Option::is_some));
+        let values: Vec<T> = x.into_iter().map(Option::unwrap_or_default).collect();
+        Box::new(PrimitiveArray::new(dtype, values.into(), valid))
+    }
+    let dtype = arrow_type(&v);
+    Ok(match v {
+        Values::Str(t) => {
+            let mut offsets: Vec<i64> = Vec::with_capacity(t.cells.len() + 1);
+            offsets.push(0);
+            offsets.extend(t.cells.iter().map(|&(end, _)| end as i64));
+            let valid = validity(t.cells.iter().map(|&(_, p)| p));
+            Box::new(Utf8Array::<i64>::try_new(
+                dtype,
+                OffsetsBuffer::try_from(offsets)?,
+                t.buf.into_bytes().into(),
+                valid,
+            )?)
+        }
+        Values::I64(x) => primitive(dtype, x),
+        Values::U64(x) => primitive(dtype, x),
+        Values::F64(x) => primitive(dtype, x),
+        // Clamped to the years 1 to 9999, as frames are (and as the other formats write them).
+        Values::Ts(x) => primitive(
+            dtype,
+            x.into_iter()
+                .map(|t| t.map(crate::capture::clamp_ts))
+                .collect(),
+        ),
+        Values::Bool(x) => {
+            let valid = validity(x.iter().map(Option::is_some));
+            let values: Bitmap = x.iter().map(|b| b.unwrap_or(false)).collect();
+            Box::new(BooleanArray::new(dtype, values, valid))
+        }
+    })
+}
+
+/// The Parquet half of [`write_chunks_to`]: one row group per piece, each column built as an
+/// Arrow array straight from the table (no DataFrame) and written through polars-parquet, so
+/// that each column's type and encoding are chosen here.
 ///
+/// - Text is `large_string`; integers keep their sign (`uint64` for counts, frame numbers and
+///   ports), times are `timestamp[us, tz=UTC]`.
+/// - Statistics are complete: null count, minimum and maximum, for every column chunk and in
+///   the page index. A page index whose pages have a null count but no minimum and maximum
+///   marks every page a null page, and DuckDB, which reads it, then skips every page under a
+///   filter (no rows for any `WHERE`, and none for joins it pushes filters into). Minima and
+///   maxima cost about 4 % of a one-core run (instructions, `bench/README.md`) and let readers
+///   skip row groups by time and frame.
 /// - Text columns are written `PLAIN`. polars' writer tries a dictionary on every text
 ///   column of every row group: a cardinality estimate, then a hash of each value; on the
 ///   `events` table of a large capture that was about 6% of a whole run on one core, for files
 ///   about 15% smaller. Snappy still folds the repeats within a page.
-/// - 64-bit numbers and times are written `PLAIN` too. polars would write a dictionary when
-///   the values' range is small (found from their minimum and maximum), hashing each value:
-///   1.9 % of a one-core run, for files about 4 % smaller. Booleans and narrower types keep
-///   polars' choice.
-/// - Snappy, the codec every Parquet reader has: polars' default zstd made files half the size
-///   but took about 5% of a whole run on one core.
-/// - Null counts are written; column minima and maxima (for readers that skip row groups by
-///   value) are not: they took another 2.5%, and these tables are read whole.
+/// - 64-bit numbers and times are written `PLAIN` too (a dictionary costs a hash of each
+///   value, 1.9 % of a one-core run, for files about 4 % smaller). Booleans keep polars'
+///   choice.
+/// - Snappy, the codec every Parquet reader has: zstd made files half the size but took about
+///   5% of a whole run on one core.
 ///
 /// The file's footer holds the Arrow schema, as polars' writer puts it there.
 fn write_parquet(
     w: &mut impl Write,
-    first: DataFrame,
+    first: Table,
     rest: impl Iterator<Item = Table>,
 ) -> PolarsResult<()> {
     use polars_parquet::write::{
         get_dtype_encoding, row_group_iter, CompressionOptions, Encoding, FileWriter, Version,
         WriteOptions,
     };
-    let schema = first.schema().to_arrow(CompatLevel::newest());
+    let schema: polars_arrow::datatypes::ArrowSchema = first
+        .columns
+        .iter()
+        .map(|(name, v)| {
+            let name: PlSmallStr = (*name).into();
+            (
+                name.clone(),
+                polars_arrow::datatypes::Field::new(name, arrow_type(v), true),
+            )
+        })
+        .collect();
+    let schema = std::sync::Arc::new(schema);
     let encodings: Vec<Vec<Encoding>> = schema
         .iter_values()
         .map(|f| match f.dtype {
-            ArrowDataType::Utf8View
+            ArrowDataType::LargeUtf8
             | ArrowDataType::Int64
             | ArrowDataType::UInt64
             | ArrowDataType::Float64
@@ -303,8 +386,8 @@ fn write_parquet(
         .collect();
     let options = WriteOptions {
         statistics: StatisticsOptions {
-            min_value: false,
-            max_value: false,
+            min_value: true,
+            max_value: true,
             distinct_count: false,
             null_count: true,
             binary_statistics_truncate_length: None,
@@ -313,18 +396,22 @@ fn write_parquet(
         compression: CompressionOptions::Snappy,
         data_page_size: None,
     };
-    let mut file = FileWriter::try_new(w, schema, options)?;
+    let mut file = FileWriter::try_new(w, (*schema).clone(), options)?;
     let fields = file.parquet_schema().fields().to_vec();
-    let frames = std::iter::once(Ok(first)).chain(rest.map(|t| t.to_dataframe()));
-    for df in frames {
-        for batch in df?.iter_chunks(CompatLevel::newest(), false) {
-            let rows = batch.len() as u64;
-            if rows > 0 {
-                let group =
-                    row_group_iter(batch, encodings.clone().into(), fields.clone(), options);
-                file.write(rows, group)?;
-            }
+    for t in std::iter::once(first).chain(rest) {
+        let rows = t.height();
+        if rows == 0 {
+            continue;
         }
+        let arrays = t
+            .columns
+            .into_iter()
+            .map(|(_, v)| arrow_array(v))
+            .collect::<PolarsResult<Vec<_>>>()?;
+        let batch =
+            polars_arrow::record_batch::RecordBatchT::try_new(rows, schema.clone(), arrays)?;
+        let group = row_group_iter(batch, encodings.clone().into(), fields.clone(), options);
+        file.write(rows as u64, group)?;
     }
     file.end(None).map(drop)
 }
