@@ -145,6 +145,8 @@ pub struct MessageRef<'a> {
     pub progress_token: Option<&'a str>,
     /// `params.progress` of `notifications/progress`.
     pub progress: Option<f64>,
+    /// `error.code` of an error.
+    pub error_code: Option<i64>,
 }
 
 impl<'a> MessageRef<'a> {
@@ -156,6 +158,7 @@ impl<'a> MessageRef<'a> {
             id: m.id.as_deref(),
             progress_token: m.progress_token.as_deref(),
             progress: m.progress,
+            error_code: m.error_code(),
         }
     }
 }
@@ -216,6 +219,7 @@ impl<'a> Messages<'a> {
                 id: p.id,
                 progress_token: p.progress_token,
                 progress: p.progress,
+                error_code: p.rare.as_ref().and_then(|r| r.error_code),
             })
         })
     }
@@ -583,6 +587,8 @@ const R_RPT: u8 = 1;
 const R_VERSION: u8 = 2;
 const R_PARAMS: u8 = 4;
 const R_CANCELS: u8 = 8;
+const R_TARGET: u8 = 16;
+const R_ERROR_CODE: u8 = 32;
 
 fn kind_code(k: Kind) -> u8 {
     match k {
@@ -616,7 +622,9 @@ fn put_message(b: &mut Vec<u8>, t: &mut String, m: &Message) {
         let bits = (r.request_progress_token.is_some() as u8 * R_RPT)
             | (r.protocol_version.is_some() as u8 * R_VERSION)
             | (r.params_hash.is_some() as u8 * R_PARAMS)
-            | (r.cancels.is_some() as u8 * R_CANCELS);
+            | (r.cancels.is_some() as u8 * R_CANCELS)
+            | (r.target.is_some() as u8 * R_TARGET)
+            | (r.error_code.is_some() as u8 * R_ERROR_CODE);
         b.push(bits);
         for s in [&r.request_progress_token, &r.protocol_version]
             .into_iter()
@@ -627,8 +635,11 @@ fn put_message(b: &mut Vec<u8>, t: &mut String, m: &Message) {
         if let Some(h) = r.params_hash {
             b.extend_from_slice(&h.to_le_bytes());
         }
-        if let Some(c) = &r.cancels {
-            put_str(b, t, c);
+        for s in [&r.cancels, &r.target].into_iter().flatten() {
+            put_str(b, t, s);
+        }
+        if let Some(c) = r.error_code {
+            b.extend_from_slice(&c.to_le_bytes());
         }
         put_varint(b, r.app_seq.len() as u64);
         for (i, v) in &r.app_seq {
@@ -717,6 +728,8 @@ struct RareParts<'a> {
     protocol_version: Option<&'a str>,
     params_hash: Option<u64>,
     cancels: Option<&'a str>,
+    target: Option<&'a str>,
+    error_code: Option<i64>,
     /// Number of (pointer index, value) pairs, and their encoding.
     app_seq: (usize, &'a [u8]),
 }
@@ -762,8 +775,12 @@ fn read_parts<'a>(r: &mut Reader<'a>) -> Option<Parts<'a>> {
         } else {
             None
         };
-        let cancels = if rb & R_CANCELS != 0 {
-            Some(r.str()?)
+        let mut opt_str = |bit: u8| -> Option<Option<&'a str>> {
+            Some(if rb & bit != 0 { Some(r.str()?) } else { None })
+        };
+        let (cancels, target) = (opt_str(R_CANCELS)?, opt_str(R_TARGET)?);
+        let error_code = if rb & R_ERROR_CODE != 0 {
+            Some(r.u64()? as i64)
         } else {
             None
         };
@@ -779,6 +796,8 @@ fn read_parts<'a>(r: &mut Reader<'a>) -> Option<Parts<'a>> {
             protocol_version,
             params_hash,
             cancels,
+            target,
+            error_code,
             app_seq: (n, &start[..used]),
         })
     } else {
@@ -813,6 +832,8 @@ fn read_message(r: &mut Reader<'_>) -> Option<Message> {
                 params_hash: x.params_hash,
                 cancels: x.cancels.map(str::to_string),
                 app_seq,
+                target: x.target.map(str::to_string),
+                error_code: x.error_code,
             }))
         }
         None => None,
@@ -872,14 +893,18 @@ mod tests {
             prop::option::of(any::<u64>()),
             opt_text(),
             prop::collection::vec((0usize..1000, -1e9f64..1e9), 0..3),
+            opt_text(),
+            prop::option::of(any::<i64>()),
         )
-            .prop_map(|(a, b, c, d, e)| {
+            .prop_map(|(a, b, c, d, e, f, g)| {
                 Rare {
                     request_progress_token: a,
                     protocol_version: b,
                     params_hash: c,
                     cancels: d,
                     app_seq: e,
+                    target: f,
+                    error_code: g,
                 }
                 .boxed()
             })

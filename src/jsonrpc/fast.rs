@@ -134,7 +134,7 @@ impl<'de> Deserialize<'de> for ResultVersion {
 }
 
 /// The members of a message the classification reads: `method` and `id` as raw JSON, `params`
-/// by the members `keys` names, `result` by its `protocolVersion` only, `error` by its presence.
+/// by the members `keys` names, `result` by its `protocolVersion` only, `error` as raw JSON.
 /// Every member is validated.
 #[derive(Debug, Default, PartialEq)]
 struct Top<'a> {
@@ -145,7 +145,8 @@ struct Top<'a> {
     /// (the serde reader leaves it out: a request is then left to the general path).
     params_text: Option<&'a str>,
     result: Option<ResultVersion>,
-    error: bool,
+    /// The raw text of `error` (the last one).
+    error: Option<&'a str>,
 }
 
 /// `params`, checked as strictly as a `Value` in the same pass as its members are read.
@@ -193,11 +194,7 @@ impl<'de> Visitor<'de> for TopSeed<'_> {
                     t.result = Some(map.next_value::<ResultVersion>()?);
                     continue;
                 }
-                "error" => {
-                    map.next_value::<Strict>()?;
-                    t.error = true;
-                    continue;
-                }
+                "error" => &mut t.error,
                 _ => {
                     map.next_value::<Strict>()?;
                     continue;
@@ -479,13 +476,15 @@ fn params_compact(t: &str) -> Option<Cow<'_, str>> {
 }
 
 /// The members of `params` the classification reads, in the order of their slots.
-const PARAMS_KEYS: [&str; 6] = [
+const PARAMS_KEYS: [&str; 8] = [
     "progressToken",
     "progress",
     "total",
     "requestId",
     "protocolVersion",
     "_meta",
+    "name",
+    "uri",
 ];
 
 /// Classify one JSON text; `None` when the general path must (see the module doc).
@@ -535,7 +534,6 @@ pub(super) fn classify_str(text: &str, app_seq: &[String]) -> Option<Message> {
         result,
         error,
     } = top;
-    let error = error.then_some(());
     let method: Option<Cow<str>> = match method {
         None | Some("null") => None,
         Some(m) => Some(as_str(m)?),
@@ -553,8 +551,8 @@ pub(super) fn classify_str(text: &str, app_seq: &[String]) -> Option<Message> {
         Some(Params::Object(p)) => p.get(i).copied().flatten(),
         _ => None,
     };
-    let [token, progress, total, request_id, params_version, meta] =
-        [0, 1, 2, 3, 4, 5].map(pick_at);
+    let [token, progress, total, request_id, params_version, meta, name, uri] =
+        [0, 1, 2, 3, 4, 5, 6, 7].map(pick_at);
     let progress_note = m == Some("notifications/progress");
     // The first of these present decides, string or not (as `Value::get` chains).
     let protocol_version = match (params_version, result.as_ref().and_then(|r| r.0.as_ref())) {
@@ -592,6 +590,17 @@ pub(super) fn classify_str(text: &str, app_seq: &[String]) -> Option<Message> {
         .map(|c| compact(c).into_owned());
     // A request: its progress token, and the hash of `params` without `_meta` as the general
     // path writes it (`super::classify`), when the raw text is already that (else it decides).
+    let target = (kind == Kind::Request)
+        .then(|| {
+            name.and_then(as_str)
+                .or_else(|| uri.and_then(as_str))
+                .map(Cow::into_owned)
+        })
+        .flatten();
+    let error_code = error
+        .filter(|_| kind == Kind::Error)
+        .and_then(|e| get(Some(e), "code"))
+        .and_then(|c| serde_json::from_str::<serde_json::Value>(c).ok()?.as_i64());
     let (request_progress_token, params_hash) = if kind == Kind::Request {
         let params = match params_text {
             Some(t) => params_compact(t)?,
@@ -624,6 +633,8 @@ pub(super) fn classify_str(text: &str, app_seq: &[String]) -> Option<Message> {
             params_hash,
             cancels,
             app_seq: seq,
+            target,
+            error_code,
         }
         .boxed(),
     })
@@ -706,6 +717,9 @@ mod tests {
                     key("app_seq"),
                     key("a/b"),
                     key("seq"),
+                    key("name"),
+                    key("uri"),
+                    key("code"),
                     key("other"),
                     Just("\"\\ud800\"".to_string()),
                 ],

@@ -74,6 +74,11 @@ pub struct Rare {
     pub cancels: Option<String>,
     /// Values of the configured application sequence pointers: (pointer index, value).
     pub app_seq: Vec<(usize, f64)>,
+    /// For requests: what the request names, `params.name` (a tool or prompt), else
+    /// `params.uri` (a resource), when it is a string (MCP "Tools", "Prompts", "Resources").
+    pub target: Option<String>,
+    /// For errors: `error.code` when it is an integer (JSON-RPC 2.0 §5.1).
+    pub error_code: Option<i64>,
 }
 
 impl Rare {
@@ -103,6 +108,14 @@ impl Message {
     /// [`Rare::app_seq`].
     pub fn app_seq(&self) -> &[(usize, f64)] {
         self.rare.as_ref().map_or(&[], |r| &r.app_seq)
+    }
+    /// [`Rare::target`].
+    pub fn target(&self) -> Option<&str> {
+        self.rare.as_ref()?.target.as_deref()
+    }
+    /// [`Rare::error_code`].
+    pub fn error_code(&self) -> Option<i64> {
+        self.rare.as_ref()?.error_code
     }
 }
 
@@ -209,6 +222,18 @@ pub fn classify(v: &Value, app_seq: &[String]) -> Message {
     } else {
         None
     };
+    let target = (kind == Kind::Request)
+        .then(|| {
+            let p = params?;
+            p.get("name")
+                .and_then(Value::as_str)
+                .or_else(|| p.get("uri").and_then(Value::as_str))
+                .map(str::to_string)
+        })
+        .flatten();
+    let error_code = (kind == Kind::Error)
+        .then(|| get("error")?.get("code")?.as_i64())
+        .flatten();
     Message {
         kind,
         method: method.map(Short::from),
@@ -222,6 +247,8 @@ pub fn classify(v: &Value, app_seq: &[String]) -> Message {
             params_hash,
             cancels,
             app_seq,
+            target,
+            error_code,
         }
         .boxed(),
     }
@@ -252,6 +279,38 @@ mod tests {
         assert_eq!(ms[2].id.as_deref(), Some("\"a\""));
         assert_eq!(ms[3].id.as_deref(), Some("null"));
         assert!(parse(b"{not json", &[]).is_err());
+    }
+
+    /// What a request names (`params.name`, else `params.uri`) and an error's code, on both
+    /// paths (the fast one for these common shapes, the general one for a batch).
+    #[test]
+    fn target_and_error_code() {
+        let one = |t: &str| parse(t.as_bytes(), &[]).unwrap().remove(0);
+        let call = one(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"count","arguments":{}}}"#,
+        );
+        assert_eq!(call.target(), Some("count"));
+        let read = one(
+            r#"{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"file:///a"}}"#,
+        );
+        assert_eq!(read.target(), Some("file:///a"));
+        let err = one(
+            r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32001,"message":"Session not found"}}"#,
+        );
+        assert_eq!(err.error_code(), Some(-32001));
+        let batch = parse(
+            br#"[{"jsonrpc":"2.0","id":4,"method":"prompts/get","params":{"name":7,"uri":"u"}},
+                {"jsonrpc":"2.0","id":5,"error":{"code":1.5}}]"#,
+            &[],
+        )
+        .unwrap();
+        assert_eq!(batch[0].target(), Some("u"));
+        assert_eq!(batch[1].error_code(), None);
+        // A notification names nothing.
+        assert_eq!(
+            one(r#"{"jsonrpc":"2.0","method":"x","params":{"name":"n"}}"#).target(),
+            None
+        );
     }
 
     #[test]

@@ -325,10 +325,7 @@ pub(super) fn top<'a>(text: &'a str, keys: &[std::borrow::Cow<str>]) -> Option<T
                 t.params_text = text.get(start..sc.i);
             }
             "result" => t.result = Some(result(sc)?),
-            "error" => {
-                sc.value(1)?;
-                t.error = true;
-            }
+            "error" => t.error = Some(sc.raw(1)?),
             _ => sc.value(1)?,
         }
         Some(())
