@@ -563,10 +563,12 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     // written beside the detectors and the other tables: the events, then the exchanges.
     let exchanges = std::sync::Arc::new(exchanges);
     let beside: Vec<&'static str> = match (format, args.out.as_ref()) {
-        (Format::Csv | Format::Parquet, Some(_)) if threads > 1 => ["events", "exchanges"]
-            .into_iter()
-            .filter(|n| names.contains(n))
-            .collect(),
+        (Format::Csv | Format::Parquet | Format::Ndjson, Some(_)) if threads > 1 => {
+            ["events", "exchanges"]
+                .into_iter()
+                .filter(|n| names.contains(n))
+                .collect()
+        }
         _ => Vec::new(),
     };
     let written_beside = match args.out.as_ref() {
@@ -634,6 +636,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             "sessions" => tables::sessions(&analysis, &exchanges),
             "streams" => tables::streams(&analysis, &exchanges),
             "resumptions" => tables::resumptions(&analysis, &exchanges),
+            "calls" => tables::calls(&analysis, &exchanges),
             "events" => tables::events(&analysis, &exchanges),
             "exchanges" => tables::exchanges(&analysis, &exchanges),
             "flows" => tables::flows(&flow_parts),
@@ -664,7 +667,23 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                 _ => {}
             }
         }
-        Format::Csv | Format::Parquet => {
+        Format::Ndjson if args.out.is_none() => {
+            let name = if which == "analyze" {
+                "findings"
+            } else {
+                which
+            };
+            let tables = pieces(name, &analysis, &exchanges, &build);
+            for t in tables {
+                match t.write_ndjson(&mut out) {
+                    Ok(()) => {}
+                    // The reader went away (`| head`): nothing more to write, not an error.
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break,
+                    Err(e) => return Err(format!("stdout: {e}")),
+                }
+            }
+        }
+        Format::Csv | Format::Parquet | Format::Ndjson => {
             let dir = args.out.as_ref().expect("checked above");
             let write = |n: &str| {
                 report::write_chunks(n, pieces(n, &analysis, &exchanges, &build), dir, format)
@@ -684,22 +703,6 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                 result = result.and(r);
             }
             result?;
-        }
-        Format::Ndjson => {
-            let name = if which == "analyze" {
-                "findings"
-            } else {
-                which
-            };
-            let tables = pieces(name, &analysis, &exchanges, &build);
-            for t in tables {
-                match t.write_ndjson(&mut out) {
-                    Ok(()) => {}
-                    // The reader went away (`| head`): nothing more to write, not an error.
-                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break,
-                    Err(e) => return Err(format!("stdout: {e}")),
-                }
-            }
         }
         Format::Table => {
             set_table_style();

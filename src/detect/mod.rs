@@ -23,6 +23,7 @@
 //! Each finding names in `detail` what happened, in one sentence, and the
 //! frames that prove it.
 
+pub mod calls;
 mod lifecycle;
 mod proxy;
 mod replay;
@@ -194,6 +195,8 @@ pub struct Analysis {
     /// The exchanges (indices into the exchanges) whose SSE events skipped dense ids inside the
     /// connection: an `id_gap` not at a resumption's cursor. Their streams' verdict is `gap`.
     pub id_gapped: crate::hash::FastSet<usize>,
+    /// Every JSON-RPC request and what became of it ([`calls::build`]).
+    pub calls: Vec<calls::Call>,
 }
 
 /// Run every detector.
@@ -308,12 +311,14 @@ pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end
             ),
         ));
     }
+    let calls = calls::build(&model, exchanges, &findings);
     Analysis {
         model,
         resumptions: results,
         findings,
         anomalies,
         id_gapped: gapped,
+        calls,
     }
 }
 

@@ -9,11 +9,12 @@
 pub mod tables;
 
 /// The tables `analyze` writes with `--format csv|parquet`, in order (file stems).
-pub const TABLE_NAMES: [&str; 10] = [
+pub const TABLE_NAMES: [&str; 11] = [
     "sessions",
     "streams",
     "resumptions",
     "findings",
+    "calls",
     "events",
     "exchanges",
     "flows",
@@ -198,13 +199,13 @@ pub enum Format {
     Csv,
     /// One Parquet file per table.
     Parquet,
-    /// Findings as NDJSON on stdout.
+    /// One JSON object per row: the findings on stdout, or one `.ndjson` file per table.
     Ndjson,
 }
 
 /// Write one table given as consecutive pieces (same columns, rows in order) to
 /// `<dir>/<name>.<ext>`, one piece in memory at a time: CSV with one header, Parquet with a row
-/// group per piece. Callers give at least one (possibly empty) piece: without one, the file is
+/// group per piece, NDJSON one object per row. Callers give at least one (possibly empty) piece: without one, the file is
 /// left empty.
 ///
 /// Errors: the directory or the file cannot be created or written (message names the path).
@@ -215,10 +216,10 @@ pub fn write_chunks(
     format: Format,
 ) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let ext = if format == Format::Csv {
-        "csv"
-    } else {
-        "parquet"
+    let ext = match format {
+        Format::Csv => "csv",
+        Format::Ndjson => "ndjson",
+        _ => "parquet",
     };
     let path = dir.join(format!("{name}.{ext}"));
     // Buffered: the Parquet writer's metadata (Thrift) comes in writes of a few bytes each.
@@ -231,7 +232,7 @@ pub fn write_chunks(
 }
 
 /// Write one table given as consecutive pieces to `w`, as [`write_chunks`] does to a file
-/// (`format` CSV or Parquet). Nothing is written without a piece.
+/// (`format` CSV, Parquet or NDJSON). Nothing is written without a piece.
 ///
 /// Errors: a piece cannot be made a DataFrame, or writing fails (the I/O error is kept, so a
 /// caller can tell a closed pipe).
@@ -244,8 +245,15 @@ pub fn write_chunks_to(
     let Some(first) = chunks.next() else {
         return Ok(());
     };
-    if format != Format::Csv {
-        return write_parquet(w, first, chunks);
+    match format {
+        Format::Csv => {}
+        Format::Ndjson => {
+            for t in std::iter::once(first).chain(chunks) {
+                t.write_ndjson(w)?;
+            }
+            return Ok(());
+        }
+        _ => return write_parquet(w, first, chunks),
     }
     let df = first.to_dataframe()?;
     // One piece in memory at a time: its rows are in `df` now.

@@ -38,6 +38,10 @@ pub fn findings(a: &Analysis) -> Table {
     Table {
         name: "findings",
         columns: vec![
+            (
+                "finding",
+                Values::U64((1..=r.len() as u64).map(Some).collect()),
+            ),
             col!("ts", Ts, r, |f| Some(f.ts)),
             col!("session_id", Str, r, |f| Some(f.session_id.as_str())),
             col!("kind", Str, r, |f| Some(f.kind)),
@@ -52,6 +56,48 @@ pub fn findings(a: &Analysis) -> Table {
             col!("expected", Str, r, |f| f.expected.as_deref()),
             col!("observed", Str, r, |f| f.observed.as_deref()),
             col!("detail", Str, r, |f| Some(f.detail.as_str())),
+        ],
+    }
+}
+
+/// `calls`: one row per JSON-RPC request ([`crate::detect::calls`]).
+pub fn calls(a: &Analysis, ex: &[Exchange]) -> Table {
+    let m = &a.model;
+    let r = &a.calls;
+    Table {
+        name: "calls",
+        columns: vec![
+            col!("ts_request", Ts, r, |c| Some(c.ts_request)),
+            col!("session_id", Str, r, |c| Some(
+                m.sessions[c.session].label_str()
+            )),
+            col!("stream_id", Str, r, |c| c.stream.map(|s| format!("S{s}"))),
+            col!("flow_id", Str, r, |c| Some(
+                FlowId(ex[c.exchange].flow_index).to_string()
+            )),
+            col!("frame", U64, r, |c| Some(c.frame)),
+            col!("direction", Str, r, |c| Some(if c.from_server {
+                "server"
+            } else {
+                "client"
+            })),
+            col!("method", Str, r, |c| Some(c.method.as_str())),
+            col!("name", Str, r, |c| c.name.as_deref()),
+            col!("request_id", Str, r, |c| Some(c.request_id.as_str())),
+            col!("ts_response", Ts, r, |c| c.ts_response),
+            col!("frame_response", U64, r, |c| c.frame_response),
+            col!("latency_us", U64, r, |c| c
+                .ts_response
+                .map(|t| t.saturating_sub(c.ts_request).max(0) as u64)),
+            col!("outcome", Str, r, |c| Some(c.outcome.as_str())),
+            col!("status", U64, r, |c| (!c.from_server)
+                .then_some(c.status as u64)),
+            col!("error_code", I64, r, |c| c.error_code),
+            col!("progress", U64, r, |c| Some(c.progress)),
+            col!("connections", U64, r, |c| Some(c.connections)),
+            col!("findings", Str, r, |c| join(
+                c.findings.iter().map(|n| (n + 1).to_string())
+            )),
         ],
     }
 }
