@@ -151,7 +151,13 @@ fn times_are_utc_everywhere_and_the_terminal_table_prints() {
         &DataType::Datetime(TimeUnit::Microseconds, Some(TimeZone::UTC))
     );
     let csv = std::fs::read_to_string(csv_dir.join("findings.csv")).unwrap();
-    let ts_at = csv.lines().next().unwrap().split(',').position(|c| c == "ts").unwrap();
+    let ts_at = csv
+        .lines()
+        .next()
+        .unwrap()
+        .split(',')
+        .position(|c| c == "ts")
+        .unwrap();
     let first_ts = csv.lines().nth(1).unwrap().split(',').nth(ts_at).unwrap();
     assert_eq!(first_ts, "2026-11-29T22:24:30.063117Z");
     let (_, ndjson) = run(&["--format", "ndjson", "--fail-on", "never"], None);

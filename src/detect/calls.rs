@@ -112,6 +112,13 @@ pub fn build(model: &Model, exchanges: &[Exchange], findings: &[Finding]) -> Vec
         // requests; those in POST bodies answer server requests.
         let mut to_client: HashMap<&str, Vec<Answer>> = HashMap::default();
         let mut to_server: HashMap<&str, Vec<Answer>> = HashMap::default();
+        // The legacy transport's GET streams of the session, which carry every answer.
+        let legacy: Vec<usize> = s
+            .exchanges
+            .iter()
+            .copied()
+            .filter(|&g| exchanges[g].endpoint.is_some())
+            .collect();
         // Cancels the client sent, by request id: when.
         let mut cancels: HashMap<&str, Vec<i64>> = HashMap::default();
         for &xi in &s.exchanges {
@@ -121,7 +128,9 @@ pub fn build(model: &Model, exchanges: &[Exchange], findings: &[Finding]) -> Vec
                     cancels.entry(c).or_default().push(e.ts());
                 }
                 match (m.kind, m.id.as_deref()) {
-                    (Kind::Request, Some(id)) => calls.push(call(model, exchanges, si, xi, m, id)),
+                    (Kind::Request, Some(id)) => {
+                        calls.push(call(model, exchanges, &legacy, si, xi, m, id))
+                    }
                     (Kind::Response | Kind::Error, Some(id)) => to_server
                         .entry(id)
                         .or_default()
@@ -305,6 +314,7 @@ fn headless_answers<'a>(
 fn call(
     model: &Model,
     exchanges: &[Exchange],
+    legacy: &[usize],
     si: usize,
     xi: usize,
     m: &crate::jsonrpc::Message,
@@ -312,13 +322,22 @@ fn call(
 ) -> Call {
     let e = &exchanges[xi];
     let stream = model.exchange_stream[xi];
+    // The connections that carry its answer: its stream's; on the legacy transport
+    // (2024-11-05), the session's GET stream that got the `endpoint` event; else its own.
     let conns: &[usize] = match stream {
         Some(st) => &model.streams[st].connections,
+        None if !e.is_sse && !legacy.is_empty() => legacy,
         None => std::slice::from_ref(&xi),
     };
     // Progress for the token the request set (MCP "Progress"), on its stream's connections.
     let progress = m.request_progress_token().map_or(0, |t| {
         conns.iter().map(|&c| progress_for(&exchanges[c], t)).sum()
+    });
+    // A legacy request's answer comes on the session's GET stream: that is its stream.
+    let stream = stream.or_else(|| {
+        std::ptr::eq(conns, legacy)
+            .then(|| legacy.first().and_then(|&g| model.exchange_stream[g]))
+            .flatten()
     });
     Call {
         session: si,
@@ -336,7 +355,7 @@ fn call(
         status: e.status(),
         error_code: None,
         progress,
-        connections: if e.response.is_some() || stream.is_some() {
+        connections: if e.response.is_some() || stream.is_some() || conns.len() > 1 {
             conns.len() as u64
         } else {
             0
