@@ -166,7 +166,9 @@ fn times_are_utc_everywhere_and_the_terminal_table_prints() {
     let (code, table) = run(&["--format", "table"], None);
     assert_eq!(code, 1);
     assert!(
-        table.contains("findings (4 rows)") && table.contains("2026-11-29 22:24:30.063117"),
+        table.starts_with("1 of 1 session broken")
+            && table.contains("[4] error id_restart (frame 52, F0)")
+            && table.contains("2026-11-29 22:24:30.063117"),
         "{table}"
     );
     let _ = std::fs::remove_dir_all(&base);
@@ -250,4 +252,46 @@ fn tables_in_pieces_equal_tables_whole() {
         assert!(!pieces[0].columns.is_empty());
     }
     let _ = std::fs::remove_dir_all(&base);
+}
+
+/// `--format table` on the generator's captures (27 sessions, 8 broken): the verdict line first,
+/// then the sessions worst first, then each broken session's findings under it; no colour when
+/// piped.
+#[test]
+fn the_terminal_report_puts_broken_sessions_first() {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let o = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+        .args(["analyze", "--format", "table", "--quiet"])
+        .arg(root.join("fixtures/mcp-gen"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(!text.contains('\x1b'), "colour in a pipe");
+    let first = text.lines().next().unwrap();
+    assert!(first.starts_with("8 of 27 sessions broken ("), "{first}");
+    assert!(
+        first.ends_with(", 0 suspect, 0 unverifiable, 19 intact"),
+        "{first}"
+    );
+    let table: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("sessions, worst first"))
+        .skip(2)
+        .take_while(|l| !l.is_empty())
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(table.len(), 27);
+    assert!(table[..8].iter().all(|v| *v == "broken"), "{table:?}");
+    assert!(table[8..].iter().all(|v| *v == "intact"), "{table:?}");
+    // The first section after the table is a broken session with its findings.
+    let section = text
+        .split("\n\n")
+        .find(|s| s.contains(" session "))
+        .unwrap();
+    assert!(section.starts_with("broken session "), "{section}");
+    assert!(
+        section.contains("\n  [2] error backend_switch (frame 259, F8): "),
+        "{section}"
+    );
 }

@@ -2,6 +2,7 @@
 
 mod dump;
 mod progress;
+mod terminal;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -141,6 +142,10 @@ struct AnalyzeArgs {
     /// No progress bar (it is shown only on a terminal, for runs over a second).
     #[arg(long, short)]
     quiet: bool,
+    /// With `--format table` on a terminal: list every intact session and its findings (more
+    /// than 20 collapse into one line otherwise).
+    #[arg(long)]
+    all: bool,
     /// Put FILE in vantage point NAME (repeatable; several files of one NAME are rotated parts).
     /// Other vantage points are named v1, v2, … in order of their first frame.
     #[arg(long = "vantage", value_name = "NAME=FILE")]
@@ -713,83 +718,45 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             } else {
                 String::new()
             };
-            let _ = writeln!(out, "{} frames{points} ({} not TCP, {} left out by --port), {} TCP segments, {} flows, {} exchanges, {} sessions, {} resumptions, {} findings, {} anomalies\n",
-                count(|c| c.frames), count(|c| c.not_tcp), count(|c| c.filtered), count(|c| c.tcp_segments), flows, exchanges.len(), analysis.model.sessions.len(), analysis.resumptions.len(), analysis.findings.len(),
-                anomaly_sets.iter().map(|a| a.total()).sum::<u64>());
-            let shown: Vec<Table> = if which == "analyze" {
-                // Several files: where each one's frames are in the `frame` columns below.
-                let files = (file_rows.len() > 1).then(|| {
-                    select(
-                        &tables::files(&file_rows),
-                        &["file", "vantage", "frame_first", "frame_last", "frames"],
-                    )
-                });
-                files
-                    .into_iter()
-                    .chain([
-                        select(
-                            &tables::sessions(&analysis, &exchanges),
-                            &[
-                                "session_id",
-                                "protocol_version",
-                                "ts_first",
-                                "exchanges",
-                                "streams",
-                                "resumptions",
-                                "errors",
-                                "warnings",
-                                "verdict",
-                            ],
-                        ),
-                        select(
-                            &tables::resumptions(&analysis, &exchanges),
-                            &[
-                                "ts",
-                                "session_id",
-                                "flow_id",
-                                "frame",
-                                "last_event_id",
-                                "stream_id",
-                                "status",
-                                "first_event_id",
-                                "events",
-                                "verdict",
-                            ],
-                        ),
-                        select(
-                            &findings_t,
-                            &[
-                                "ts",
-                                "session_id",
-                                "kind",
-                                "severity",
-                                "flow_id",
-                                "frame",
-                                "last_event_id",
-                                "event_id",
-                                "request_id",
-                            ],
-                        ),
-                    ])
-                    .collect()
-            } else {
-                selected()
-            };
-            for t in &shown {
-                let s = report::render(t)?;
-                let _ = writeln!(out, "{s}");
-            }
             if which == "analyze" {
-                for (i, f) in analysis.findings.iter().enumerate() {
-                    let _ = writeln!(
-                        out,
-                        "[{}] {} {} ({}): {}",
-                        i + 1,
-                        f.severity.as_str(),
-                        f.kind,
-                        f.session_id,
-                        f.detail
-                    );
+                let capture_line = format!(
+                    "{} frames{points} ({} not TCP, {} left out by --port), {} TCP segments, {} flows, {} exchanges, {} resumptions, {} findings, {} anomalies",
+                    count(|c| c.frames),
+                    count(|c| c.not_tcp),
+                    count(|c| c.filtered),
+                    count(|c| c.tcp_segments),
+                    flows,
+                    exchanges.len(),
+                    analysis.resumptions.len(),
+                    analysis.findings.len(),
+                    anomaly_sets.iter().map(|a| a.total()).sum::<u64>()
+                );
+                let terminal = std::io::stdout().is_terminal();
+                let report = terminal::Report {
+                    analysis: &analysis,
+                    capture_line,
+                    // Several files: where each one's frames are in the `frame` columns.
+                    files: (file_rows.len() > 1).then(|| tables::files(&file_rows)),
+                    sessions: tables::sessions(&analysis, &exchanges),
+                    resumptions: tables::resumptions(&analysis, &exchanges),
+                    findings: findings_t.clone(),
+                    calls: tables::calls(&analysis, &exchanges),
+                };
+                let style = terminal::Style {
+                    color: terminal
+                        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                        && std::env::var_os("TERM").is_none_or(|t| t != "dumb"),
+                    terminal,
+                    all: args.all,
+                };
+                terminal::render(&mut out, &report, style);
+            } else {
+                let _ = writeln!(out, "{} frames{points} ({} not TCP, {} left out by --port), {} TCP segments, {} flows, {} exchanges, {} sessions, {} resumptions, {} findings, {} anomalies\n",
+                    count(|c| c.frames), count(|c| c.not_tcp), count(|c| c.filtered), count(|c| c.tcp_segments), flows, exchanges.len(), analysis.model.sessions.len(), analysis.resumptions.len(), analysis.findings.len(),
+                    anomaly_sets.iter().map(|a| a.total()).sum::<u64>());
+                for t in &selected() {
+                    let s = report::render(t)?;
+                    let _ = writeln!(out, "{s}");
                 }
             }
         }
@@ -1048,16 +1015,6 @@ fn capture_name(f: &std::path::Path) -> bool {
                 .all(|b| b.is_ascii_digit())
         })
     })
-}
-
-fn select(t: &Table, names: &[&str]) -> Table {
-    Table {
-        name: t.name,
-        columns: names
-            .iter()
-            .filter_map(|n| t.columns.iter().find(|(c, _)| c == n).cloned())
-            .collect(),
-    }
 }
 
 fn set_table_style() {

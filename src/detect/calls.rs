@@ -273,21 +273,21 @@ pub fn build(model: &Model, exchanges: &[Exchange], findings: &[Finding]) -> Vec
     calls
 }
 
-/// Responses on event streams the capture began inside that no session took (no header names
-/// their session: the legacy transport's GET stream without its `endpoint` event), by server,
-/// client address and id: a request from that client to that server, answered there after it
-/// was sent, was answered in its session (as `lost_response` reads them).
-fn headless_answers<'a>(
-    model: &Model,
-    exchanges: &'a [Exchange],
-) -> HashMap<
+/// Responses by (server, client address, id): see [`headless_answers`].
+type HeadlessAnswers<'a> = HashMap<
     (
         Option<(std::net::IpAddr, u16)>,
         Option<std::net::IpAddr>,
         &'a str,
     ),
     Vec<Answer>,
-> {
+>;
+
+/// Responses on event streams the capture began inside that no session took (no header names
+/// their session: the legacy transport's GET stream without its `endpoint` event), by server,
+/// client address and id: a request from that client to that server, answered there after it
+/// was sent, was answered in its session (as `lost_response` reads them).
+fn headless_answers<'a>(model: &Model, exchanges: &'a [Exchange]) -> HeadlessAnswers<'a> {
     let mut out: HashMap<_, Vec<Answer>> = HashMap::default();
     for (hx, h) in exchanges.iter().enumerate() {
         if h.headless.is_none() || model.sessions[model.exchange_session[hx]].id.is_some() {
