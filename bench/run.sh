@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Whole-binary benchmark (issue 7): `mcpcap analyze --format parquet` on generated captures of
+# Whole-binary benchmark: `mcpcap analyze --format parquet` on generated captures of
 # several sizes, next to `tshark -r FILE -Y http -T fields -e frame.number` and `cat FILE` in the
 # same run (ratios, since absolute times vary between machines). Prints a markdown table.
 #

@@ -1,5 +1,5 @@
-//! Cost against input size on the shapes that once made the analysis quadratic (issue 7: cost
-//! grows linearly with the capture). Each shape is built at `n` and `4n` (with the test
+//! Cost against input size on the shapes that once made the analysis quadratic (the cost must
+//! grow linearly with the capture). Each shape is built at `n` and `4n` (with the test
 //! captures' builder) and run through the whole pipeline in memory; throughput is reported in
 //! the shape's own elements (resumptions, tokens, results, requests, streams, head bytes), so
 //! a linear cost shows the same elements per second at both sizes. Run with

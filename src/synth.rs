@@ -6,9 +6,9 @@
 //! `notifications/initialized` and `tools/call`s — answered by JSON or by chunked SSE streams of
 //! progress notifications and the result. Some POST streams are cut by the server and resumed
 //! with `GET` + `Last-Event-ID` on a new connection; a few resumptions land on a replica without
-//! the stream's log, which opens a fresh one numbered from 1 and runs the call again (a fork, as
-//! in seed 1). SSE events carry 100 B–3 KB; TCP segments at most 1 KB of payload;
-//! the receiver ACKs every second segment; a small share of segments is retransmitted or
+//! the stream's log, which opens a fresh one numbered from 1 and runs the call again (a fork:
+//! docs/resumption.md, "Forks"). SSE events carry 100 B–3 KB; TCP segments at most 1 KB of
+//! payload; the receiver ACKs every second segment; a small share of segments is retransmitted or
 //! delivered out of order. The output is a classic little-endian pcap (Ethernet, µs), written as
 //! it is generated (constant memory).
 
@@ -366,7 +366,7 @@ fn session(rng: &mut Rng, n: u64) -> (VecDeque<ConnScript>, VecDeque<ConnScript>
             ..Tally::default()
         };
         if rng.chance(0.1) {
-            // A replica without the stream's log (seed 1): it opens a fresh one under the same
+            // A replica without the stream's log (a fork): it opens a fresh one under the same
             // stream, numbered from 1, and runs the call again from its start.
             tally.fork = true;
             for k in 1..=steps {

@@ -72,7 +72,7 @@ fn capture_resumed(field: &str, jump_to: Option<u64>) -> Capture {
 fn custom_pointer_only_when_given() {
     let cap = capture("seq", 9);
     assert_eq!(kinds(&cap, &[]), ["resume_ok"]);
-    // Seed 2's drain: the counter jumps and the final result follows at once.
+    // A synthesized continuation: the counter jumps and the final result follows at once.
     assert_eq!(
         kinds(&cap, &["--app-seq", "/params/seq"]),
         ["app_seq_desync", "suspect_terminal"]
@@ -90,8 +90,9 @@ fn default_app_seq_field() {
 
 #[test]
 fn result_right_after_the_cursor_while_app_seq_was_under_way() {
-    // Seed 2: "a terminal event whose id equals Last-Event-ID + 1 with no intervening progress
-    // is suspect" — here the application's counter is `app_seq`, not progress.
+    // A terminal result right after Last-Event-ID with none of the counter that was under way
+    // in between is suspect (docs/resumption.md, "Terminal provenance") — here the application's
+    // counter is `app_seq`, not progress.
     let fs = findings(&capture_resumed("app_seq", None));
     assert_eq!(kinds_of(&fs), ["suspect_terminal"]);
     let f = &fs[0];
@@ -141,10 +142,10 @@ fn value_lost_inside_the_resumed_connection() {
     assert_eq!(desync["observed"], "7");
 }
 
-/// Progress may grow by "arbitrary steps" (reference §6): a series whose steps before the cut
-/// were uneven, or a single step other than 1, is not held to a step — only a value that goes
-/// back is a desync. A regular counter is held to its step at the boundary (seed 2: the counter
-/// jumped from 17 to 31).
+/// Progress may grow by any step (MCP "Progress" fixes none): a series whose steps before the cut
+/// were uneven, or a single step other than 1, is not held to a step — only a value that goes back
+/// is a desync. A regular counter is held to its step at the boundary (docs/resumption.md,
+/// "Synthesized continuations").
 #[test]
 fn irregular_progress_is_only_checked_for_going_back() {
     let kinds = |before: &[u64], after: &[u64]| -> Vec<String> {
@@ -170,8 +171,9 @@ fn irregular_progress_is_only_checked_for_going_back() {
     assert_eq!(kinds(&[5, 10, 15], &[20, 25]), ["resume_ok"]);
 }
 
-/// §7 #2: a replay that delivers the events out of order (progress 6, 5, 4 after 3) is told
-/// apart from a synthesized jump (6, 7): the values skipped come later on the same connection.
+/// typescript-sdk PR #1978: a replay that delivers the events out of order (progress 6, 5, 4 after
+/// 3) is told apart from a synthesized jump (6, 7): the values skipped come later on the same
+/// connection.
 #[test]
 fn replay_out_of_order_is_said_so() {
     let detail = |after: &[u64]| -> String {
@@ -228,7 +230,7 @@ fn progress_capture_paced(before: &[u64], after: &[&[u64]]) -> Capture {
 
 /// Inside the resumed connection a regular counter is held to its step through the replay and
 /// the step to the first live event (where the Python SDK's race loses one); later steps are
-/// the tool's own, as on a connection never cut ("arbitrary steps", reference §6).
+/// the tool's own, as on a connection never cut (any step, MCP "Progress").
 #[test]
 fn only_the_handover_to_live_events_is_held_to_the_step() {
     let kinds = |after: &[&[u64]]| {
@@ -247,8 +249,9 @@ fn only_the_handover_to_live_events_is_held_to_the_step() {
     assert_eq!(kinds(&[&[4, 6], &[7]]), ["app_seq_desync", "resume_ok"]);
 }
 
-/// An `--app-seq` field is one counter whichever messages carry it (seed 2): values that go on
-/// across methods after the resume are no desync; a value skipped is.
+/// An `--app-seq` field is one counter whichever messages carry it (docs/resumption.md,
+/// "Synthesized continuations"): values that go on across methods after the resume are no desync; a
+/// value skipped is.
 #[test]
 fn an_app_seq_shared_by_two_methods_is_one_counter() {
     let run = |after: &[(&str, u64)]| {

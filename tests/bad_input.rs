@@ -1,5 +1,7 @@
 //! Bad input: unreadable, empty, truncated and unsupported captures, and no panic on any prefix or corruption.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -612,22 +614,19 @@ fn a_malformed_packet_block_keeps_its_frame_number_across_files() {
     let (pa, pb) = (tmp("bad-epb-a.pcapng", &a), tmp("bad-epb-b.pcapng", &b));
     let (_, dir) = analyze_csv(&[&pa, &pb], "epb-files");
     let files = std::fs::read_to_string(dir.join("files.csv")).unwrap();
-    let rows: Vec<Vec<&str>> = files
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').collect())
-        .collect();
-    // file, vantage, frame_first, frame_last, frames, ...
+    let rows = common::csv_rows(&files);
+    let range = |r: &std::collections::BTreeMap<String, String>| {
+        [&r["frame_first"], &r["frame_last"], &r["frames"]].map(|v| v.clone())
+    };
     assert_eq!(rows.len(), 2, "{files}");
-    assert_eq!(rows[0][1], rows[1][1], "one vantage point: {files}");
-    assert_eq!(&rows[0][2..5], ["1", "5", "5"], "{files}");
+    assert_eq!(
+        rows[0]["vantage"], rows[1]["vantage"],
+        "one vantage point: {files}"
+    );
+    assert_eq!(range(&rows[0]), ["1", "5", "5"], "{files}");
     let rest = (epbs.len() - 5).to_string();
     let last = epbs.len().to_string();
-    assert_eq!(
-        &rows[1][2..5],
-        ["6", last.as_str(), rest.as_str()],
-        "{files}"
-    );
+    assert_eq!(range(&rows[1]), ["6".to_string(), last, rest], "{files}");
     let anomalies = std::fs::read_to_string(dir.join("anomalies.csv")).unwrap();
     assert!(
         anomalies.contains("pcapng.bad_block,3,"),

@@ -439,8 +439,8 @@ fn id_gap() {
 fn integer_ids_skipped_while_progress_goes_on_by_one() {
     // Ids jump 3 → 6 while progress continues 3 → 4: nothing the application numbered is
     // missing. A counter shared with sessions the capture did not see (the Python SDK's v2
-    // store counts across all of them) skips ids this way (reference §8.2: "do not flag those
-    // gaps").
+    // store counts across all of them) skips ids this way (python-sdk
+    // `examples/stories/sse_polling/event_store.py`).
     let mut resumed = progs(6..=7, 4, 5);
     resumed.push(res(8));
     let cap = cut_and_resume(5, End::CutRst, &resumed);
@@ -505,9 +505,9 @@ fn fork_restarts_ids() {
     assert_eq!(exit_status(&cap, "error"), 1);
 }
 
-/// A replay that hands over to live events re-sends some of its own (reference §7 #4): inside
-/// the resumed connection, progress 4, 5 come again under fresh ids. The client has them twice
-/// (duplicate_delivery); nothing was lost, so no app_seq_desync and no `gap`.
+/// A replay that hands over to live events re-sends some of its own (typescript-sdk PR #2335
+/// review): inside the resumed connection, progress 4, 5 come again under fresh ids. The client has
+/// them twice (duplicate_delivery); nothing was lost, so no app_seq_desync and no `gap`.
 #[test]
 fn progress_re_sent_inside_the_resumed_connection_is_a_duplicate_delivery() {
     let mut resumed = progs(4..=5, 4, 9);
@@ -617,7 +617,7 @@ fn progress_batched_with_the_result_counts() {
 
     // The batch stops at progress 4 of 5 before the result: the progress went on from the
     // cursor by one step and stopped one short of its total, as a tool that reports each step
-    // before doing it does (seed 2: last + 1 is a genuine continuation).
+    // before doing it does (one step past the last value is a genuine continuation).
     let batch = json!([progress(&token(), 4, 5), result(2)]);
     let cap = cut_and_resume(5, End::CutFin, &[Ev::id(4, batch)]);
     assert_kinds(&findings(&cap), &[("resume_ok", "info")]);
@@ -676,11 +676,7 @@ fn a_response_with_an_unreadable_head_is_unverifiable_not_lost() {
     assert_kinds(&fs, &[("response_unverifiable", "info")]);
     // Nothing wrong was seen, but not everything could be: the session is not called intact.
     let sessions = table_csv(&cap, "sessions");
-    let verdicts: Vec<&str> = sessions
-        .lines()
-        .skip(1)
-        .filter_map(|l| l.rsplit(',').next())
-        .collect();
+    let verdicts = csv_column(&sessions, "verdict");
     assert_eq!(verdicts, ["unverifiable"], "{sessions}");
 }
 
@@ -891,7 +887,7 @@ fn string_ids_resumed_correctly() {
 fn opaque_ids_with_progress_starting_over_are_a_fork() {
     // uuid ids (Python example store): the resumed connection re-runs the call under new ids,
     // progress 1, 2, … again. The ids cannot show the restart; the application counter does
-    // (seed 1: "the id sequence restarts" → fork).
+    // (an id sequence that starts again is a fork: docs/resumption.md, "Forks").
     let uuid = |n: u64| format!("6f1c2a4e-0b7d-4c1e-9a3f-{n:012}");
     let mut cap = Capture::new();
     handshake(&mut cap);
@@ -932,7 +928,7 @@ fn log_message() -> Value {
 fn shared_integer_counter_is_not_a_gap() {
     // One counter for every stream of the session (the Python SDK's integer store): the POST
     // stream has ids 1..3, id 4 goes to the standalone GET stream while the POST stream is cut,
-    // and the resumption goes on at 5. Nothing was lost (reference §8.2).
+    // and the resumption goes on at 5. Nothing was lost (docs/wire.md, "Event-id formats").
     let mut cap = Capture::new();
     handshake(&mut cap);
     let mut g = cap.connect();
@@ -1163,7 +1159,7 @@ fn resent_priming_event_is_not_a_duplicate() {
 
 #[test]
 fn fork_that_only_primes_is_a_regression() {
-    // Seed 1: the replica without the buffer opens a fresh log. Here it only primes the resumed
+    // A fork: the replica without the buffer opens a fresh log. Here it only primes the resumed
     // connection (`id: 1`, empty data, `retry`) and closes it; the client's cursor regresses to
     // 1 and its next resumption gets the result as id 2. The first resumption is the fork.
     let mut cap = Capture::new();
@@ -1204,7 +1200,7 @@ fn fork_that_only_primes_is_a_regression() {
 
 #[test]
 fn id_delivered_on_two_streams_links_the_cut_one() {
-    // Ids counted per stream (not unique in the session, reference §7 #8): request 2's stream
+    // Ids counted per stream (not unique in the session, rust-sdk #791): request 2's stream
     // delivers 1, 2 and is cut; request 3's stream then delivers 1, 2 and its result as 3, and
     // ends. The GET with Last-Event-ID 2 resumes the broken stream of request 2 — not the most
     // recent one to deliver id 2.
@@ -1284,8 +1280,8 @@ fn a_stream_resumed_past_the_history_budget_says_so() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
-/// MCP 2026-07-28 has no resumption (reference §1.1): a GET with `Last-Event-ID` from a client
-/// that declares it, answered 405, is no resumption to judge.
+/// MCP 2026-07-28 has no resumption ("Streamable HTTP", "Receiving Messages"): a GET with
+/// `Last-Event-ID` from a client that declares it, answered 405, is no resumption to judge.
 #[test]
 fn a_2026_07_28_get_with_last_event_id_is_no_resumption() {
     let mut cap = Capture::new();
@@ -1356,8 +1352,7 @@ fn an_sse_response_without_its_request_makes_the_session_unverifiable() {
         c.server(&mut cap, &sse_response(Some(SID), &resumed, true));
         c.close(&mut cap);
         let sessions = table_csv(&cap, "sessions");
-        let row = sessions.lines().nth(1).unwrap_or_default().to_string();
-        row.rsplit(',').next().unwrap_or_default().to_string()
+        csv_column(&sessions, "verdict").remove(0)
     };
     assert_eq!(verdict(false), "intact");
     assert_eq!(verdict(true), "unverifiable");
@@ -1387,10 +1382,10 @@ fn a_stream_verdict_is_its_worst_resumption() {
         "{rs}"
     );
     let streams = table_csv(&cap, "streams");
-    let post: Vec<&str> = streams
-        .lines()
-        .filter(|l| l.split(',').nth(2) == Some("post"))
+    let post: Vec<_> = csv_rows(&streams)
+        .into_iter()
+        .filter(|r| r["kind"] == "post")
         .collect();
     assert_eq!(post.len(), 1, "{streams}");
-    assert_eq!(post[0].split(',').nth(12), Some("forked"), "{streams}");
+    assert_eq!(post[0]["verdict"], "forked", "{streams}");
 }

@@ -104,19 +104,15 @@ fn tables(cap: &Capture) -> [String; 3] {
 }
 
 /// The verdict of the capture's one resumption, the findings' (kind, severity), sorted, and
-/// the anomalies table. (The columns before `verdict`, `kind` and `severity` hold no comma.)
+/// the anomalies table.
 fn resumption(cap: &Capture) -> (String, Vec<(String, String)>, String) {
     let [resumptions, findings, anomalies] = tables(cap);
-    let rows: Vec<&str> = resumptions.lines().skip(1).collect();
+    let rows = common::csv_rows(&resumptions);
     assert_eq!(rows.len(), 1, "{resumptions}");
-    let verdict = rows[0].split(',').nth(9).unwrap_or_default().to_string();
-    let mut kinds: Vec<(String, String)> = findings
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let f: Vec<&str> = l.split(',').collect();
-            (f[2].to_string(), f[3].to_string())
-        })
+    let verdict = rows[0]["verdict"].clone();
+    let mut kinds: Vec<(String, String)> = common::csv_rows(&findings)
+        .into_iter()
+        .map(|f| (f["kind"].clone(), f["severity"].clone()))
         .collect();
     kinds.sort();
     (verdict, kinds, anomalies)

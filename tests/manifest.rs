@@ -248,10 +248,10 @@ fn era_fixtures_manifest() {
 }
 
 /// The faulty server with the event-id formats of real SDK stores (`fixtures/gen/idfmt`): a
-/// synthesized continuation after a cut at the priming event (uuid4 and Go ids), seed 2's
-/// synthesis (rmcp and Redis-style ids), forks (Java ids, which cannot show order; C# ids,
-/// which restart; integers that jump ahead), a plain resumption (TS ids), a 409 (Go) and a
-/// lost response (C#).
+/// synthesized continuation after a cut at the priming event (uuid4 and Go ids), a synthesized
+/// continuation with a fabricated result (rmcp and Redis-style ids), forks (Java ids, which cannot
+/// show order; C# ids, which restart; integers that jump ahead), a plain resumption (TS ids), a 409
+/// (Go) and a lost response (C#).
 #[test]
 fn id_format_fixtures_manifest() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp-idfmt");

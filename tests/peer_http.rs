@@ -1,4 +1,4 @@
-//! The HTTP peer test (issue 4): mcpcap's exchanges against tshark's HTTP dissection
+//! The HTTP peer test: mcpcap's exchanges against tshark's HTTP dissection
 //! (`http.tsv` in `../shared/corpus/oracle/expected/`) on every public capture: per TCP stream the
 //! same requests and responses in order, with the same method, URI, status, Content-Type,
 //! Content-Length, Transfer-Encoding, Content-Encoding, Mcp-Session-Id and Last-Event-ID.

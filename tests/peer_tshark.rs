@@ -1,4 +1,4 @@
-//! The peer test (issue 3): mcpcap's reassembled bytes against tshark's Follow-TCP bytes, per
+//! The peer test: mcpcap's reassembled bytes against tshark's Follow-TCP bytes, per
 //! stream and direction, for every public capture in `../shared/corpus/public/` whose tshark
 //! view is stored in `../shared/corpus/oracle/expected/`. Skipped when ../shared is absent.
 //!

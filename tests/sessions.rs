@@ -27,13 +27,9 @@ fn sessions_csv(cap: &Capture) -> String {
     csv
 }
 
-/// The session ids (the first column).
+/// The session ids.
 fn sessions(cap: &Capture) -> Vec<String> {
-    sessions_csv(cap)
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').next().unwrap().to_string())
-        .collect()
+    csv_column(&sessions_csv(cap), "session_id")
 }
 
 /// `GET /sse`, answered with the `endpoint` event, then requests POSTed to
@@ -98,7 +94,8 @@ fn legacy_sessions_are_keyed_by_query_parameter() {
 }
 
 /// The legacy transport has no resumption: an EventSource that reconnects with Last-Event-ID
-/// gets a new `endpoint`, a new session (reference §1.8), not a resumption of the old one.
+/// gets a new `endpoint`, a new session (MCP 2024-11-05 "HTTP with SSE"), not a resumption of
+/// the old one.
 #[test]
 fn a_legacy_reconnect_with_last_event_id_is_a_new_session() {
     let mut cap = Capture::new();
@@ -190,7 +187,8 @@ fn analyze_a_minute_later(cap: &mut Capture) -> Vec<Value> {
 }
 
 /// Without a session, another client's answer to the same request id is not this one's: the
-/// reset request stays lost (reference §8.1: the key falls back to the flow and the client).
+/// reset request stays lost (docs/wire.md, "Session key without a session id": the key falls
+/// back to the flow and the client).
 #[test]
 fn stateless_loss_is_not_hidden_by_another_clients_answer() {
     let mut cap = reset_before_response();
@@ -577,14 +575,7 @@ fn pairing_after_a_loss_reads_request_times_out_of_order() {
 /// `not_mcp`, not `intact`. A stateless MCP exchange beside it stays `intact`.
 #[test]
 fn plain_http_is_not_an_mcp_session() {
-    // The verdicts (the last column).
-    let verdicts = |cap: &Capture| -> Vec<String> {
-        sessions_csv(cap)
-            .lines()
-            .skip(1)
-            .map(|l| l.rsplit(',').next().unwrap().to_string())
-            .collect()
-    };
+    let verdicts = |cap: &Capture| -> Vec<String> { csv_column(&sessions_csv(cap), "verdict") };
     let mut cap = Capture::new();
     let mut c = cap.connect();
     c.client(
@@ -800,11 +791,11 @@ fn legacy_call(cancel: bool, end: LegacyEnd) -> Vec<(String, String)> {
         .collect()
 }
 
-/// On the legacy transport the answers come on the GET stream (reference §1.8): a request
-/// cancelled while that stream was open and whole was owed nothing, nor one pending when the
-/// client closed that stream (how a legacy session ends); one whose answer could still come on
-/// it when the capture stopped is unverifiable; a cancel after the stream broke does not excuse
-/// the loss.
+/// On the legacy transport the answers come on the GET stream (MCP 2024-11-05 "HTTP with SSE"): a
+/// request cancelled while that stream was open and whole was owed nothing, nor one pending when
+/// the client closed that stream (how a legacy session ends); one whose answer could still come on
+/// it when the capture stopped is unverifiable; a cancel after the stream broke does not excuse the
+/// loss.
 #[test]
 fn legacy_requests_are_judged_on_the_session_stream() {
     let pair = |k: &str| vec![(k.to_string(), "2".to_string())];
@@ -829,7 +820,8 @@ fn legacy_requests_are_judged_on_the_session_stream() {
 }
 
 /// Without a session, a cancel speaks for its own client's request only: another client's
-/// cancel of the same id does not excuse a lost response (reference §8.1).
+/// cancel of the same id does not excuse a lost response (docs/wire.md, "Session key without a
+/// session id").
 #[test]
 fn a_stateless_cancel_does_not_excuse_another_clients_request() {
     let run = |cancel_from: [u8; 4]| {

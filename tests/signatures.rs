@@ -1,6 +1,6 @@
-//! The failure signatures of real MCP deployments (the wire reference's §7), each proven by a
-//! pair of packet-built captures: one that triggers the detector and one, as close as possible,
-//! that must not. Real-SDK captures of the same behaviours are in `fixtures/mcp-sdk/`,
+//! The failure signatures of real MCP deployments (docs/wire.md, "Known failure patterns"), each
+//! proven by a pair of packet-built captures: one that triggers the detector and one, as close as
+//! possible, that must not. Real-SDK captures of the same behaviours are in `fixtures/mcp-sdk/`,
 //! `fixtures/mcp-faults/` and `fixtures/mcp-rmcp/` (see `tests/manifest.rs`).
 //!
 //! Findings are compared as the sorted multiset of (kind, severity), so a pair shows exactly what
@@ -93,7 +93,7 @@ fn status(code: u16, reason: &str) -> Vec<u8> {
 }
 
 // ---------------------------------------------------------------------------
-// duplicate_event_id (§7 #4)
+// duplicate_event_id (typescript-sdk PR #2335 review)
 
 fn stream_with_ids(ids: &[&str]) -> Vec<Value> {
     let mut cap = Capture::new();
@@ -125,7 +125,8 @@ fn distinct_event_ids_are_not_duplicates() {
 }
 
 // ---------------------------------------------------------------------------
-// id_gap inside a connection (reference §8.2: a dense per-stream ordinal that skips is loss)
+// id_gap inside a connection (docs/wire.md, "Event-id formats": a dense per-stream ordinal
+// that skips is loss)
 
 /// One POST stream whose events carry `ids` in order (notifications/message, so no progress
 /// shows the loss), then the result.
@@ -154,13 +155,9 @@ fn a_stream_with_an_id_gap_inside_a_connection_is_a_gap() {
     let go = "RXBPBXMEKNWW3ZTPKOVIOJCAU2";
     let id = |n: u32| format!("{go}_{n}");
     let verdicts = |ids: &[&str]| -> Vec<String> {
-        table_csv(&raw_ids_capture(ids, &id(5)), "streams")
-            .lines()
-            .skip(1)
-            .map(|l| {
-                let cols: Vec<&str> = l.split(',').collect();
-                format!("{} {}", cols[2], cols[12])
-            })
+        csv_rows(&table_csv(&raw_ids_capture(ids, &id(5)), "streams"))
+            .into_iter()
+            .map(|r| format!("{} {}", r["kind"], r["verdict"]))
             .collect()
     };
     assert_eq!(verdicts(&[&id(1), &id(2), &id(4)]), ["post gap"]);
@@ -178,8 +175,7 @@ fn a_stream_id_format_is_opaque_when_formats_mix() {
     let id = |n: u32| format!("{go}_{n}");
     let format = |ids: &[&str], last: &str| -> String {
         let table = table_csv(&raw_ids_capture(ids, last), "streams");
-        let row = table.lines().nth(1).unwrap_or_default().to_string();
-        row.split(',').nth(7).unwrap_or_default().to_string()
+        csv_column(&table, "id_format").remove(0)
     };
     assert_eq!(format(&[&id(1), &id(2)], &id(3)), "go");
     assert_eq!(format(&["1", "2"], "3"), "integer_dense");
@@ -272,7 +268,7 @@ fn dense_ids_that_skip_inside_a_connection_are_an_id_gap() {
 }
 
 // ---------------------------------------------------------------------------
-// cross_stream_replay (§7 #6)
+// cross_stream_replay (modelcontextprotocol/servers #4087)
 
 /// Another stream's events, which the client then has twice.
 const CROSS_STREAM_TWICE: &[(&str, &str)] = &[
@@ -397,7 +393,7 @@ fn replay_of_its_own_stream_only() {
 }
 
 // ---------------------------------------------------------------------------
-// cross_session_replay (§7 #5)
+// cross_session_replay (typescript-sdk #1004 / PR #2109)
 
 /// Sessions s1 and s2 each have a standalone GET stream with TS-store ids. s2's stream delivers
 /// two notifications; s1's stream one, then it is cut and resumed; the resumption delivers `replayed`.
@@ -468,7 +464,7 @@ fn same_message_under_its_own_id_is_not_cross_session() {
 }
 
 // ---------------------------------------------------------------------------
-// resume_without_cursor (§7 #3, #14)
+// resume_without_cursor (typescript-sdk #2499, modelcontextprotocol/inspector #723)
 
 /// The tools/call stream (ids 1..3) is cut; the client's next GET carries `last_event_id`.
 fn cut_then_get(last_event_id: Option<&str>, complete_first: bool) -> Vec<Value> {
@@ -545,7 +541,7 @@ fn resume_with_cursor_or_after_a_complete_stream() {
 }
 
 // ---------------------------------------------------------------------------
-// empty_resume_loop (§7 #7)
+// empty_resume_loop (rust-sdk #958)
 
 /// The client resumes from id 3 on a new connection and gets progress 4, 5 and the result.
 fn resume_from_3(cap: &mut Capture) {
@@ -649,7 +645,7 @@ fn an_empty_answer_to_a_resume_after_the_result_owes_nothing() {
 
 #[test]
 fn a_tasks_progress_on_the_stream_of_its_result_request_is_its_own() {
-    // MCP 2025-11-25 tasks (reference §6: the progress token lives as long as the task): call 2
+    // MCP 2025-11-25 "Tasks" (the progress token lives as long as the task): call 2
     // answers at once with its task; the `tasks/result` request's stream carries call 2's
     // progress, is cut and resumed. Nothing there belongs to another stream.
     let mut cap = Capture::new();
@@ -754,7 +750,7 @@ fn two_empty_resumes_are_not_a_loop() {
 }
 
 // ---------------------------------------------------------------------------
-// concurrent_stream_connections (§7 #22)
+// concurrent_stream_connections (punkpeye/fastmcp PR #331)
 
 fn two_standalone_gets(overlap: bool) -> Vec<Value> {
     let mut cap = Capture::new();
@@ -798,7 +794,7 @@ enum OldStream {
     ClosedLater,
     /// The server resets it 30 s later.
     ResetLater,
-    /// It stays open to the end of the capture (§7 #22: "never closed").
+    /// It stays open to the end of the capture (punkpeye/fastmcp PR #331: never closed).
     NeverClosed,
     /// It delivers another event after the resumption was answered, then closes.
     EventAfter,
@@ -864,7 +860,7 @@ fn a_stalled_stream_closed_after_its_resumption_is_not_concurrent() {
 }
 
 // ---------------------------------------------------------------------------
-// stale_session_reuse and session_reinitialized (§7 #9–#11)
+// stale_session_reuse and session_reinitialized (python-sdk #1676, typescript-sdk #1708)
 
 fn dead_session(reinitialize: bool) -> Vec<Value> {
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
@@ -912,7 +908,7 @@ fn session_reinitialized_after_404() {
 }
 
 // ---------------------------------------------------------------------------
-// idle_cut (§7 #17–#19)
+// idle_cut (cloudflare/agents #1583, mckinsey/agents-at-scale-ark #1941, open-webui/mcpo #73)
 
 /// Standalone GET streams, each cut by the server side after `idle` µs of silence, then reopened.
 fn cut_gets(idles: &[i64]) -> Vec<Value> {
@@ -951,7 +947,7 @@ fn cuts_at_different_ages_are_not_idle_cuts() {
 }
 
 // ---------------------------------------------------------------------------
-// buffered_delivery (§7 #16)
+// buffered_delivery (nginx `proxy_buffering`: java-sdk PR #848)
 
 /// The backend behind the proxy of these scenarios (the proxy listens on `SERVER_PORT`).
 const BACKEND_PORT: u16 = 3301;
@@ -1250,9 +1246,9 @@ fn a_result_right_after_a_planned_poll_is_no_suspect_terminal() {
 
 #[test]
 fn a_result_right_after_a_cut_a_jump_or_on_another_backend_is_suspect() {
-    // Seed 2: the connection was cut, not closed as planned, and the progress stood one step
-    // short of its total: a tool reporting each step before doing it ends there, a replica
-    // inventing the result looks the same. Suspect, not proven.
+    // Terminal provenance (docs/resumption.md): the connection was cut, not closed as planned, and
+    // the progress stood one step short of its total: a tool reporting each step before doing it
+    // ends there, a replica inventing the result looks the same. Suspect, not proven.
     let cut = PollThenResult {
         end: PollEnd::Cut,
         ..Default::default()
@@ -1274,7 +1270,7 @@ fn a_result_right_after_a_cut_a_jump_or_on_another_backend_is_suspect() {
         &poll_then_result(far),
         &[("planned_poll", "info"), ("suspect_terminal", "error")],
     );
-    // Planned, but the progress jumped before the result (seed 2's synthesized continuation).
+    // Planned, but the progress jumped before the result (a synthesized continuation).
     let jump = PollThenResult {
         jump: true,
         total: 6,
@@ -1303,7 +1299,7 @@ fn a_result_right_after_a_cut_a_jump_or_on_another_backend_is_suspect() {
     );
 }
 
-/// rmcp opens every stream with the priming id `0` (reference §7 #8). A stream cut right after
+/// rmcp opens every stream with the priming id `0` (rust-sdk #791). A stream cut right after
 /// it, then 300 other calls, then the client resumes with Last-Event-ID 0: the resumption is
 /// linked to the cut stream, however many other streams delivered `0` before and since.
 #[test]
@@ -1359,17 +1355,7 @@ fn a_flood_of_identical_requests_says_the_hop_limit() {
 
 /// The `verdict` column of the `resumptions` table, in order.
 fn resumption_verdicts(cap: &Capture) -> Vec<String> {
-    let table = table_csv(cap, "resumptions");
-    let mut lines = table.lines();
-    let at = lines
-        .next()
-        .unwrap()
-        .split(',')
-        .position(|c| c == "verdict")
-        .unwrap();
-    lines
-        .map(|l| l.split(',').nth(at).unwrap().to_string())
-        .collect()
+    csv_column(&table_csv(cap, "resumptions"), "verdict")
 }
 
 #[test]
@@ -1546,7 +1532,8 @@ fn modern_request_resent_after_a_broken_stream() {
 
 #[test]
 fn modern_stream_closed_by_the_client_is_a_cancellation() {
-    // 2026-07-28: closing the response stream is how the client cancels (reference §1.4).
+    // 2026-07-28: closing the response stream is how the client cancels (MCP 2026-07-28
+    // "Streamable HTTP", "Cancellation").
     assert_kinds(&modern_ended(false, true), &[]);
     // Negative: the server closes without answering at all; the client's FIN only replies.
     let mut cap = Capture::new();
@@ -1604,7 +1591,7 @@ fn deleted_while_streaming_answered(cut_first: bool, status: u16) -> Vec<Value> 
 #[test]
 fn a_request_in_flight_when_the_session_is_deleted_is_not_lost() {
     assert_kinds(&deleted_while_streaming(false), &[]);
-    // Negative: the server refused to end the session (405, reference §1.2).
+    // Negative: the server refused to end the session (405, MCP "Session Management").
     assert_kinds(
         &deleted_while_streaming_answered(false, 405),
         &[("lost_response", "error")],
@@ -1799,8 +1786,8 @@ fn response_replayed_on_the_standalone_stream() {
     );
 }
 
-/// Standalone GET streams with keep-alives cut at the same age (a client timeout, §7 #18): the
-/// idle time before each cut differs, the age does not.
+/// Standalone GET streams with keep-alives cut at the same age (a client timeout,
+/// mckinsey/agents-at-scale-ark #1941): the idle time before each cut differs, the age does not.
 #[test]
 fn idle_cut_at_a_fixed_age_despite_keepalives() {
     let mut cap = Capture::new();
@@ -1912,8 +1899,8 @@ fn cut_at_priming_id_then(
     analyze(&cap, &[])
 }
 
-/// Seed 2's terminal provenance when nothing of the application sequence came before the cut:
-/// another replica, without the log, sends one invented progress value, half-way, and the
+/// Terminal provenance (docs/resumption.md) when nothing of the application sequence came before
+/// the cut: another replica, without the log, sends one invented progress value, half-way, and the
 /// result. A replica sharing the log would send the same when the tool reported first at that
 /// value, so this is a warning and the resumption unverifiable.
 #[test]

@@ -1,5 +1,6 @@
 //! The benchmark generator says what it wrote, and the analysis finds it: every resumption, and
-//! the forks (a replica without the log that starts a fresh one numbered from 1, seed 1).
+//! the forks (a replica without the log that starts a fresh one numbered from 1:
+//! docs/resumption.md, "Forks").
 
 mod common;
 
@@ -24,12 +25,7 @@ fn the_analysis_finds_the_resumptions_and_forks_synth_wrote() {
     let out = dir.join("out");
     common::write_csv_tables(&pcap, &out);
     let table = std::fs::read_to_string(out.join("resumptions.csv")).unwrap();
-    let mut lines = table.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let verdict = header.iter().position(|c| *c == "verdict").unwrap();
-    let verdicts: Vec<String> = lines
-        .map(|l| l.split(',').nth(verdict).unwrap_or_default().to_string())
-        .collect();
+    let verdicts = common::csv_column(&table, "verdict");
     assert_eq!(verdicts.len() as u64, summary.resumptions, "{table}");
     let forked = verdicts.iter().filter(|v| *v == "forked").count() as u64;
     assert_eq!(forked, summary.forks, "{table}");

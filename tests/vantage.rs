@@ -6,6 +6,8 @@
 //! "backend side" capture (ports 3301/3302) whose clock runs 250 ms ahead; and, separately, copied
 //! whole as a second capture whose clock runs 1.5 s behind.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -84,14 +86,8 @@ fn run(files: &[&Path], out: &Path) -> (Vec<Key>, Vec<Vec<String>>, usize, usize
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let read = |t: &str| -> Vec<std::collections::HashMap<String, String>> {
-        let text = std::fs::read_to_string(out.join(format!("{t}.csv"))).unwrap();
-        let mut r = csv_rows(&text);
-        let header = r.remove(0);
-        r.into_iter()
-            .map(|row| header.iter().cloned().zip(row).collect())
-            .collect()
-    };
+    let read =
+        |t: &str| common::csv_rows(&std::fs::read_to_string(out.join(format!("{t}.csv"))).unwrap());
     let mut findings: Vec<Key> = read("findings")
         .into_iter()
         .map(|f| {
@@ -117,29 +113,6 @@ fn run(files: &[&Path], out: &Path) -> (Vec<Key>, Vec<Vec<String>>, usize, usize
     let exchanges = read("exchanges");
     let client = exchanges.iter().filter(|e| e["hop_of"].is_empty()).count();
     (findings, vantages, exchanges.len(), client)
-}
-
-/// Minimal CSV reader (quoted fields with doubled quotes, as polars writes them).
-fn csv_rows(text: &str) -> Vec<Vec<String>> {
-    let mut rows = Vec::new();
-    let (mut row, mut field, mut quoted) = (Vec::new(), String::new(), false);
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                field.push('"');
-                chars.next();
-            }
-            ('"', _) => quoted = !quoted,
-            (',', false) => row.push(std::mem::take(&mut field)),
-            ('\n', false) => {
-                row.push(std::mem::take(&mut field));
-                rows.push(std::mem::take(&mut row));
-            }
-            (c, _) => field.push(c),
-        }
-    }
-    rows
 }
 
 fn setup(tag: &str) -> (PathBuf, Vec<u8>) {

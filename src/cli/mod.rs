@@ -719,16 +719,18 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                 String::new()
             };
             if which == "analyze" {
+                let s = |n: usize| if n == 1 { "" } else { "s" };
+                let (r, f) = (analysis.resumptions.len(), analysis.findings.len());
                 let capture_line = format!(
-                    "{} frames{points} ({} not TCP, {} left out by --port), {} TCP segments, {} flows, {} exchanges, {} resumptions, {} findings, {} anomalies",
+                    "{} frames{points} ({} not TCP, {} left out by --port), {} TCP segments, {} flows, {} exchanges, {r} resumption{}, {f} finding{}, {} anomalies",
                     count(|c| c.frames),
                     count(|c| c.not_tcp),
                     count(|c| c.filtered),
                     count(|c| c.tcp_segments),
                     flows,
                     exchanges.len(),
-                    analysis.resumptions.len(),
-                    analysis.findings.len(),
+                    s(r),
+                    s(f),
                     anomaly_sets.iter().map(|a| a.total()).sum::<u64>()
                 );
                 let terminal = std::io::stdout().is_terminal();

@@ -1,7 +1,8 @@
 //! Session life-cycle checks: `stale_session_reuse` and `session_reinitialized` after a 404,
-//! `resume_without_cursor`, and `empty_resume_loop` (the project's wire reference §7 #3, #7,
-//! #9–#11, #14; MCP 2025-03-26 … 2025-11-25 "Session Management": a client that receives 404
-//! for its session MUST start a new session with an `initialize` request without a session id).
+//! `resume_without_cursor`, and `empty_resume_loop` (`docs/wire.md`, "Known failure patterns":
+//! typescript-sdk #2499, inspector #723, rust-sdk #958, python-sdk #1676, typescript-sdk #1708;
+//! MCP 2025-03-26 … 2025-11-25 "Session Management": a client that receives 404 for its
+//! session MUST start a new session with an `initialize` request without a session id).
 
 use crate::hash::{FastMap as HashMap, FastSet as HashSet};
 
@@ -177,8 +178,8 @@ pub(super) fn dead_sessions(model: &Model, exchanges: &[Exchange], out: &mut Vec
 /// `resume_without_cursor` (warning): a stream that carried event ids broke while it still owed
 /// messages (a POST stream without its response, or the standalone GET stream), it was never
 /// resumed, and the session's next GET carries no `Last-Event-ID`: the client opened a fresh
-/// stream instead of resuming, so whatever the server sent in between is lost to it (wire
-/// reference §7 #3, typescript-sdk #2499, and #14, inspector #723).
+/// stream instead of resuming, so whatever the server sent in between is lost to it
+/// (typescript-sdk #2499; modelcontextprotocol/inspector #723).
 pub(super) fn resumes_without_cursor(
     model: &Model,
     exchanges: &[Exchange],
@@ -307,8 +308,8 @@ const MIN_EMPTY_RESUMES: usize = 3;
 /// `empty_resume_loop` (warning): three or more consecutive resumption GETs of a session with the
 /// identical `Last-Event-ID`, each answered `200 text/event-stream` with an empty body that ended
 /// within a second (not a poll the server held open): the server
-/// neither replays nor refuses, and the client retries for ever (wire reference §7 #7,
-/// rust-sdk #958). Whatever the stream still owed never arrives.
+/// neither replays nor refuses, and the client retries for ever (rust-sdk #958). Whatever the
+/// stream still owed never arrives.
 pub(super) fn empty_resume_loops(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
     let empty = |x: usize| empty_answer(&exchanges[x]);
     // Resumptions by (session, Last-Event-ID), in time order.

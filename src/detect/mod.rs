@@ -1,6 +1,6 @@
 //! Detectors: a verdict per resumption and findings per session.
 //!
-//! The decision rules follow the project's two seed documents: on a
+//! The decision rules are those of `docs/resumption.md`: on a
 //! resumption the first event id on the new connection is checked against
 //! the client's cursor `L` (a fork: it was already delivered, or the id
 //! sequence restarts, or it carries no id), and the transport id and the
@@ -9,16 +9,17 @@
 //! after `L` with none of the progress that was under way is suspect.
 //! Event ids are compared only as their format allows ([`crate::mcp::ids`]).
 //!
-//! Beyond the seeds, the failure signatures real SDKs and deployments are
-//! known to produce (the project's wire reference, §7 numbers in brackets):
+//! Beyond them, the failure signatures real SDKs and deployments are known to
+//! produce (`docs/wire.md`, "Known failure patterns"; a public report of each in
+//! parentheses, repositories under modelcontextprotocol/ unless named):
 //!
 //! | module | kinds |
 //! |---|---|
-//! | `resume` | `resume_ok`, `resume_rejected`, `unknown_last_event_id`, `missing_event_id`, `id_regression`, `id_restart`, `id_gap`, `duplicate_delivery`, `app_seq_desync`, `suspect_terminal`, `cross_stream_replay` [#6], `cross_session_replay` [#5] |
+//! | `resume` | `resume_ok`, `resume_rejected`, `unknown_last_event_id`, `missing_event_id`, `id_regression`, `id_restart`, `id_gap`, `duplicate_delivery`, `app_seq_desync`, `suspect_terminal`, `cross_stream_replay` (servers #4087), `cross_session_replay` (typescript-sdk #1004) |
 //! | `session` | `lost_response`, `response_unverifiable`, `duplicate_delivery` of responses |
-//! | `streams` | `duplicate_event_id` [#4], `concurrent_stream_connections` [#22], `planned_poll` (2025-11-25 polling), `idle_cut` [#17–#19] |
-//! | `lifecycle` | `stale_session_reuse` and `session_reinitialized` [#9–#11], `resume_without_cursor` [#3, #14], `empty_resume_loop` [#7], `batch_outside_era` |
-//! | `proxy` | `buffered_delivery` [#16], `backend_switch` [#11], `lost_in_transit` |
+//! | `streams` | `duplicate_event_id` (typescript-sdk PR #2335), `concurrent_stream_connections` (punkpeye/fastmcp PR #331), `planned_poll` (2025-11-25 polling), `idle_cut` (cloudflare/agents #1583, open-webui/mcpo #73) |
+//! | `lifecycle` | `stale_session_reuse` and `session_reinitialized` (python-sdk #1676, typescript-sdk #1708), `resume_without_cursor` (typescript-sdk #2499, inspector #723), `empty_resume_loop` (rust-sdk #958), `batch_outside_era` |
+//! | `proxy` | `buffered_delivery` (java-sdk PR #848), `backend_switch` (PrefectHQ/fastmcp #482), `lost_in_transit` |
 //!
 //! Each finding names in `detail` what happened, in one sentence, and the
 //! frames that prove it.

@@ -1,11 +1,11 @@
-//! `buffered_delivery`: a proxy that holds an SSE response and releases it in bursts (the
-//! project's wire reference §7 #16: nginx `proxy_buffering`; MCP 2026-07-28 "Streamable HTTP"
+//! `buffered_delivery`: a proxy that holds an SSE response and releases it in bursts (nginx
+//! `proxy_buffering`, java-sdk PR #848; MCP 2026-07-28 "Streamable HTTP", "Receiving Messages"
 //! advises `X-Accel-Buffering: no`). Judged only where the capture holds both legs of the
 //! response: the same events seen upstream spread out, and downstream late and together.
 //!
 //! `backend_switch`: a resumption served by another backend than the connection that delivered
-//! its `Last-Event-ID` (wire reference §7 #11: replicas without sticky routing or a shared
-//! event store) — the explanation of most forks.
+//! its `Last-Event-ID` (replicas without sticky routing or a shared event store:
+//! PrefectHQ/fastmcp #482, java-sdk #332) — the explanation of most forks.
 
 use super::{flow_id, Finding, ResumptionResult, Severity, Verdict};
 use crate::http::{EventRec, Exchange};
@@ -168,7 +168,8 @@ pub(super) fn backend_switch(
     let broken = matches!(result.verdict, Verdict::Forked | Verdict::Gap);
     // The resumption's own checks found events the client already had delivered again: the ids
     // went on from L, but not as the log the client had read (a backend serving its own log
-    // from a cursor another one minted, as after a second reconnect in seed 1).
+    // from a cursor another one minted, as after a second reconnect into a fork:
+    // docs/resumption.md, "Forks").
     let repeated = out[first..].iter().any(|f| f.kind == "duplicate_delivery");
     let mut f = Finding::at_exchange(
         model.sessions[r.session].label(),

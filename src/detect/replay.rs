@@ -1,5 +1,6 @@
-//! Where replayed events came from: `cross_stream_replay` and `cross_session_replay` (the
-//! project's wire reference §7 #5 and #6).
+//! Where replayed events came from: `cross_stream_replay` and `cross_session_replay`
+//! (modelcontextprotocol/servers #4087: a store that replays every later event of the session;
+//! typescript-sdk #1004 / PR #2109: one store shared by all sessions).
 //!
 //! MCP 2025-11-25 "Resumability and Redelivery": a server "MUST NOT replay messages that would
 //! have been delivered on a different stream". A resumed connection that carries an event first

@@ -272,7 +272,7 @@ pub(super) fn check(
         }
         // A POST stream whose request was answered at or before L owes nothing after it: an
         // empty answer is the whole rest of the stream (Python's and rmcp's answer to a resume
-        // of a finished stream, reference §4).
+        // of a finished stream: python-sdk `src/mcp/server/streamable_http.py`, rust-sdk #958).
         if stream.kind == StreamKind::Post && answered_before(exchanges, stream.origin, upto) {
             return result(
                 Verdict::Resumed,
@@ -547,8 +547,8 @@ pub(super) fn check(
         // skipped was used while the stream was away: by a priming event opening the resumed
         // connection, or on another stream (of any session) between the cut and the first
         // resumed event. Then the counter is shared: the Python SDK's integer store counts
-        // across streams and sessions and primes every resumed connection (reference §4.1,
-        // §8.2: "do not flag those gaps").
+        // across streams and sessions (python-sdk `examples/stories/sse_polling/event_store.py`)
+        // and primes every resumed connection (`_replay_events`, `streamable_http.py`).
         let skipped_used = || {
             let primed = after
                 .iter()
@@ -562,7 +562,8 @@ pub(super) fn check(
         // Or when the application's own regular counter went on by exactly its step across the
         // skip: nothing the application numbered is missing, and a counter shared with streams
         // the capture did not see (the Python v2 store counts across every session) skips ids
-        // this way; seed 2's coherence test holds.
+        // this way; ids and counter still advance together (docs/resumption.md, "Synthesized
+        // continuations").
         let mut app_vouches = false;
         let dense = comparable
             && (pf.format.dense_by_format()
@@ -622,10 +623,10 @@ pub(super) fn check(
     }
 
     // A priming event that opens the resumed connection with an ordered id of L's format and
-    // prefix but below L: the server started another log (seed 1: the client's cursor then
-    // "regressed to the forked log's low ids"), even when no message follows before the
-    // connection ends. (A re-sent cursor, an unordered or other-prefix priming id — Python mints
-    // a new uuid after every replay — says nothing.)
+    // prefix but below L: the server started another log (docs/resumption.md, "Forks": the
+    // client's cursor then points into the new log's low ids), even when no message follows
+    // before the connection ends. (A re-sent cursor, an unordered or other-prefix priming id —
+    // Python mints a new uuid after every replay — says nothing.)
     if !forked {
         let primed_low = after
             .iter()
@@ -708,8 +709,8 @@ pub(super) fn check(
         .filter(|ev| ev.carries_data() && (had_id(ev, &before_by_id) || had_id(ev, &ids_read)))
         .collect();
     // Progress the client already had: up to L, or earlier on this connection (a replay that
-    // hands over to live events re-sends some: reference §7 #4). An event that repeats an
-    // earlier one of the connection with its id and data is `duplicate_event_id`'s.
+    // hands over to live events re-sends some: typescript-sdk PR #2335 review). An event that
+    // repeats an earlier one of the connection with its id and data is `duplicate_event_id`'s.
     let mut progress_here: HashSet<(Short, u64)> = HashSet::default();
     let mut events_here: HashSet<(&str, u64)> = HashSet::default();
     let mut dup_payload: Vec<EventRec> = Vec::new();
@@ -751,11 +752,11 @@ pub(super) fn check(
     // Progress that starts over: the first value after L of a token is one the client already had,
     // below the token's last value up to L — or below the first the capture saw it have, when
     // the capture began after the call did (progress MUST increase, MCP "Progress"). The log
-    // began again (seed 1: "the id sequence restarts"), whatever the ids look like — opaque ids
-    // cannot show it themselves.
+    // began again (docs/resumption.md, "Forks"), whatever the ids look like — opaque ids cannot
+    // show it themselves.
     // The very event the client had (the same id and data) coming first is the log's own replay
     // begun before the cursor — the TS example store sorts the ids of one millisecond by their
-    // random suffix (reference §7 #2) — not another log: a fresh log has ids of its own.
+    // random suffix (typescript-sdk PR #1978) — not another log: a fresh log has ids of its own.
     if !dup_payload.is_empty() && !forked {
         let mut firsts: Vec<(Short, f64)> = Vec::new();
         let mut seen: HashSet<Short> = HashSet::default();
@@ -880,7 +881,7 @@ pub(super) fn check(
                 max_step
             };
             // Only a regular counter is held to its step, at the boundary and inside the resumed
-            // connection. Progress may otherwise grow by "arbitrary steps" (reference §6): a
+            // connection. Progress may otherwise grow by any step (MCP "Progress" fixes none): a
             // series with uneven steps, or too few values to show one, is checked only for
             // values that go back. In a stream the capture began inside (its request not
             // captured), two values are only the tail of a series whose earlier steps are not
@@ -916,8 +917,8 @@ pub(super) fn check(
                         "skipping ahead of"
                     };
                     // The value skipped arrives later on the same connection: the events came
-                    // out of order (§7 #2: the TypeScript example store's replay sorts ids of one
-                    // millisecond by their random suffix), not synthesized or lost.
+                    // out of order (typescript-sdk PR #1978: the example store's replay sorts ids
+                    // of one millisecond by their random suffix), not synthesized or lost.
                     let skipped = ((next - prev.0) / step).round() as i64 - 1;
                     let reordered = jumped
                         && skipped >= 1
@@ -984,7 +985,8 @@ pub(super) fn check(
     // its progress gave no total or stood one step short of it (a loop reporting each step
     // before doing it), and an application sequence (which has no total) alike. Progress short
     // of a known total, a sequence seen to jump, or another backend answering stays suspect:
-    // seed 2's drain can end a connection cleanly too.
+    // a backend drained away can end a connection cleanly too (docs/resumption.md, "Terminal
+    // provenance").
     // Another backend than the one that delivered L served the resumption.
     let switched = model
         .backend(r.exchange)
@@ -1122,7 +1124,7 @@ pub(super) fn check(
                     // None of the request's progress reached the client before the cut (say, a cut
                     // right after the priming event), and another backend than the cut connection's
                     // answered the resumption with one progress value past the start, short of its
-                    // total, and the result: seed 2's terminal provenance cannot be shown. A replica
+                    // total, and the result: where the result came from cannot be shown. A replica
                     // without the log invents the value where it guesses the tool stands, then a
                     // result; a replica sharing the log replays a tool that reported first at that
                     // value. The wire cannot tell them apart (the ids may continue in both), so this
@@ -1159,8 +1161,9 @@ pub(super) fn check(
                         }
                     }
                     // No progress for the request: an application sequence under way on the stream
-                    // (`/params/app_seq`, `--app-seq`) speaks the same way — seed 2's own case, a
-                    // message counter, with the result at Last-Event-ID + 1.
+                    // (`/params/app_seq`, `--app-seq`) speaks the same way — a message counter,
+                    // with the result at Last-Event-ID + 1 (docs/resumption.md, "Terminal
+                    // provenance").
                     // (The values of a sequence between L and the response.)
                     let between = |k: &SeqKey| match k {
                         SeqKey::App(i) => app_so_far.get(i).copied().unwrap_or(0),
@@ -1203,8 +1206,8 @@ pub(super) fn check(
                     .map(|&(p, _)| p)
                     .fold(f64::NAN, f64::max);
                 // The progress went on after L and stopped one step short of its total: a tool that
-                // reports each step before doing it ends there (seed 2: last + 1 is a genuine
-                // continuation).
+                // reports each step before doing it ends there (one step past the last value is
+                // a genuine continuation).
                 // (Only when the progress before L showed its step.)
                 let last_step = progress_before.len() >= 2
                     && total.is_some_and(|t| reached + step + 1e-9 * t.abs().max(1.0) >= t);
@@ -1213,11 +1216,11 @@ pub(super) fn check(
                     || total.is_some_and(|t| reached.is_nan() || (reached < t && !last_step));
                 // Nothing in between, and the progress stood one step short of its total, or had
                 // none: a tool that reports each step before doing it (or gives no total) can end
-                // right there, and a replica that invents the result (seed 2) would look the same
-                // on the wire. Suspect (seed 2's own word), not proven: a warning, the resumption
-                // unverifiable — unless another backend than L's is known to have answered (the
-                // result cannot come from the log the client was reading; a planned poll was let
-                // through above).
+                // right there, and a replica that invents the result would look the same on the
+                // wire (docs/resumption.md, "Terminal provenance"). Suspect, not proven: a
+                // warning, the resumption unverifiable — unless another backend than L's is known
+                // to have answered (the result cannot come from the log the client was reading; a
+                // planned poll was let through above).
                 // (One step short only when the progress showed its step: two values at least.)
                 let one_short = match total {
                     Some(_) => progress_before.len() >= 2 && near_end,
@@ -1370,7 +1373,7 @@ fn ids_step(a: &str, b: &str) -> Option<bool> {
 const HANDOVER_PAUSE_US: i64 = 200_000;
 
 /// An application sequence: progress per token, or a `--app-seq` pointer (by its index), one
-/// counter whichever messages carry it (seed 2: the stream's events number one sequence; a
+/// counter whichever messages carry it (docs/resumption.md, "Synthesized continuations": a
 /// server's message counter goes on across methods).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum SeqKey {
@@ -1416,7 +1419,7 @@ fn series_of<'a>(events: impl IntoIterator<Item = EventRec<'a>>) -> Vec<Series<'
 }
 
 /// The step of a regular counter: every step the same and positive, with at least two steps or
-/// a single step of 1 (seed 2's "app_seq + 1"); `None` for any other series.
+/// a single step of 1 (a counter that goes on by one); `None` for any other series.
 fn regular_step(vals: &[(f64, EventRec)]) -> Option<f64> {
     let first = vals.get(1)?.0 - vals[0].0;
     let even = first > 0.0

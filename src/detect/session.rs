@@ -202,7 +202,7 @@ pub(super) fn lost_responses(
                 .or_else(|| gap_get.filter(|(end, _)| *end >= e.ts()).map(|(_, gx)| gx))?;
             Some(&exchanges[gx])
         };
-        // On the legacy transport (2024-11-05, reference §1.8) every response comes on the
+        // On the legacy transport (MCP 2024-11-05 "HTTP with SSE") every response comes on the
         // session's GET stream (the one that got the `endpoint` event): it carries the requests'
         // answers as a POST's own stream does.
         let legacy: Vec<usize> = s
@@ -223,7 +223,7 @@ pub(super) fn lost_responses(
             .iter()
             .map(|&xi| &exchanges[xi])
             // Answered 2xx (or not captured): a server MAY refuse with 405, and a 404 ends
-            // nothing (reference §1.2).
+            // nothing (MCP "Session Management").
             .filter(|e| {
                 e.method() == "DELETE" && (e.response.is_none() || (200..300).contains(&e.status()))
             })
@@ -231,7 +231,8 @@ pub(super) fn lost_responses(
             .min();
         // Requests the client cancelled, and when (MCP "Cancellation": the receiver should send
         // no response). Without a session, independent clients reuse request ids: a cancel
-        // speaks for its own client's request only (reference §8.1).
+        // speaks for its own client's request only (docs/wire.md, "Session key without a
+        // session id").
         let client_of = |x: usize| s.id.is_none().then_some(exchanges[x].client).flatten();
         let mut cancelled: HashMap<(Option<std::net::IpAddr>, &str), Vec<i64>> = HashMap::default();
         for &xi in &s.exchanges {
@@ -261,10 +262,10 @@ pub(super) fn lost_responses(
             if e.method() != "POST" || e.status() >= 300 {
                 continue;
             }
-            // Without a session, independent clients reuse request ids (reference §8.1: the key
-            // falls back to the flow and the client): the request's own stream answers it, and
-            // GETs, which cannot be told apart by client (an unattributed resumption); another
-            // client's POST does not.
+            // Without a session, independent clients reuse request ids (docs/wire.md, "Session
+            // key without a session id": the key falls back to the flow and the client): the
+            // request's own stream answers it, and GETs, which cannot be told apart by client (an
+            // unattributed resumption); another client's POST does not.
             let own: Option<HashSet<&str>> = s.id.is_none().then(|| {
                 let conns = model.exchange_stream[xi]
                     .map(|st| model.streams[st].connections.as_slice())
@@ -370,10 +371,10 @@ pub(super) fn lost_responses(
                     continue;
                 }
                 // A legacy session has no DELETE: the client ends it by closing its GET stream
-                // (reference §1.8). A request answered on that stream, sent before the client
-                // closed it while the server was still sending, is no longer owed — unless the
-                // stream answered something after the request was sent: then the server went on
-                // without answering it.
+                // (MCP 2024-11-05 "HTTP with SSE"). A request answered on that stream, sent before
+                // the client closed it while the server was still sending, is no longer owed —
+                // unless the stream answered something after the request was sent: then the
+                // server went on without answering it.
                 if std::ptr::eq(conns, legacy.as_slice())
                     && legacy.iter().any(|&g| {
                         let (x, t0) = (&exchanges[g], e.ts());
@@ -386,7 +387,8 @@ pub(super) fn lost_responses(
                 }
                 // MCP 2026-07-28 has no resumption: a request whose stream broke must be re-sent,
                 // and a re-sent request (same method and params, any id) is judged on its own.
-                // There, closing the response stream is how the client cancels (reference §1.4).
+                // There, closing the response stream is how the client cancels (MCP 2026-07-28
+                // "Streamable HTTP", "Cancellation").
                 if *era.get_or_init(|| exchange_era(e)) == Era::V2026_07_28
                     && (e.client_closed
                         || resent(sent.get_or_init(|| sent_of(s, exchanges)), exchanges, xi, m))

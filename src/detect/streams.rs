@@ -1,7 +1,7 @@
 //! Checks over the physical connections of each logical stream:
 //! `duplicate_event_id`, `id_gap` inside a connection, `concurrent_stream_connections`,
 //! `planned_poll` and `idle_cut`
-//! (the project's wire reference §7, failures #4, #17–#19, #22, and §1.7 on polling).
+//! (`docs/wire.md`, "Known failure patterns" and "Priming, retry and polling").
 
 use crate::hash::{FastMap as HashMap, FastSet as HashSet};
 
@@ -92,8 +92,8 @@ pub(super) fn empty_answer(e: &Exchange) -> bool {
 }
 
 /// `duplicate_event_id` (error): one connection delivered two events with the same `id` and the
-/// same data — one message handed to the client twice under one cursor (wire reference §7 #4:
-/// an event store written twice by a race between `storeEvent` and a concurrent resume).
+/// same data — one message handed to the client twice under one cursor (typescript-sdk PR #2335
+/// review: an event store written twice by a race between `storeEvent` and a concurrent resume).
 /// Duplicates across connections of a stream are judged by the resumption checks.
 pub(super) fn duplicate_event_ids(model: &Model, exchanges: &[Exchange], out: &mut Vec<Finding>) {
     for (sti, st) in model.streams.iter().enumerate() {
@@ -152,10 +152,10 @@ pub(super) fn duplicate_event_ids(model: &Model, exchanges: &[Exchange], out: &m
 /// `id_gap` inside one connection: event ids of a format with a dense per-stream ordinal (Go
 /// `<stream>_<n>`, rmcp `<n>/<request>`, C# `…:<n>`) whose ordinal skips forward past the
 /// highest one the connection delivered for that stream part, when the ordinals skipped never
-/// come later on the connection (a reordered event is not lost). The reference (§8.2) holds such
-/// a gap to be real loss: the server numbered events it never sent. Guarded, because other
-/// stores write ids of the same shapes (a `tenant:jobs:<ms>` key): the stream part must first
-/// have stepped by exactly one on the connection. Not judged: connections with bytes missing
+/// come later on the connection (a reordered event is not lost). Such a gap is real loss: the
+/// server numbered events it never sent (`docs/wire.md`, "Event-id formats"). Guarded, because
+/// other stores write ids of the same shapes (a `tenant:jobs:<ms>` key): the stream part must
+/// first have stepped by exactly one on the connection. Not judged: connections with bytes missing
 /// from the capture (an event lost there is the capture's, not the server's: `sse.gap`); events
 /// before the connection's first message event of the stream part (priming events, rmcp's `0`
 /// among them, only raise the highest ordinal); and, on a resumed connection, the step from the
@@ -365,7 +365,8 @@ const STALLED_US: i64 = 1_000_000;
 /// [`STALLED_US`] when `b` was sent, carried nothing after, and was closed before the capture
 /// ended — a stalled connection the client gave up on and whose end came late (a timeout, a
 /// half-dead socket), not two live ones. A connection live until the resumption stays
-/// concurrent, however it ended later (§7 #22: the first connection "stops receiving bytes").
+/// concurrent, however it ended later (punkpeye/fastmcp PR #331: the first connection stops
+/// receiving bytes).
 fn replaced(a: &Exchange, b: &Exchange) -> bool {
     let last_byte = a.ts_last_byte.or(a.ts_response).unwrap_or(a.ts());
     b.resume_cursor().is_some()
@@ -375,9 +376,10 @@ fn replaced(a: &Exchange, b: &Exchange) -> bool {
 
 /// `concurrent_stream_connections` (warning): two connections of one logical stream — or two
 /// standalone GET streams of one session, which the SDKs keep to one (409) — both answered `200`
-/// and live at the same time (wire reference §7 #22: a replayed stream silently replaces a live
-/// one; summary item 8: rmcp's silent "shadow" GET). Messages go to one of them; the other
-/// starves without being closed.
+/// and live at the same time (punkpeye/fastmcp PR #331: a replayed stream silently replaces a
+/// live one; rmcp's silent "shadow" GET, rust-sdk
+/// `crates/rmcp/src/transport/streamable_http_server/session/local.rs`). Messages go to one of
+/// them; the other starves without being closed.
 pub(super) fn concurrent_connections(
     model: &Model,
     exchanges: &[Exchange],
@@ -588,7 +590,8 @@ pub(super) fn planned_polls(
 /// reset or gap before their framing said so (a planned poll ends cleanly), while the stream still
 /// owed messages and before the session's DELETE — at the same idle time (no byte for that long)
 /// or at the same age, within 10 % or 0.3 s and at least 1 s: the idle or age timeout of a
-/// proxy, CDN or client (wire reference §7 #17–#19). Messages produced while the client
+/// proxy, CDN or client (cloudflare/agents #1583, mckinsey/agents-at-scale-ark #1941,
+/// open-webui/mcpo #73). Messages produced while the client
 /// reconnects may be lost.
 pub(super) fn idle_cuts(
     model: &Model,

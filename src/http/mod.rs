@@ -131,8 +131,9 @@ pub struct Exchange {
 impl Exchange {
     /// The request's `Last-Event-ID` as a resumption cursor: `None` on the legacy transport
     /// (2024-11-05), where a GET that gets an `endpoint` event opens a new session whatever
-    /// cursor an EventSource sent (reference §1.8), and on a request that declares MCP
-    /// 2026-07-28 or later (`MCP-Protocol-Version`), which has no resumption (reference §1.1).
+    /// cursor an EventSource sent (MCP 2024-11-05 "HTTP with SSE"), and on a request that
+    /// declares MCP 2026-07-28 or later (`MCP-Protocol-Version`), which has no resumption (MCP
+    /// 2026-07-28 "Streamable HTTP", "Receiving Messages").
     pub fn resume_cursor(&self) -> Option<&str> {
         let stateless = self
             .req_header("mcp-protocol-version")

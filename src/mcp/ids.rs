@@ -1,4 +1,5 @@
-//! Event-id formats of the MCP SDKs (see the project's wire reference §5 and §8.2).
+//! Event-id formats of the MCP SDKs (`docs/wire.md`, "Event-id formats": each format's SDK
+//! source, order and density).
 //!
 //! MCP (2025-03-26 … 2025-11-25, "Resumability and Redelivery") makes event
 //! ids opaque per-stream cursors. Ordering is defined only where a known
@@ -90,7 +91,7 @@ fn digits(s: &str) -> Option<u128> {
     s.parse().ok()
 }
 
-/// Classify one event id (reference §8.2, tried in a fixed order).
+/// Classify one event id (tried in a fixed order: `docs/wire.md`, "Event-id formats").
 pub fn parse(id: &str) -> ParsedId<'_> {
     let opaque = |f| ParsedId {
         format: f,

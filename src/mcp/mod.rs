@@ -42,7 +42,7 @@ impl StreamKind {
 }
 
 /// The protocol revision whose transport rules apply (MCP specification, "Transports" of each
-/// revision; see the project's wire reference §1.1).
+/// revision; see `docs/wire.md`, "Revisions").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Era {
     /// Not negotiated in the capture.
@@ -536,7 +536,7 @@ impl Model {
                 ("GET", Some(l)) => {
                     // Link to the stream that delivered L most recently before this request —
                     // preferring, when several streams delivered it (ids that are not unique in
-                    // the session, reference §7 #8), one whose last connection so far delivered
+                    // the session, rust-sdk #791), one whose last connection so far delivered
                     // it and was cut: a client resumes a broken stream.
                     let streams = &m.streams;
                     let broken = |d: &(usize, usize, usize, i64)| {

@@ -684,3 +684,46 @@ pub fn kinds_of(fs: &[Value]) -> Vec<String> {
         .map(|f| f["kind"].as_str().unwrap_or_default().to_string())
         .collect()
 }
+
+/// The rows of a CSV table as maps from column name to value (RFC 4180: quoted fields may hold
+/// commas, quotes doubled, and line breaks), so that tests read columns by name.
+pub fn csv_rows(text: &str) -> Vec<std::collections::BTreeMap<String, String>> {
+    let mut records: Vec<Vec<String>> = Vec::new();
+    let (mut field, mut record) = (String::new(), Vec::new());
+    let mut chars = text.chars().peekable();
+    let mut quoted = false;
+    while let Some(c) = chars.next() {
+        match (quoted, c) {
+            (true, '"') if chars.peek() == Some(&'"') => {
+                chars.next();
+                field.push('"');
+            }
+            (true, '"') => quoted = false,
+            (true, c) => field.push(c),
+            (false, '"') => quoted = true,
+            (false, ',') => record.push(std::mem::take(&mut field)),
+            (false, '\n') => {
+                record.push(std::mem::take(&mut field));
+                records.push(std::mem::take(&mut record));
+            }
+            (false, '\r') => {}
+            (false, c) => field.push(c),
+        }
+    }
+    if !field.is_empty() || !record.is_empty() {
+        record.push(field);
+        records.push(record);
+    }
+    let mut it = records.into_iter();
+    let header = it.next().unwrap_or_default();
+    it.map(|r| header.iter().cloned().zip(r).collect())
+        .collect()
+}
+
+/// The values of column `name` of a CSV table, in row order.
+pub fn csv_column(text: &str, name: &str) -> Vec<String> {
+    csv_rows(text)
+        .into_iter()
+        .map(|r| r.get(name).cloned().unwrap_or_default())
+        .collect()
+}

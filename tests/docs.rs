@@ -1,0 +1,314 @@
+//! The documentation against the program: README's finding table and `docs/findings.md` list the
+//! same kinds with the same severities, every kind the detectors emit is documented, each
+//! example sentence is one a fixture really produces, each "fires on" capture fires and each
+//! "must not" capture does not; `docs/tables.md` lists exactly the columns every table has; and
+//! the links between the pages resolve.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(root().join(rel)).unwrap()
+}
+
+/// README's finding table: kind → severity cell.
+fn readme_kinds() -> BTreeMap<String, String> {
+    let text = read("README.md");
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("| [`") else {
+            continue;
+        };
+        let (kind, rest) = rest.split_once('`').unwrap();
+        let link = format!("](docs/findings.md#{kind}) | ");
+        let rest = rest
+            .strip_prefix(&link)
+            .unwrap_or_else(|| panic!("{kind}: link {line}"));
+        let (severity, meaning) = rest.split_once(" | ").unwrap();
+        let sentence = meaning
+            .strip_suffix(". |")
+            .unwrap_or_else(|| panic!("{kind}: one sentence ending with a full stop: {line}"));
+        assert!(!sentence.contains(". "), "{kind}: one sentence: {meaning}");
+        out.insert(kind.to_string(), severity.to_string());
+    }
+    out
+}
+
+/// One section of docs/findings.md.
+#[derive(Debug, Default)]
+struct Section {
+    severity: String,
+    example: Option<(String, String)>,
+    fires_on: Vec<String>,
+    must_not: Vec<String>,
+}
+
+fn findings_doc() -> BTreeMap<String, Section> {
+    let text = read("docs/findings.md");
+    let mut out: BTreeMap<String, Section> = BTreeMap::new();
+    for part in text.split("\n## `").skip(1) {
+        let (kind, body) = part.split_once("`\n").unwrap();
+        let mut s = Section::default();
+        let body1 = body.replace('\n', " ");
+        s.severity = body1
+            .trim()
+            .strip_prefix("**")
+            .and_then(|b| b.split_once("**"))
+            .map(|(sev, _)| sev.to_string())
+            .unwrap_or_else(|| panic!("{kind}: no severity"));
+        if let Some(e) = body1.split("Example (`").nth(1) {
+            let (fixture, rest) = e.split_once('`').unwrap();
+            let quote = rest.split_once(": \"").unwrap().1;
+            let quote = quote.split_once('"').unwrap().0;
+            s.example = Some((
+                fixture.to_string(),
+                quote.trim_end_matches('…').trim().to_string(),
+            ));
+        }
+        for (marker, list) in [
+            ("Fires on ", &mut s.fires_on),
+            ("must not on ", &mut s.must_not),
+        ] {
+            if let Some(rest) = body1.split(marker).nth(1) {
+                let first = rest
+                    .split_once('`')
+                    .map(|(_, r)| r.split_once('`').unwrap().0);
+                list.extend(first.map(str::to_string));
+            }
+        }
+        out.insert(kind.to_string(), s);
+    }
+    out
+}
+
+/// Finding kinds the detectors can emit: the string literals given as a kind in `src/detect`.
+fn emitted_kinds() -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for entry in std::fs::read_dir(root().join("src/detect")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let doc = findings_doc();
+            for k in doc.keys() {
+                if text.contains(&format!("\"{k}\"")) {
+                    out.insert(k.clone());
+                }
+            }
+            // Any other snake_case literal passed as a finding's kind.
+            for cap in text.split("kind: \"").skip(1) {
+                out.insert(cap.split('"').next().unwrap().to_string());
+            }
+            for cap in text.split(".finding(\"").skip(1) {
+                out.insert(cap.split('"').next().unwrap().to_string());
+            }
+        }
+    }
+    out
+}
+
+/// The findings of a fixture capture.
+fn findings_of(fixture: &str) -> Vec<Value> {
+    let o = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+        .args(["analyze", "--format", "ndjson", "--fail-on", "never"])
+        .arg(root().join(fixture))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{fixture}");
+    String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_finding_table_and_the_reference_page_list_the_same_kinds() {
+    let readme = readme_kinds();
+    let doc = findings_doc();
+    assert_eq!(
+        readme.keys().collect::<Vec<_>>(),
+        {
+            let mut v: Vec<_> = doc.keys().collect();
+            v.sort();
+            v
+        },
+        "README and docs/findings.md"
+    );
+    for (kind, sev) in &readme {
+        let main = sev.split(", or ").next().unwrap();
+        assert_eq!(&doc[kind].severity, main, "{kind}: severity");
+    }
+    let emitted = emitted_kinds();
+    let documented: BTreeSet<String> = doc.keys().cloned().collect();
+    assert_eq!(
+        emitted, documented,
+        "kinds in src/detect against docs/findings.md"
+    );
+}
+
+#[test]
+fn each_reference_section_holds_to_its_captures() {
+    let mut cache: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    let mut checked = 0;
+    for (kind, s) in findings_doc() {
+        let mut of = |f: &str| -> Vec<Value> {
+            cache
+                .entry(f.to_string())
+                .or_insert_with(|| findings_of(f))
+                .clone()
+        };
+        let has = |fs: &[Value]| fs.iter().any(|f| f["kind"] == kind.as_str());
+        for f in s.fires_on.iter().filter(|f| f.starts_with("fixtures/")) {
+            assert!(has(&of(f)), "{kind} must fire on {f}");
+            checked += 1;
+        }
+        for f in s.must_not.iter().filter(|f| f.starts_with("fixtures/")) {
+            assert!(!has(&of(f)), "{kind} must not fire on {f}");
+            checked += 1;
+        }
+        if let Some((f, quote)) = s
+            .example
+            .as_ref()
+            .filter(|(f, _)| f.starts_with("fixtures/"))
+        {
+            let fs = of(f);
+            // The quote's pieces between ellipses, in order, the first at the start.
+            let quoted = |detail: &str| {
+                let mut at = 0;
+                quote
+                    .split('…')
+                    .map(str::trim)
+                    .enumerate()
+                    .all(|(i, piece)| match detail[at..].find(piece) {
+                        Some(k) if i > 0 || k == 0 => {
+                            at += k + piece.len();
+                            true
+                        }
+                        _ => false,
+                    })
+            };
+            assert!(
+                fs.iter()
+                    .any(|x| x["kind"] == kind.as_str() && quoted(x["detail"].as_str().unwrap())),
+                "{kind}: the example is not a detail {f} produces: {quote}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 60, "{checked} checks");
+}
+
+#[test]
+fn the_tables_page_lists_every_column() {
+    let text = read("docs/tables.md");
+    let mut doc: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut table = None;
+    for line in text.lines() {
+        if let Some(t) = line.strip_prefix("## `").and_then(|l| l.strip_suffix('`')) {
+            table = Some(t.to_string());
+            doc.insert(t.to_string(), Vec::new());
+        } else if let (Some(t), Some(rest)) = (&table, line.strip_prefix("| `")) {
+            let col = rest.split('`').next().unwrap();
+            doc.get_mut(t).unwrap().push(col.to_string());
+        }
+    }
+    let out = std::env::temp_dir().join(format!("mcpcap-docs-{}", std::process::id()));
+    let o = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+        .args(["analyze", "--format", "csv", "--fail-on", "never", "--out"])
+        .arg(&out)
+        .arg(root().join("fixtures/mcp/fork_restart.pcap"))
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let names: BTreeSet<String> = mcpcap::report::TABLE_NAMES
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(doc.keys().cloned().collect::<BTreeSet<_>>(), names);
+    for t in mcpcap::report::TABLE_NAMES {
+        let csv = std::fs::read_to_string(out.join(format!("{t}.csv"))).unwrap();
+        let header: Vec<String> = csv
+            .lines()
+            .next()
+            .unwrap()
+            .split(',')
+            .map(str::to_string)
+            .collect();
+        assert_eq!(header, doc[t], "docs/tables.md, table {t}");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Relative links of a Markdown file: (target path, anchor).
+fn links(file: &Path) -> Vec<(String, Option<String>)> {
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut out = Vec::new();
+    for part in text.split("](").skip(1) {
+        let target = part.split(')').next().unwrap();
+        if target.starts_with("http") || target.contains(' ') {
+            continue;
+        }
+        let (path, anchor) = match target.split_once('#') {
+            Some((p, a)) => (p.to_string(), Some(a.to_string())),
+            None => (target.to_string(), None),
+        };
+        out.push((path, anchor));
+    }
+    out
+}
+
+/// GitHub's anchor of a heading: lower case, spaces to `-`, other punctuation dropped.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '_' || c == '-' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn links_between_the_pages_resolve() {
+    let mut pages = vec![root().join("README.md"), root().join("bench/README.md")];
+    for e in std::fs::read_dir(root().join("docs")).unwrap() {
+        pages.push(e.unwrap().path());
+    }
+    for page in &pages {
+        for (path, a) in links(page) {
+            let target = if path.is_empty() {
+                page.clone()
+            } else {
+                page.parent().unwrap().join(&path)
+            };
+            assert!(target.exists(), "{}: link to {path}", page.display());
+            if let Some(a) = a {
+                let text = std::fs::read_to_string(&target).unwrap();
+                let anchors: Vec<String> = text
+                    .lines()
+                    .filter_map(|l| {
+                        l.trim_start_matches('#')
+                            .strip_prefix(' ')
+                            .filter(|_| l.starts_with('#'))
+                    })
+                    .map(anchor)
+                    .collect();
+                assert!(
+                    anchors.contains(&a),
+                    "{}: anchor #{a} in {path}",
+                    page.display()
+                );
+            }
+        }
+    }
+}
