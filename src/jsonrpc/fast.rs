@@ -58,6 +58,14 @@ impl<'de> Deserialize<'de> for Key<'de> {
 /// skips lone surrogates, out-of-range numbers and any depth.
 struct Strict;
 
+/// Why building a `serde_json::Value` of `text` would fail (the same message, at the same
+/// position), found without building it; `None` when it would not.
+pub(super) fn value_error(text: &str) -> Option<String> {
+    serde_json::from_str::<Strict>(text)
+        .err()
+        .map(|e| e.to_string())
+}
+
 impl<'de> Deserialize<'de> for Strict {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Strict, D::Error> {
         d.deserialize_any(Probe(None)).map(|_| Strict)
@@ -488,11 +496,13 @@ const PARAMS_KEYS: [&str; 8] = [
 ];
 
 /// Classify one JSON text; `None` when the general path must (see the module doc).
-pub(super) fn classify_text(text: &[u8], app_seq: &[String]) -> Option<Message> {
+#[cfg(test)]
+fn classify_text(text: &[u8], app_seq: &[String]) -> Option<Message> {
     classify_str(simdutf8::basic::from_utf8(text).ok()?, app_seq)
 }
 
-/// [`classify_text`] on text already known to be UTF-8.
+/// Classify one JSON text already known to be UTF-8; `None` when the general path must (see the
+/// module doc).
 pub(super) fn classify_str(text: &str, app_seq: &[String]) -> Option<Message> {
     let text = text.trim_matches([' ', '\t', '\n', '\r']);
     if !text.starts_with('{') {
@@ -774,6 +784,37 @@ mod tests {
             }
         }
 
+        /// A batch read element by element gives what the whole `Value` tree gives (nesting
+        /// near serde_json's limit aside: an element parsed alone is one level shallower), and
+        /// a bound keeps the first elements.
+        #[test]
+        fn batch_read_by_elements_equals_value_path(
+            msgs in prop::collection::vec(
+                message().prop_filter("nesting far from the limit", |m| {
+                    m.bytes().filter(|b| matches!(b, b'[' | b'{')).count() < 16
+                }),
+                0..6,
+            ),
+            ws in " {0,2}",
+            max in 0usize..7,
+        ) {
+            let text = format!("{ws}[{ws}{}{ws}]{ws}", msgs.join(&format!("{ws},{ws}")));
+            let p = pointers();
+            let whole = super::super::parse_value(text.as_bytes(), &p);
+            // (Errors alike; their positions may differ by a column inside a bad escape.)
+            let batch = super::super::parse(text.as_bytes(), &p);
+            prop_assert_eq!(batch.is_err(), whole.is_err(), "{}", text);
+            if let Ok(ms) = batch {
+                prop_assert_eq!(Ok(ms), whole.clone(), "{}", text);
+            }
+            if let Ok(all) = whole {
+                let b = super::super::parse_bounded(&text, &p, max).unwrap();
+                prop_assert!(b.batch);
+                prop_assert_eq!(b.messages.to_vec(), all.iter().take(max).cloned().collect::<Vec<_>>());
+                prop_assert_eq!(b.dropped, all.len().saturating_sub(max));
+            }
+        }
+
         /// Wherever the hand-written reader answers, the serde reader gives the same members;
         /// also on text broken by an edit (what the serde reader rejects, it must not accept).
         #[test]
@@ -921,7 +962,6 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"result":{"x":1e400}}"#,
             r#"{"jsonrpc":"2.0","id":1,"result":{"\ud800":1}}"#,
             r#"{"method":"\ud800","method":"notifications/message"}"#,
-            deep.as_str(),
         ] {
             assert!(
                 super::super::parse_value(text.as_bytes(), &p).is_err(),
@@ -929,6 +969,11 @@ mod tests {
             );
             assert!(super::super::parse(text.as_bytes(), &p).is_err(), "{text}");
         }
+        // Nesting past serde_json's limit is no error in JSON: the message is read from its
+        // top-level members, and said to be too deep.
+        assert!(super::super::parse_value(deep.as_bytes(), &p).is_err());
+        let d = super::super::parse_bounded(&deep, &p, 1).unwrap();
+        assert_eq!((d.too_deep, d.messages[0].kind), (1, Kind::Response));
         // Requests whose `params` serde_json would write otherwise (whitespace, an escape, a
         // number it rewrites, a name twice), batches, pointer steps through arrays and non-JSON
         // take the general path.

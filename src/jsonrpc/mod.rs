@@ -7,6 +7,7 @@ use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 mod fast;
+pub mod split;
 
 /// The kind of one JSON-RPC message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,14 +120,83 @@ impl Message {
     }
 }
 
-/// Parse a body or SSE `data` into messages; a JSON array (batch, MCP 2025-03-26) is split.
+/// Most elements of one batch (a JSON array, MCP 2025-03-26) kept as messages: past them the
+/// elements are only checked to be well-formed, and counted ([`Parsed::dropped`]).
+pub const MAX_BATCH: usize = 65_536;
+
+/// What a body or an event's `data` parsed to.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Parsed {
+    /// Its messages: one, or a batch's elements up to the bound given to [`parse_bounded`].
+    pub messages: smallvec::SmallVec<[Message; 1]>,
+    /// Whether it was a JSON array (a batch).
+    pub batch: bool,
+    /// Elements of the batch past the bound, not made messages.
+    pub dropped: usize,
+    /// Messages that are valid JSON but no JSON-RPC message (`{}`, `0`): [`Kind::Invalid`].
+    pub invalid: usize,
+    /// Messages nested deeper than serde_json reads (128 levels), classified from their
+    /// top-level members ([`split::shallow`]).
+    pub too_deep: usize,
+}
+
+/// Parse a body or SSE `data` into messages; a JSON array (batch, MCP 2025-03-26) is split, at
+/// most `max` of its elements kept as messages (the others checked and counted). Elements are
+/// read one by one ([`split::array_elements`]): no tree of the whole batch is built.
+///
+/// Errors: the text is not JSON (the serde_json message), or an element kept is not.
+pub fn parse_bounded(text: &str, app_seq: &[String], max: usize) -> Result<Parsed, String> {
+    let t = text.trim_matches([' ', '\t', '\n', '\r']);
+    let mut out = Parsed::default();
+    if !t.starts_with('[') {
+        // The text as given: serde_json's error positions count its lines.
+        let (m, deep) = classify_one(text, app_seq)?;
+        out.invalid = usize::from(m.kind == Kind::Invalid);
+        out.too_deep = usize::from(deep);
+        out.messages.push(m);
+        return Ok(out);
+    }
+    out.batch = true;
+    // Where an element is not JSON, the whole text's error as serde_json gives it, found
+    // without a tree.
+    let whole_error = || fast::value_error(text).unwrap_or_else(|| "not a JSON array".into());
+    let Some(elements) = split::array_elements(t) else {
+        return Err(whole_error());
+    };
+    out.dropped = elements.len().saturating_sub(max);
+    for r in elements.into_iter().take(max) {
+        let (m, deep) = classify_one(&t[r], app_seq).map_err(|_| whole_error())?;
+        out.invalid += usize::from(m.kind == Kind::Invalid);
+        out.too_deep += usize::from(deep);
+        out.messages.push(m);
+    }
+    Ok(out)
+}
+
+/// One JSON value as a message: the fast path, else through a `serde_json::Value`, else, for a
+/// value nested past serde_json's limit, from its top-level members (and `true`).
+fn classify_one(text: &str, app_seq: &[String]) -> Result<(Message, bool), String> {
+    if let Some(m) = fast::classify_str(text, app_seq) {
+        return Ok((m, false));
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(v) => Ok((classify(&v, app_seq), false)),
+        Err(e) if e.to_string().starts_with("recursion limit exceeded") => split::shallow(text)
+            .map(|m| (m, true))
+            .ok_or_else(|| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Parse a body or SSE `data` into messages, every element of a batch kept.
 /// `app_seq` are JSON pointers to application sequence numbers.
 /// Returns `Err` with the serde_json message when the text is not JSON.
 pub fn parse(text: &[u8], app_seq: &[String]) -> Result<Vec<Message>, String> {
-    if let Some(m) = fast::classify_text(text, app_seq) {
-        return Ok(vec![m]);
+    match simdutf8::basic::from_utf8(text) {
+        Ok(s) => parse_bounded(s, app_seq, usize::MAX).map(|p| p.messages.into_vec()),
+        // serde_json's message for text that is not UTF-8.
+        Err(_) => parse_value(text, app_seq),
     }
-    parse_value(text, app_seq)
 }
 
 /// [`parse`] on text already known to be UTF-8 (an SSE `data` buffer): not validated again,
@@ -135,10 +205,7 @@ pub fn parse_str(
     text: &str,
     app_seq: &[String],
 ) -> Result<smallvec::SmallVec<[Message; 1]>, String> {
-    if let Some(m) = fast::classify_str(text, app_seq) {
-        return Ok(smallvec::smallvec![m]);
-    }
-    parse_value(text.as_bytes(), app_seq).map(smallvec::SmallVec::from_vec)
+    parse_bounded(text, app_seq, usize::MAX).map(|p| p.messages)
 }
 
 /// [`parse`] through a `serde_json::Value` tree: the general path, and the reference the fast
