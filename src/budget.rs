@@ -49,6 +49,82 @@ impl Budget {
     pub fn limit(&self) -> usize {
         self.limit
     }
+
+    /// Room left under the limit.
+    pub fn room(&self) -> usize {
+        self.limit.saturating_sub(self.held())
+    }
+
+    /// Take `n` for good (what is kept to the end of the run: messages, events), when there is
+    /// room for it; false, taking nothing, when there is not.
+    pub fn take(&self, n: usize) -> bool {
+        self.held
+            .fetch_update(Relaxed, Relaxed, |h| {
+                h.checked_add(n).filter(|&t| t <= self.limit)
+            })
+            .is_ok()
+    }
+
+    /// Give back `n` taken with [`Budget::take`].
+    pub fn give_back(&self, n: usize) {
+        let _ = self
+            .held
+            .fetch_update(Relaxed, Relaxed, |h| Some(h.saturating_sub(n)));
+    }
+}
+
+/// Batch elements (JSON-RPC messages of JSON arrays) one HTTP stage keeps at most, over all its
+/// bodies and events: 1,048,576 (about 120 bytes each). Past it, elements are checked and
+/// counted, not kept (`jsonrpc.batch_too_large`).
+pub const BATCH_KEPT_LIMIT: usize = 1 << 20;
+
+/// Bytes of SSE event records one HTTP stage keeps at most (each response's [`EventLog`]:
+/// about 60 bytes an event plus its id and messages): 256 MiB. Past it, events are parsed and
+/// counted, not kept (`sse.events_not_kept`). Ordinary captures keep about 114 bytes an event:
+/// some 2.3 million events per thread.
+///
+/// [`EventLog`]: crate::http::EventLog
+pub const EVENT_LOG_LIMIT: usize = 256 << 20;
+
+/// Of [`EVENT_LOG_LIMIT`], the bytes that events of content-coded (gzip, deflate, br) bodies
+/// may take: 64 MiB. A few kilobytes of gzip decode to millions of tiny events.
+pub const DECODED_EVENT_LOG_LIMIT: usize = 64 << 20;
+
+/// The bounds on what one HTTP stage keeps to the end of the run (each shard has its own).
+#[derive(Debug, Clone)]
+pub struct Kept {
+    /// Batch elements ([`BATCH_KEPT_LIMIT`]).
+    pub batch_elements: Arc<Budget>,
+    /// Event-log bytes ([`EVENT_LOG_LIMIT`]).
+    pub event_bytes: Arc<Budget>,
+    /// Event-log bytes of decoded bodies ([`DECODED_EVENT_LOG_LIMIT`]).
+    pub decoded_event_bytes: Arc<Budget>,
+}
+
+impl Default for Kept {
+    fn default() -> Kept {
+        Kept::with_limits(BATCH_KEPT_LIMIT, EVENT_LOG_LIMIT, DECODED_EVENT_LOG_LIMIT)
+    }
+}
+
+impl Kept {
+    /// Fresh bounds of these limits (elements, bytes, bytes), none taken.
+    pub fn with_limits(batch: usize, events: usize, decoded: usize) -> Kept {
+        Kept {
+            batch_elements: Budget::new(batch),
+            event_bytes: Budget::new(events),
+            decoded_event_bytes: Budget::new(decoded),
+        }
+    }
+
+    /// The same limits, none taken.
+    pub fn fresh(&self) -> Kept {
+        Kept::with_limits(
+            self.batch_elements.limit(),
+            self.event_bytes.limit(),
+            self.decoded_event_bytes.limit(),
+        )
+    }
 }
 
 /// The part of a [`Budget`] one buffer holds, in bytes; given back when lowered or dropped. The

@@ -68,6 +68,12 @@ pub struct Options {
     pub app_seq: Vec<String>,
     /// Reassembly limits.
     pub reassembly: ReassemblyLimits,
+    /// The bounds on the batch elements and events each HTTP stage keeps to the end of the run.
+    pub kept: budget::Kept,
+    /// Read one capture file only: no later file will be checked for continuing this one's
+    /// connections ([`Analyzer::continuity`]), so the connections seen are not tracked (in a
+    /// flood, 16 bytes each).
+    pub single_file: bool,
 }
 
 /// Frame-level counters of a run.
@@ -102,9 +108,10 @@ pub struct Analyzer {
     live: shard::Live,
     /// Exchanges already counted in `live`.
     live_exchanges: usize,
-    /// Connections seen on this thread (address pair, either order) and whether they are open:
-    /// what tells a rotated part of this capture from another capture ([`Analyzer::continuity`]).
-    seen: hash::FastMap<ConnKey, bool>,
+    /// Connections seen on this thread (by a 64-bit hash of their address pair, either order:
+    /// 16 bytes each in a flood) and whether they are open: what tells a rotated part of this
+    /// capture from another capture ([`Analyzer::continuity`]).
+    seen: hash::FastMap<u64, bool>,
 }
 
 /// A connection's address pair, lower end first.
@@ -120,11 +127,18 @@ pub fn conn_key(seg: &decode::Segment<'_>) -> ConnKey {
     }
 }
 
+/// A 64-bit hash of an address pair.
+fn key_hash(k: &ConnKey) -> u64 {
+    use std::hash::BuildHasher;
+    // A fixed seed: the same pair hashes alike in every analyzer of a run.
+    foldhash::fast::FixedState::with_seed(0x6d63_7063_6170).hash_one(k)
+}
+
 /// Note a segment in an analyzer's `seen` connections: a SYN without ACK opens its connection,
 /// a FIN or RST closes it.
-fn see(seen: &mut hash::FastMap<ConnKey, bool>, seg: &decode::Segment<'_>) {
+fn see(seen: &mut hash::FastMap<u64, bool>, seg: &decode::Segment<'_>) {
     let open = !(seg.fin || seg.rst);
-    let k = conn_key(seg);
+    let k = key_hash(&conn_key(seg));
     if seg.syn && !seg.ack {
         seen.insert(k, true);
     } else {
@@ -176,6 +190,7 @@ impl Analyzer {
             flows: FlowTable::new(options.reassembly),
             http: HttpLayer::new(HttpOptions {
                 app_seq,
+                kept: options.kept.clone(),
                 ..Default::default()
             }),
             anomalies: Anomalies::default(),
@@ -196,7 +211,7 @@ impl Analyzer {
             ..Default::default()
         };
         for (k, syn, data) in first {
-            match self.seen.get(k) {
+            match self.seen.get(&key_hash(k)) {
                 Some(true) => c.open += 1,
                 Some(false) if *data => c.closed += 1,
                 None if *data && !*syn => c.unknown += 1,
@@ -263,9 +278,12 @@ impl Analyzer {
                             )
                         });
                 }
+                let track = !self.options.single_file;
                 match self.shards.as_mut() {
                     Some(s) => {
-                        see(&mut self.seen, &seg);
+                        if track {
+                            see(&mut self.seen, &seg);
+                        }
                         s.segment(&seg, f.ts, f.number)
                     }
                     None => {
@@ -277,7 +295,7 @@ impl Analyzer {
                         );
                         // A connection the flow table knew has been seen here, and only SYN, FIN
                         // and RST change whether it is open: other segments leave `seen` as is.
-                        if !known || seg.syn || seg.fin || seg.rst {
+                        if track && (!known || seg.syn || seg.fin || seg.rst) {
                             see(&mut self.seen, &seg);
                         }
                         let done = &self.http.exchanges;
@@ -287,7 +305,7 @@ impl Analyzer {
                             self.live_exchanges = done.len();
                         }
                         self.live.flows.store(
-                            self.flows.flows.len() as u64,
+                            self.flows.len() as u64,
                             std::sync::atomic::Ordering::Relaxed,
                         );
                     }

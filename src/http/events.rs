@@ -390,6 +390,36 @@ impl EventLog {
     pub fn message_count(&self) -> u64 {
         self.messages
     }
+    /// Bytes the log's records take (fixed parts, variable parts, strings), not counting spare
+    /// capacity.
+    pub fn bytes_used(&self) -> usize {
+        self.fixed.len() * std::mem::size_of::<Fixed>() + self.bytes.len() + self.text.len()
+    }
+    /// Remove the last event (one pushed and then not kept), as if it had not been pushed.
+    pub fn pop(&mut self) {
+        let Some(i) = self.len().checked_sub(1) else {
+            return;
+        };
+        let (start, text_at, n) = {
+            let var = self.var(i);
+            let text_at = Reader { b: var, t: "" }.varint().unwrap_or(0) as usize;
+            (
+                self.fixed[i].start as usize,
+                text_at,
+                self.at(i).messages.len() as u64,
+            )
+        };
+        self.fixed.pop();
+        self.bytes.truncate(start);
+        self.text.truncate(text_at.min(self.text.len()));
+        self.messages -= n.min(self.messages);
+        if self
+            .last_id
+            .is_some_and(|(pos, len)| pos + len > self.text.len())
+        {
+            self.last_id = None;
+        }
+    }
     /// Give back spare capacity (the log is kept until the end of the run).
     pub fn shrink_to_fit(&mut self) {
         self.fixed.shrink_to_fit();

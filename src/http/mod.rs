@@ -58,10 +58,8 @@ pub struct Exchange {
     pub frame_request: Option<u64>,
     /// Request body bytes on the wire (after de-chunking).
     pub req_body_len: u64,
-    /// Request body while it arrives (bounded by [`MAX_JSON_BODY`]); emptied once parsed.
-    pub req_body: Vec<u8>,
-    /// `req_body`'s part of the held-bytes budget ([`HttpOptions::held`]).
-    pub(crate) req_charge: crate::budget::Charge,
+    /// Request body while it arrives (bounded by [`MAX_JSON_BODY`]); dropped once parsed.
+    pub(crate) req_body: Option<Box<Body>>,
     /// Whether bytes of the request were missing from the capture.
     pub req_gap: bool,
     /// Messages in the request body.
@@ -86,10 +84,8 @@ pub struct Exchange {
     pub ts_last_byte: Option<i64>,
     /// Response body bytes after de-chunking.
     pub resp_body_len: u64,
-    /// Response body when not SSE, while it arrives (bounded); emptied once parsed.
-    pub resp_body: Vec<u8>,
-    /// `resp_body`'s part of the held-bytes budget ([`HttpOptions::held`]).
-    pub(crate) resp_charge: crate::budget::Charge,
+    /// Response body when not SSE, while it arrives (bounded); dropped once parsed.
+    pub(crate) resp_body: Option<Box<Body>>,
     /// Whether bytes of the response were missing from the capture.
     pub resp_gap: bool,
     /// Whether the response ended as its framing said (false: cut by close, reset or gap).
@@ -114,8 +110,14 @@ pub struct Exchange {
     /// ([`framing::sse_start`]). `ts_response` and `frame_response` are then those of the
     /// segment its reading starts in.
     pub headless: Option<Headless>,
-    /// SSE events in order.
+    /// SSE events in order (those kept: see `events_not_kept`).
     pub events: EventLog,
+    /// Events of the response parsed but not kept, past the bounds on what is kept
+    /// ([`crate::budget::Kept`]); when any, `resp_gap` is set too: what rests on them cannot be
+    /// judged.
+    pub events_not_kept: u64,
+    /// The response body was decoded from a content coding.
+    pub resp_coded: bool,
     /// `data` of the first legacy-transport (2024-11-05) `endpoint` event that names a session
     /// (`sessionId`/`session_id` query parameter): the session key of the GET stream.
     pub endpoint: Option<String>,
@@ -126,6 +128,19 @@ pub struct Exchange {
     /// The capture ended while this exchange was still in progress on an open connection:
     /// its response (or more of it) may have come after the capture stopped.
     pub open_at_capture_end: bool,
+}
+
+/// A body while it arrives, with its part of the held-bytes budget ([`HttpOptions::held`]):
+/// boxed in its exchange, and dropped once parsed (exchanges are kept to the end of the run).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Body {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) charge: crate::budget::Charge,
+}
+
+/// The body of `slot`, made when its first bytes come.
+fn body(slot: &mut Option<Box<Body>>) -> &mut Body {
+    slot.get_or_insert_with(Default::default)
 }
 
 impl Exchange {
@@ -265,6 +280,9 @@ pub struct HttpOptions {
     /// shard of a run) draws on a budget of its own of this limit, so that what is refused does
     /// not depend on how threads interleave.
     pub held: std::sync::Arc<crate::budget::Budget>,
+    /// The bounds on the batch elements and events kept to the end of the run (fresh for each
+    /// [`HttpLayer`], as `held`).
+    pub kept: crate::budget::Kept,
 }
 
 /// How a response cut short was read to its end ([`Exchange::resp_read`]).
@@ -357,6 +375,7 @@ impl HttpLayer {
     /// A layer with the given options.
     pub fn new(mut options: HttpOptions) -> Self {
         options.held = crate::budget::Budget::new(options.held.limit());
+        options.kept = options.kept.fresh();
         HttpLayer {
             options,
             ..Default::default()
@@ -694,9 +713,7 @@ impl StreamSink for HttpLayer {
                     for mut e in conn.exchanges.drain(conn.emitted..) {
                         // A body still held here was never parsed (its message did not end):
                         // its bytes go, and its part of the held-bytes budget with them.
-                        (e.req_body, e.resp_body) = (Vec::new(), Vec::new());
-                        e.req_charge.hold(0);
-                        e.resp_charge.hold(0);
+                        (e.req_body, e.resp_body) = (None, None);
                         e.open_at_capture_end |= conn.open_at_end;
                         if e.response.is_none()
                             && lost.is_some_and(|at| e.ts_request.is_some_and(|t| t <= at))
@@ -1089,6 +1106,7 @@ fn on_event(
             if let Some(enc) = body_codings(&head) {
                 conn.decoder =
                     coding::BodyDecoder::for_encoding(&enc, opts.limits.max_decoded, &opts.held);
+                e.resp_coded = conn.decoder.is_some();
                 if conn.decoder.is_none() {
                     conn.undecodable = true;
                     anomalies.add(Anomaly::new(
@@ -1143,15 +1161,18 @@ fn on_event(
                             }
                         },
                         None if e.req_gap => {}
-                        None => append_bounded(
-                            &mut e.req_body,
-                            &mut e.req_charge,
-                            opts,
-                            bytes,
-                            anomalies,
-                            frame,
-                            flow_id,
-                        ),
+                        None => {
+                            let b = body(&mut e.req_body);
+                            append_bounded(
+                                &mut b.bytes,
+                                &mut b.charge,
+                                opts,
+                                bytes,
+                                anomalies,
+                                frame,
+                                flow_id,
+                            )
+                        }
                     }
                 }
             } else if let Some(i) = conn.resp_idx {
@@ -1164,6 +1185,13 @@ fn on_event(
                 // Decoded bytes are bounded (a compression bomb: the decoder stops at the bound,
                 // and the bytes up to it are parsed); a body without a coding is parsed as it
                 // streams and needs no bound.
+                // An event stream of a coded body whose events can no longer be kept (the bound
+                // on decoded events is spent, and it has reached it): decoding the rest would
+                // only count them. It is given up, its rest a gap.
+                if conn.decoder.is_some() && e.is_sse && e.events_not_kept > 0 {
+                    conn.decoder = None;
+                    conn.undecodable = true;
+                }
                 let bytes: &[u8] = match conn.decoder.as_mut() {
                     Some(d) => match d.push(bytes) {
                         Ok(v) => {
@@ -1234,24 +1262,24 @@ fn on_event(
                             e.req_gap = true;
                         }
                     }
-                    e.req_body_hash = crate::hash::hash64(&e.req_body);
-                    e.req_batch = e
-                        .req_body
+                    // Taken out of the exchange: its held bytes are given back when it goes.
+                    let req = e.req_body.take().unwrap_or_default();
+                    e.req_body_hash = crate::hash::hash64(&req.bytes);
+                    e.req_batch = req
+                        .bytes
                         .iter()
                         .find(|b| !b.is_ascii_whitespace())
                         .is_some_and(|&b| b == b'[');
-                    finish_json(
-                        &e.req_body,
-                        not_kept(e.req_gap, &e.req_charge),
-                        &opts.app_seq,
+                    e.req_gap |= finish_json(
+                        &req.bytes,
+                        not_kept(e.req_gap, &req.charge),
+                        opts,
                         &mut e.req_messages,
                         anomalies,
                         frame,
                         flow_id,
                         "http.request_not_json",
                     );
-                    e.req_body = Vec::new();
-                    e.req_charge.hold(0);
                 }
             } else if conn.resp_interim {
                 conn.resp_interim = false;
@@ -1299,8 +1327,9 @@ fn on_event(
                         .resp_header("content-type")
                         .unwrap_or("")
                         .to_ascii_lowercase();
+                    let resp = e.resp_body.take().unwrap_or_default();
                     if ct.contains("json") {
-                        let cut = if let Some(why) = not_kept(e.resp_gap, &e.resp_charge) {
+                        let cut = if let Some(why) = not_kept(e.resp_gap, &resp.charge) {
                             Some(why)
                         } else if e.open_at_capture_end {
                             Some("JSON body cut by the end of the capture; not parsed")
@@ -1309,10 +1338,10 @@ fn on_event(
                                 "JSON body cut short (the connection ended before its framing did); not parsed",
                             )
                         };
-                        finish_json(
-                            &e.resp_body,
+                        e.resp_gap |= finish_json(
+                            &resp.bytes,
                             cut,
-                            &opts.app_seq,
+                            opts,
                             &mut e.resp_messages,
                             anomalies,
                             frame,
@@ -1320,8 +1349,6 @@ fn on_event(
                             "http.response_not_json",
                         );
                     }
-                    e.resp_body = Vec::new();
-                    e.resp_charge.hold(0);
                 }
                 // Emit the finished prefix of the connection's exchanges.
                 while conn.emitted < conn.exchanges.len()
@@ -1371,15 +1398,18 @@ fn feed_body(
 ) {
     match sse.as_mut() {
         Some(sse) => feed_sse(sse, Some(bytes), e, ts, frame, opts, anomalies, flow_id),
-        None => append_bounded(
-            &mut e.resp_body,
-            &mut e.resp_charge,
-            opts,
-            bytes,
-            anomalies,
-            frame,
-            flow_id,
-        ),
+        None => {
+            let b = body(&mut e.resp_body);
+            append_bounded(
+                &mut b.bytes,
+                &mut b.charge,
+                opts,
+                bytes,
+                anomalies,
+                frame,
+                flow_id,
+            )
+        }
     }
 }
 
@@ -1443,9 +1473,10 @@ fn keep_decoded_request(
     frame: u64,
     flow_id: FlowId,
 ) -> bool {
+    let b = body(&mut e.req_body);
     append_bounded(
-        &mut e.req_body,
-        &mut e.req_charge,
+        &mut b.bytes,
+        &mut b.charge,
         opts,
         v,
         anomalies,
@@ -1520,20 +1551,21 @@ const OVER_BUDGET: &str = "JSON body not kept whole (held-bytes budget); not par
 const LOST_IN_CAPTURE: &str = "JSON body lost bytes in the capture; not parsed";
 
 /// Parse a whole JSON body into `out`; `incomplete` is why it is not whole (the detail of an
-/// `http.json_incomplete` anomaly, and no parse).
+/// `http.json_incomplete` anomaly, and no parse). Returns whether messages of it were not kept
+/// (a batch past its bounds): what rests on them cannot be judged.
 #[allow(clippy::too_many_arguments)]
 fn finish_json(
     body: &[u8],
     incomplete: Option<&'static str>,
-    app_seq: &[String],
+    opts: &HttpOptions,
     out: &mut Vec<Message>,
     anomalies: &mut Anomalies,
     frame: u64,
     flow_id: FlowId,
     code: &'static str,
-) {
+) -> bool {
     if body.iter().all(u8::is_ascii_whitespace) {
-        return;
+        return false;
     }
     if let Some(why) = incomplete {
         anomalies.add(Anomaly::new(
@@ -1542,35 +1574,154 @@ fn finish_json(
             Some(flow_id.to_string()),
             why.into(),
         ));
-        return;
+        return false;
     }
-    match jsonrpc::parse(body, app_seq) {
-        Ok(ms) => *out = ms,
-        Err(e) => anomalies.add(Anomaly::new(
-            code,
-            Some(frame),
-            Some(flow_id.to_string()),
-            e,
-        )),
+    let parsed = match simdutf8::basic::from_utf8(body) {
+        Ok(text) => parse_kept(text, opts),
+        // serde_json's message for text that is not UTF-8.
+        Err(_) => jsonrpc::parse_value(body, &opts.app_seq).map(|ms| jsonrpc::Parsed {
+            messages: ms.into(),
+            ..Default::default()
+        }),
+    };
+    match parsed {
+        Ok(p) => {
+            let dropped = p.dropped > 0;
+            parsed_anomalies(&p, "the body", anomalies, frame, flow_id);
+            *out = p.messages.into_vec();
+            dropped
+        }
+        Err(e) => {
+            anomalies.add(Anomaly::new(
+                code,
+                Some(frame),
+                Some(flow_id.to_string()),
+                e,
+            ));
+            false
+        }
     }
 }
 
-/// Parse an event's `data` as JSON-RPC and append the event to the log; the legacy transport's
-/// `endpoint` event keeps its `data` (the session key of the stream). Returns why the data of
-/// another event is not JSON-RPC, when it is not (a malformed event: an anomaly).
+/// [`jsonrpc::parse_bounded`] within the bounds on batch elements: at most
+/// [`jsonrpc::MAX_BATCH`] of one batch, and what is left of the stage's
+/// [`crate::budget::BATCH_KEPT_LIMIT`], which the elements kept then take.
+fn parse_kept(text: &str, opts: &HttpOptions) -> Result<jsonrpc::Parsed, String> {
+    let room = &opts.kept.batch_elements;
+    let p = jsonrpc::parse_bounded(text, &opts.app_seq, jsonrpc::MAX_BATCH.min(room.room()))?;
+    if p.batch {
+        room.take(p.messages.len());
+    }
+    Ok(p)
+}
+
+/// The anomalies of what a body or an event's data parsed to (`what` names it): elements not
+/// kept (`jsonrpc.batch_too_large`), batch elements that are no JSON-RPC message
+/// (`jsonrpc.not_a_message`), messages nested past serde_json's 128 levels
+/// (`jsonrpc.too_deep`).
+fn parsed_anomalies(
+    p: &jsonrpc::Parsed,
+    what: &str,
+    anomalies: &mut Anomalies,
+    frame: u64,
+    flow_id: FlowId,
+) {
+    let n = p.messages.len() + p.dropped;
+    let mut add = |code: &'static str, detail: String| {
+        anomalies.add(Anomaly::new(
+            code,
+            Some(frame),
+            Some(flow_id.to_string()),
+            detail,
+        ))
+    };
+    if p.dropped > 0 {
+        add(
+            "jsonrpc.batch_too_large",
+            format!(
+                "{what} is a batch of {n} elements: the first {} kept as messages, the other {} only checked and counted (at most {} a batch, {} in all per thread)",
+                p.messages.len(),
+                p.dropped,
+                jsonrpc::MAX_BATCH,
+                crate::budget::BATCH_KEPT_LIMIT
+            ),
+        );
+    }
+    // (A single JSON value that is no JSON-RPC message is another API's body, not an anomaly:
+    // it shows as an `invalid` message in the tables.)
+    if p.invalid > 0 && p.batch {
+        add(
+            "jsonrpc.not_a_message",
+            format!(
+                "{} of the {} elements of {what}'s batch are valid JSON but no JSON-RPC message",
+                p.invalid,
+                p.messages.len()
+            ),
+        );
+    }
+    if p.too_deep > 0 {
+        add(
+            "jsonrpc.too_deep",
+            format!(
+                "{} message(s) of {what} nested past 128 levels: read from their top-level members (method, id, result, error), the rest not checked",
+                p.too_deep
+            ),
+        );
+    }
+}
+
+/// Most events one response keeps: past them events are parsed and counted, not kept
+/// (`sse.events_not_kept`).
+pub const MAX_EVENTS_PER_RESPONSE: usize = 1 << 20;
+
+/// What became of one event [`push_event`] was given.
+#[derive(Debug, Default)]
+struct Pushed {
+    /// Why its data is not JSON, when it is not (a malformed event: `sse.invalid_json`).
+    parse_error: Option<String>,
+    /// What its data parsed to, for [`parsed_anomalies`].
+    parsed: Option<jsonrpc::Parsed>,
+    /// The event was not kept: a bound on the events kept was reached.
+    not_kept: bool,
+}
+
+/// Parse an event's `data` as JSON-RPC and append the event to the log, within the bounds on
+/// what is kept ([`MAX_EVENTS_PER_RESPONSE`], [`crate::budget::Kept`]; `coded`: the body was
+/// decoded from a content coding); the legacy transport's `endpoint` event keeps its `data`
+/// (the session key of the stream).
 fn push_event(
     events: &mut EventLog,
     endpoint: &mut Option<String>,
     ev: &SseEvent,
-    app_seq: &[String],
-) -> Option<String> {
+    opts: &HttpOptions,
+    coded: bool,
+) -> Pushed {
+    let kept = &opts.kept;
+    // A record takes at least its fixed part: with no room for that, nothing is parsed.
+    let full = events.len() >= MAX_EVENTS_PER_RESPONSE
+        || kept.event_bytes.room() < 64
+        || (coded && kept.decoded_event_bytes.room() < 64);
+    if full {
+        return Pushed {
+            not_kept: true,
+            ..Default::default()
+        };
+    }
     let (data_hash, priming) = (crate::hash::hash64(ev.data.as_bytes()), ev.is_priming());
-    let (messages, parse_error) = if ev.data.trim().is_empty() || ev.truncated {
-        (smallvec::SmallVec::new(), None)
+    let mut out = Pushed::default();
+    let messages = if ev.data.trim().is_empty() || ev.truncated {
+        smallvec::SmallVec::new()
     } else {
-        match jsonrpc::parse_str(&ev.data, app_seq) {
-            Ok(m) => (m, None),
-            Err(e) => (smallvec::SmallVec::new(), Some(e)),
+        match parse_kept(&ev.data, opts) {
+            Ok(mut p) => {
+                let m = std::mem::take(&mut p.messages);
+                out.parsed = Some(p);
+                m
+            }
+            Err(e) => {
+                out.parse_error = Some(e);
+                smallvec::SmallVec::new()
+            }
         }
     };
     if endpoint.is_none()
@@ -1579,8 +1730,30 @@ fn push_event(
     {
         *endpoint = Some(ev.data.trim().to_string());
     }
-    events.push(ev, data_hash, priming, &messages, parse_error.as_deref());
-    parse_error.filter(|_| ev.event_type.as_deref() != Some("endpoint"))
+    let before = events.bytes_used();
+    events.push(
+        ev,
+        data_hash,
+        priming,
+        &messages,
+        out.parse_error.as_deref(),
+    );
+    let cost = events.bytes_used().saturating_sub(before);
+    let room =
+        kept.event_bytes.room() >= cost && (!coded || kept.decoded_event_bytes.room() >= cost);
+    if room {
+        kept.event_bytes.take(cost);
+        if coded {
+            kept.decoded_event_bytes.take(cost);
+        }
+    } else {
+        events.pop();
+        out.not_kept = true;
+    }
+    if ev.event_type.as_deref() == Some("endpoint") {
+        out.parse_error = None;
+    }
+    out
 }
 
 /// Push `bytes` of exchange `e`'s response body into its SSE parser, or end the body (`None`):
@@ -1597,12 +1770,13 @@ fn feed_sse(
     anomalies: &mut Anomalies,
     flow_id: FlowId,
 ) {
-    let app = &opts.app_seq;
+    let coded = e.resp_coded;
     let (events, endpoint) = (&mut e.events, &mut e.endpoint);
-    let mut bad = Vec::new();
+    let mut pushed = Vec::new();
     let mut out = |ev: &SseEvent| {
-        if let Some(why) = push_event(events, endpoint, ev, app) {
-            bad.push((ev.frame_first, why));
+        let p = push_event(events, endpoint, ev, opts, coded);
+        if p.parse_error.is_some() || p.not_kept || p.parsed.as_ref().is_some_and(noteworthy) {
+            pushed.push((ev.frame_first, p));
         }
     };
     let mut an = |mut a: Anomaly| {
@@ -1614,9 +1788,38 @@ fn feed_sse(
         Some(bytes) => sse.push(bytes, ts, frame, &mut out, &mut an),
         None => sse.finish(ts, frame, &mut out, &mut an),
     }
-    for b in bad {
-        bad_event(anomalies, flow_id, b);
+    for (at, p) in pushed {
+        if let Some(why) = p.parse_error {
+            bad_event(anomalies, flow_id, (at, why));
+        }
+        if let Some(parsed) = &p.parsed {
+            parsed_anomalies(parsed, "an event's data", anomalies, at, flow_id);
+            if parsed.dropped > 0 {
+                e.resp_gap = true;
+            }
+        }
+        if p.not_kept {
+            if e.events_not_kept == 0 {
+                anomalies.add(Anomaly::new(
+                    "sse.events_not_kept",
+                    Some(at),
+                    Some(flow_id.to_string()),
+                    format!(
+                        "events of this response from here on are not kept (the rest of a content-coded body is not decoded): a bound on the events kept was reached (at most {MAX_EVENTS_PER_RESPONSE} a response, {} MiB of event records per thread, {} MiB for content-coded bodies); what rests on them is unverifiable",
+                        opts.kept.event_bytes.limit() >> 20,
+                        opts.kept.decoded_event_bytes.limit() >> 20
+                    ),
+                ));
+            }
+            e.events_not_kept += 1;
+            e.resp_gap = true;
+        }
     }
+}
+
+/// Whether what an event's data parsed to calls for an anomaly ([`parsed_anomalies`]).
+fn noteworthy(p: &jsonrpc::Parsed) -> bool {
+    p.dropped > 0 || (p.batch && p.invalid > 0) || p.too_deep > 0
 }
 
 /// `http.not_http`: the connection's first bytes (in frame `at`) are no HTTP/1.x message.
