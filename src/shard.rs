@@ -18,7 +18,7 @@ use std::thread::JoinHandle;
 use crate::anomaly::Anomaly;
 use crate::decode::Segment;
 use crate::http::{Exchange, HttpLayer, HttpOptions};
-use crate::tcp::{Flow, FlowTable, ReassemblyLimits};
+use crate::tcp::{FlowRow, FlowTable, ReassemblyLimits};
 
 /// A decoded segment with its bytes, on its way to a worker.
 struct Owned {
@@ -83,15 +83,15 @@ impl Done {
     /// Stages 3–4 for one segment, the `order`-th of the run, read when the capture's clock
     /// stood at `clock` ([`crate::tcp::clock_after`]).
     fn segment(&mut self, seg: &Segment<'_>, ts: i64, clock: i64, frame: u64, order: u64) {
-        let before = self.flows.flows.len();
+        let before = self.flows.len();
         self.flows.segment_at(seg, ts, clock, frame, &mut self.http);
-        while self.created.len() < self.flows.flows.len() && self.flows.flows.len() > before {
+        while self.created.len() < self.flows.len() && self.flows.len() > before {
             self.created.push(order);
         }
     }
     /// Publish the flows and exchanges made since the counts `counted` (flows, exchanges).
     fn publish(&self, live: &Live, counted: &mut (usize, usize)) {
-        let flows = self.flows.flows.len();
+        let flows = self.flows.len();
         live.flows
             .fetch_add(flows.saturating_sub(counted.0) as u64, Ordering::Relaxed);
         counted.0 = flows;
@@ -327,7 +327,7 @@ impl Shards {
         }
         all.sort_unstable();
         let base = flows.reserve_ids(all.len());
-        let mut map: Vec<Vec<usize>> = done.iter().map(|d| vec![0; d.flows.flows.len()]).collect();
+        let mut map: Vec<Vec<usize>> = done.iter().map(|d| vec![0; d.flows.len()]).collect();
         for (k, &(_, w, i)) in all.iter().enumerate() {
             if let Some(slot) = map[w].get_mut(i) {
                 *slot = base + k;
@@ -341,7 +341,7 @@ impl Shards {
                 .map(|n| crate::tcp::FlowId(remap(w, n)).to_string())
                 .or_else(|| id.clone())
         };
-        let mut merged: Vec<(usize, Flow)> = Vec::new();
+        let mut merged: Vec<(usize, FlowRow)> = Vec::new();
         // Exchanges are much of a run's memory: they move into one vector of their exact number,
         // each worker's chunks freed as they are moved (`Chunks::move_into`).
         let total: usize = done.iter().map(|d| d.http.exchanges.len()).sum();
@@ -355,14 +355,16 @@ impl Shards {
         }
         let mut anomalies: Vec<Anomaly> = Vec::new();
         for (w, d) in done.into_iter().enumerate() {
-            for (i, mut f) in d.flows.flows.into_iter().enumerate() {
+            let mut table = d.flows;
+            let flow_anomalies = std::mem::take(&mut table.anomalies);
+            for (i, mut f) in table.into_rows().into_iter().enumerate() {
                 f.index = remap(w, i);
                 merged.push((f.index, f));
             }
             for (fi, dir) in d.http.client_dir {
                 http.client_dir.insert(remap(w, fi), dir);
             }
-            for set in [d.flows.anomalies, d.http.anomalies] {
+            for set in [flow_anomalies, d.http.anomalies] {
                 for (code, n) in set.counts {
                     *http.anomalies.counts.entry(code).or_insert(0) += n;
                 }
@@ -373,7 +375,7 @@ impl Shards {
             }
         }
         merged.sort_by_key(|(i, _)| *i);
-        flows.flows.extend(merged.into_iter().map(|(_, f)| f));
+        flows.extend_rows(merged.into_iter().map(|(_, f)| f));
         anomalies.sort_by(|a, b| (a.frame, &a.flow_id, a.code).cmp(&(b.frame, &b.flow_id, b.code)));
         for a in anomalies {
             if http.anomalies.rows.len() < crate::anomaly::MAX_KEPT {

@@ -128,7 +128,7 @@ fn flow_counts_match_tshark() {
                 mismatches.push(format!("{name} stream {}: no mcpcap flow", row.stream));
                 continue;
             };
-            let f = &table.flows[fi];
+            let f = table.row(fi).expect("a flow of the table");
             let a = if endpoint(f.ends[0].0, f.ends[0].1) == row.a {
                 0
             } else {
@@ -177,7 +177,7 @@ fn reassembly_matches_tshark_follow_tcp() {
                 .unwrap_or_default();
                 let (mine, gaps) = match flow {
                     Some(fi) => {
-                        let f = &table.flows[fi];
+                        let f = table.row(fi).expect("a flow of the table");
                         let d = if endpoint(f.ends[0].0, f.ends[0].1) == *from {
                             0
                         } else {

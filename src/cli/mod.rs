@@ -220,9 +220,18 @@ fn pieces<'a>(
     name: &str,
     analysis: &'a mcpcap::detect::Analysis,
     exchanges: &'a [mcpcap::http::Exchange],
+    flow_parts: &'a [tables::FlowsPart<'a>],
     build: &dyn Fn(&str) -> Table,
 ) -> Box<dyn Iterator<Item = Table> + 'a> {
     match name {
+        "flows" => Box::new(tables::flows_chunks(flow_parts, ROWS_PER_PIECE)),
+        "resumptions" => Box::new(tables::resumptions_chunks(
+            analysis,
+            exchanges,
+            ROWS_PER_PIECE,
+        )),
+        "calls" => Box::new(tables::calls_chunks(analysis, exchanges, ROWS_PER_PIECE)),
+        "findings" => Box::new(tables::findings_chunks(analysis, ROWS_PER_PIECE)),
         "events" => Box::new(tables::events_chunks(
             &analysis.model,
             exchanges,
@@ -312,6 +321,10 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         vec![(inputs[0].clone(), None)]
     } else {
         capture_order(&inputs)
+    };
+    let options = Options {
+        single_file: order.len() == 1 && named.is_empty(),
+        ..options
     };
     let total: u64 = order
         .iter()
@@ -528,7 +541,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                         .client_dir
                         .get(&fi)
                         .copied()
-                        .or_else(|| v.analyzer.flows.flow(fi).map(|f| f.client_guess()))
+                        .or_else(|| v.analyzer.flows.row(fi).map(|f| f.client_guess()))
                 })
                 .unwrap_or(0)
         })?;
@@ -607,7 +620,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         .zip(&offsets)
         .map(|(v, o)| tables::FlowsPart {
             vantage: &v.name,
-            flows: &v.analyzer.flows.flows,
+            flows: &v.analyzer.flows,
             client_dir: &v.analyzer.http.client_dir,
             clock_offset_us: o.offset_us.unwrap_or(0),
         })
@@ -619,7 +632,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             name: v.name.clone(),
             files: v.files.clone(),
             frames: v.analyzer.counters.frames,
-            flows: v.analyzer.flows.flows.len() as u64,
+            flows: v.analyzer.flows.len() as u64,
             ts_first: v.ts_first,
             ts_last: v.analyzer.counters.ts_last,
             offset: *o,
@@ -634,7 +647,6 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             &v.analyzer.http.anomalies,
         ]);
     }
-    let findings_t = tables::findings(&analysis);
     // Tables are built only when they are written or shown, one at a time.
     let build = |name: &str| -> Table {
         match name {
@@ -648,7 +660,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             "anomalies" => tables::anomalies(&anomaly_sets),
             "vantages" => tables::vantages(&vantage_rows),
             "files" => tables::files(&file_rows),
-            _ => findings_t.clone(),
+            _ => tables::findings(&analysis),
         }
     };
     let selected = || -> Vec<Table> { names.iter().map(|n| build(n)).collect() };
@@ -665,7 +677,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             };
             match report::write_chunks_to(
                 &mut out,
-                pieces(name, &analysis, &exchanges, &build),
+                pieces(name, &analysis, &exchanges, &flow_parts, &build),
                 format,
             ) {
                 Err(e) if !report::is_broken_pipe(&e) => return Err(format!("stdout: {e}")),
@@ -678,7 +690,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
             } else {
                 which
             };
-            let tables = pieces(name, &analysis, &exchanges, &build);
+            let tables = pieces(name, &analysis, &exchanges, &flow_parts, &build);
             for t in tables {
                 match t.write_ndjson(&mut out) {
                     Ok(()) => {}
@@ -691,7 +703,12 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         Format::Csv | Format::Parquet | Format::Ndjson => {
             let dir = args.out.as_ref().expect("checked above");
             let write = |n: &str| {
-                report::write_chunks(n, pieces(n, &analysis, &exchanges, &build), dir, format)
+                report::write_chunks(
+                    n,
+                    pieces(n, &analysis, &exchanges, &flow_parts, &build),
+                    dir,
+                    format,
+                )
             };
             let mut result = names
                 .iter()
@@ -712,7 +729,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         Format::Table => {
             set_table_style();
             let count = |f: fn(&mcpcap::Counters) -> u64| counter_sum(&vantages, f);
-            let flows: usize = vantages.iter().map(|v| v.analyzer.flows.flows.len()).sum();
+            let flows: usize = vantages.iter().map(|v| v.analyzer.flows.len()).sum();
             let points = if vantages.len() > 1 {
                 format!(" from {} vantage points", vantages.len())
             } else {
@@ -741,7 +758,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                     files: (file_rows.len() > 1).then(|| tables::files(&file_rows)),
                     sessions: tables::sessions(&analysis, &exchanges),
                     resumptions: tables::resumptions(&analysis, &exchanges),
-                    findings: findings_t.clone(),
+                    findings: tables::findings(&analysis),
                     calls: tables::calls(&analysis, &exchanges),
                 };
                 let style = terminal::Style {

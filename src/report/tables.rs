@@ -8,7 +8,7 @@ use crate::anomaly::{Anomalies, Anomaly};
 use crate::detect::{Analysis, Severity};
 use crate::http::{Exchange, MessageRef};
 use crate::jsonrpc::Kind;
-use crate::tcp::{Flow, FlowId};
+use crate::tcp::{FlowId, FlowRow, FlowTable};
 
 macro_rules! col {
     // Text goes into one buffer per column (`Text`): each cell's `String` lives only until it is
@@ -34,13 +34,24 @@ fn join<S: AsRef<str>, I: IntoIterator<Item = S>>(it: I) -> Option<String> {
 
 /// `findings`: one row per finding (notice.log).
 pub fn findings(a: &Analysis) -> Table {
-    let r = &a.findings;
+    findings_rows(a, 0..a.findings.len())
+}
+
+/// `findings` as tables of at most `rows` rows each (as [`exchanges_chunks`]).
+pub fn findings_chunks(a: &Analysis, rows: usize) -> impl Iterator<Item = Table> + '_ {
+    pieces(a.findings.len(), rows).map(move |r| findings_rows(a, r))
+}
+
+/// The `findings` rows of the findings `range` (numbered from 1 over all of them).
+fn findings_rows(a: &Analysis, range: std::ops::Range<usize>) -> Table {
+    let first = range.start as u64 + 1;
+    let r = &a.findings[range];
     Table {
         name: "findings",
         columns: vec![
             (
                 "finding",
-                Values::U64((1..=r.len() as u64).map(Some).collect()),
+                Values::U64((first..first + r.len() as u64).map(Some).collect()),
             ),
             col!("ts", Ts, r, |f| Some(f.ts)),
             col!("session_id", Str, r, |f| Some(f.session_id.as_str())),
@@ -62,8 +73,22 @@ pub fn findings(a: &Analysis) -> Table {
 
 /// `calls`: one row per JSON-RPC request ([`crate::detect::calls`]).
 pub fn calls(a: &Analysis, ex: &[Exchange]) -> Table {
+    calls_rows(a, ex, 0..a.calls.len())
+}
+
+/// `calls` as tables of at most `rows` rows each (as [`exchanges_chunks`]).
+pub fn calls_chunks<'a>(
+    a: &'a Analysis,
+    ex: &'a [Exchange],
+    rows: usize,
+) -> impl Iterator<Item = Table> + 'a {
+    pieces(a.calls.len(), rows).map(move |r| calls_rows(a, ex, r))
+}
+
+/// The `calls` rows of the calls `range`.
+fn calls_rows(a: &Analysis, ex: &[Exchange], range: std::ops::Range<usize>) -> Table {
     let m = &a.model;
-    let r = &a.calls;
+    let r = &a.calls[range];
     Table {
         name: "calls",
         columns: vec![
@@ -317,9 +342,23 @@ pub fn streams(a: &Analysis, ex: &[Exchange]) -> Table {
 
 /// `resumptions`: one row per GET with `Last-Event-ID`.
 pub fn resumptions(a: &Analysis, ex: &[Exchange]) -> Table {
+    resumptions_rows(a, ex, 0..a.resumptions.len())
+}
+
+/// `resumptions` as tables of at most `rows` rows each (as [`exchanges_chunks`]): a client
+/// looping on one cursor resumes hundreds of thousands of times.
+pub fn resumptions_chunks<'a>(
+    a: &'a Analysis,
+    ex: &'a [Exchange],
+    rows: usize,
+) -> impl Iterator<Item = Table> + 'a {
+    pieces(a.resumptions.len(), rows).map(move |r| resumptions_rows(a, ex, r))
+}
+
+/// The `resumptions` rows of the resumptions `range`.
+fn resumptions_rows(a: &Analysis, ex: &[Exchange], range: std::ops::Range<usize>) -> Table {
     let m = &a.model;
-    let rows: Vec<_> = a
-        .resumptions
+    let rows: Vec<_> = a.resumptions[range]
         .iter()
         .map(|r| {
             let res = &m.resumptions[r.index];
@@ -680,7 +719,7 @@ pub struct FlowsPart<'a> {
     /// Name of the vantage point.
     pub vantage: &'a str,
     /// Its flows.
-    pub flows: &'a crate::chunks::Chunks<Flow>,
+    pub flows: &'a FlowTable,
     /// Client direction of each flow index, where HTTP told it.
     pub client_dir: &'a HashMap<usize, usize>,
     /// Its clock offset to the first vantage point, µs (subtracted from its times).
@@ -689,22 +728,41 @@ pub struct FlowsPart<'a> {
 
 /// `flows`: one row per TCP connection (conn.log), for every vantage point.
 pub fn flows(parts: &[FlowsPart<'_>]) -> Table {
-    let rows: Vec<(&Flow, usize, &str, i64)> = parts
-        .iter()
-        .flat_map(|p| {
-            p.flows.iter().map(move |f| {
-                (
-                    f,
-                    p.client_dir
-                        .get(&f.index)
-                        .copied()
-                        .unwrap_or_else(|| f.client_guess()),
-                    p.vantage,
-                    p.clock_offset_us,
-                )
-            })
+    flows_chunks(parts, usize::MAX)
+        .next()
+        .unwrap_or_else(|| flows_table(Vec::new()))
+}
+
+/// `flows` as tables of at most `rows` rows each, in row order (as [`events_chunks`]): a
+/// flood of connections is written a piece at a time. Always at least one table.
+pub fn flows_chunks<'a>(
+    parts: &'a [FlowsPart<'a>],
+    rows: usize,
+) -> impl Iterator<Item = Table> + 'a {
+    let rows = rows.max(1);
+    let mut all = parts.iter().flat_map(|p| {
+        p.flows.rows().map(move |f| {
+            let client = p
+                .client_dir
+                .get(&f.index)
+                .copied()
+                .unwrap_or_else(|| f.client_guess());
+            (f, client, p.vantage, p.clock_offset_us)
         })
-        .collect();
+    });
+    let mut first = true;
+    std::iter::from_fn(move || {
+        let piece: Vec<_> = all.by_ref().take(rows).collect();
+        if piece.is_empty() && !std::mem::take(&mut first) {
+            return None;
+        }
+        first = false;
+        Some(flows_table(piece))
+    })
+}
+
+/// The `flows` rows of `rows`: (row, client direction, vantage point, clock offset).
+fn flows_table(rows: Vec<(FlowRow, usize, &str, i64)>) -> Table {
     Table {
         name: "flows",
         columns: vec![
@@ -729,16 +787,16 @@ pub fn flows(parts: &[FlowsPart<'_>]) -> Table {
                 f.wire_bytes[1 - *c]
             )),
             col!("orig_missed_bytes", U64, rows, |(f, c, ..)| Some(
-                f.dirs[*c].stats.missed
+                f.missed[*c]
             )),
             col!("resp_missed_bytes", U64, rows, |(f, c, ..)| Some(
-                f.dirs[1 - *c].stats.missed
+                f.missed[1 - *c]
             )),
             col!("retransmitted", U64, rows, |(f, ..)| Some(
-                f.dirs[0].stats.retransmitted + f.dirs[1].stats.retransmitted
+                f.retransmitted[0] + f.retransmitted[1]
             )),
             col!("out_of_order", U64, rows, |(f, ..)| Some(
-                f.dirs[0].stats.out_of_order + f.dirs[1].stats.out_of_order
+                f.out_of_order[0] + f.out_of_order[1]
             )),
             col!("syn", Bool, rows, |(f, ..)| Some(f.syn[0] || f.syn[1])),
             col!("fin", Bool, rows, |(f, ..)| Some(f.fin[0] || f.fin[1])),

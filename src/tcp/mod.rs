@@ -9,12 +9,14 @@
 //! Everything above this module receives [`StreamEvent`]s, never headers.
 
 pub mod reassembly;
+pub mod rows;
 
 use std::net::IpAddr;
 
 use crate::anomaly::{Anomalies, Anomaly};
 use crate::decode::Segment;
 pub use reassembly::{Chunk, DirStats, Reassembler, ReassemblyLimits};
+pub use rows::{FlowRow, History};
 
 /// Index of a direction: 0 = from `Flow::ends[0]` to `ends[1]`, 1 = the reverse.
 pub type Dir = usize;
@@ -51,7 +53,7 @@ pub struct Flow {
     /// RST seen per direction.
     pub rst: [bool; 2],
     /// Zeek-style history letters, recorded per direction in arrival order.
-    pub history: Vec<(Dir, char)>,
+    pub history: History,
     /// Whether the connection ended (FIN both ways delivered; after a RST, a new SYN or the end of capture).
     pub closed: bool,
     /// Whether the End event of each direction was emitted.
@@ -84,8 +86,27 @@ impl Flow {
     }
 
     fn note(&mut self, dir: Dir, c: char) {
-        if !self.history.iter().any(|&(d, h)| d == dir && h == c) {
-            self.history.push((dir, c));
+        self.history.note(dir, c);
+    }
+
+    /// The flow's row of the `flows` table.
+    pub fn row(&self) -> FlowRow {
+        let stat = |f: fn(&DirStats) -> u64| [f(&self.dirs[0].stats), f(&self.dirs[1].stats)];
+        FlowRow {
+            index: self.index,
+            ends: self.ends,
+            client_by_syn: self.client_by_syn,
+            packets: self.packets,
+            wire_bytes: self.wire_bytes,
+            ts_first: self.ts_first,
+            ts_last: self.ts_last,
+            missed: stat(|s| s.missed),
+            retransmitted: stat(|s| s.retransmitted),
+            out_of_order: stat(|s| s.out_of_order),
+            syn: self.syn,
+            fin: self.fin,
+            rst: self.rst,
+            history: self.history,
         }
     }
 
@@ -103,16 +124,7 @@ impl Flow {
     /// Zeek conn.log `history`: upper case for the client, lower case for the server.
     /// `client` is the direction index of the client.
     pub fn history_string(&self, client: Dir) -> String {
-        self.history
-            .iter()
-            .map(|&(d, c)| {
-                if d == client {
-                    c.to_ascii_uppercase()
-                } else {
-                    c.to_ascii_lowercase()
-                }
-            })
-            .collect()
+        self.history.string(client)
     }
 }
 
@@ -221,12 +233,43 @@ fn key_of(a: (IpAddr, u16), b: (IpAddr, u16)) -> Key {
     }
 }
 
+/// How long an ended connection stays in the table for the segments the network still delivers
+/// after its end (trailing ACKs, retransmitted FINs, late bytes: `tcp.data_after_close`), in µs
+/// of capture time after its close or latest segment, whichever is later: then only its row
+/// stays ([`FlowRow`]), its state is released, and a segment of its address pair opens another
+/// connection.
+pub const RETIRE_US: i64 = 5_000_000;
+
+/// Bytes of one block of the table's row log (a row is at most about 80 bytes).
+const ROW_BLOCK: usize = 1 << 20;
+
+/// A flow of the table: live (its whole state), or ended and retired to its row, encoded at
+/// this offset of the table's row log.
+#[derive(Debug)]
+enum Slot {
+    Live(Box<Flow>),
+    Done(usize),
+}
+
 /// All connections of a run.
 #[derive(Debug, Default)]
 pub struct FlowTable {
     /// Every flow, in order of first packet (in chunks: a flood of connections does not move
     /// them all to a buffer twice the size).
-    pub flows: crate::chunks::Chunks<Flow>,
+    slots: crate::chunks::Chunks<Slot>,
+    /// The rows of the flows retired, encoded end to end ([`FlowRow::encode`]) in blocks of
+    /// [`ROW_BLOCK`] bytes (a row does not cross blocks): a growing log is never copied to a
+    /// buffer twice its size.
+    done: Vec<Vec<u8>>,
+    /// Flows live (not retired).
+    live: usize,
+    /// Live flows in the order they were made or last given a second chance, for the eviction
+    /// of the one idle longest when [`ReassemblyLimits::max_live_flows`] is reached (entries of
+    /// flows retired since are skipped).
+    lru: std::collections::VecDeque<usize>,
+    /// Ended flows waiting to be retired, by when they may be ([`RETIRE_US`] after their latest
+    /// segment, as far as known when queued).
+    retiring: std::collections::BinaryHeap<std::cmp::Reverse<(i64, usize)>>,
     active: crate::hash::FastMap<Key, usize>,
     /// The address pair of the last segment and its flow (the entry of `active`): consecutive
     /// segments are mostly of one connection, and skip the lookup.
@@ -260,17 +303,14 @@ impl FlowTable {
     }
 
     /// A table whose flow indices come from `ids`, shared with other tables (several vantage
-    /// points of one analysis): `flows[i].index` is then not `i`.
+    /// points of one analysis): a flow's index is then not its position.
     pub fn with_ids(
         limits: ReassemblyLimits,
         ids: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     ) -> Self {
         FlowTable {
-            limits,
-            ooo_held: crate::budget::Budget::new(limits.max_ooo_total),
             ids: Some(ids),
-            clock: i64::MIN,
-            ..Default::default()
+            ..FlowTable::new(limits)
         }
     }
 
@@ -279,27 +319,103 @@ impl FlowTable {
     pub fn reserve_ids(&mut self, n: usize) -> usize {
         match &self.ids {
             Some(ids) => ids.fetch_add(n, std::sync::atomic::Ordering::Relaxed),
-            None => self.flows.len(),
+            None => self.slots.len(),
         }
     }
 
-    /// The flow with index `index` (`F<index>`).
-    pub fn flow(&self, index: usize) -> Option<&Flow> {
-        match self.flows.get(index) {
-            Some(f) if f.index == index => Some(f),
-            _ => {
-                // Indices grow with position: the first flow whose index is not below it.
-                let (mut lo, mut hi) = (0, self.flows.len());
-                while lo < hi {
-                    let mid = lo + (hi - lo) / 2;
-                    if self.flows[mid].index < index {
-                        lo = mid + 1;
-                    } else {
-                        hi = mid;
-                    }
-                }
-                self.flows.get(lo).filter(|f| f.index == index)
+    /// Number of flows, live and retired.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether the table has no flow.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Flows whose state is held now (not retired to their rows).
+    pub fn live_count(&self) -> usize {
+        self.live
+    }
+
+    fn live_mut(&mut self, i: usize) -> Option<&mut Flow> {
+        match self.slots.get_mut(i)? {
+            Slot::Live(f) => Some(f),
+            Slot::Done(_) => None,
+        }
+    }
+
+    fn live(&self, i: usize) -> Option<&Flow> {
+        match self.slots.get(i)? {
+            Slot::Live(f) => Some(f),
+            Slot::Done(_) => None,
+        }
+    }
+
+    /// The row of the flow at position `i`.
+    fn row_at(&self, i: usize) -> Option<FlowRow> {
+        match self.slots.get(i)? {
+            Slot::Live(f) => Some(f.row()),
+            Slot::Done(at) => FlowRow::decode(self.done.get(at / ROW_BLOCK)?, at % ROW_BLOCK),
+        }
+    }
+
+    /// The rows of every flow, in order of first packet.
+    pub fn rows(&self) -> impl Iterator<Item = FlowRow> + '_ {
+        (0..self.slots.len()).filter_map(|i| self.row_at(i))
+    }
+
+    /// The row of the flow with index `index` (`F<index>`).
+    pub fn row(&self, index: usize) -> Option<FlowRow> {
+        let index_at = |i: usize| self.row_at(i).map_or(usize::MAX, |r| r.index);
+        if index_at(index.min(self.slots.len().saturating_sub(1))) == index {
+            return self.row_at(index);
+        }
+        // Indices grow with position: the first flow whose index is not below it.
+        let (mut lo, mut hi) = (0, self.slots.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if index_at(mid) < index {
+                lo = mid + 1;
+            } else {
+                hi = mid;
             }
+        }
+        self.row_at(lo).filter(|r| r.index == index)
+    }
+
+    /// Move every flow out, as rows (they are retired first: call after [`FlowTable::finish`]),
+    /// in order of first packet.
+    pub fn into_rows(mut self) -> Vec<FlowRow> {
+        for i in 0..self.slots.len() {
+            self.retire(i);
+        }
+        self.rows().collect()
+    }
+
+    /// Encode `row` into the row log; its offset.
+    fn keep_row(&mut self, row: &FlowRow) -> usize {
+        let mut buf = Vec::with_capacity(64);
+        row.encode(&mut buf);
+        let fits = self
+            .done
+            .last()
+            .is_some_and(|b| b.len() + buf.len() <= ROW_BLOCK);
+        if !fits {
+            self.done.push(Vec::with_capacity(ROW_BLOCK.max(buf.len())));
+        }
+        let k = self.done.len() - 1;
+        let block = &mut self.done[k];
+        let at = k * ROW_BLOCK + block.len();
+        block.extend_from_slice(&buf);
+        at
+    }
+
+    /// Append rows of flows made elsewhere (the workers of [`crate::shard`]), already numbered.
+    pub fn extend_rows(&mut self, rows: impl IntoIterator<Item = FlowRow>) {
+        for r in rows {
+            let at = self.keep_row(&r);
+            self.slots.push(Slot::Done(at));
         }
     }
 
@@ -330,6 +446,7 @@ impl FlowTable {
     ) -> bool {
         self.clock = self.clock.max(clock);
         self.close_reset(sink);
+        self.retire_due();
         let src = (seg.src, seg.sport);
         let dst = (seg.dst, seg.dport);
         let key = key_of(src, dst);
@@ -340,7 +457,10 @@ impl FlowTable {
         };
         let known = idx.is_some();
         if let Some(i) = idx {
-            let f = &self.flows[i];
+            let Some(f) = self.live(i) else {
+                debug_assert!(false, "an active flow is live");
+                return known;
+            };
             let d = if f.ends[0] == src { 0 } else { 1 };
             let new_isn = f.dirs[d]
                 .base()
@@ -350,82 +470,152 @@ impl FlowTable {
                 pure_syn && (f.closed || reset || (new_isn && f.dirs[d].next_offset() > 0));
             if reused {
                 self.close(i, ts, frame, sink);
+                self.retire(i);
                 idx = None;
             } else if f.closed {
-                // Trailing ACKs and retransmissions after the close: counted, nothing delivered.
-                let f = &mut self.flows[i];
-                f.packets[d] += 1;
-                f.wire_bytes[d] += seg.wire_len as u64;
-                if seg.wire_len > 0 {
-                    f.dirs[d].stats.retransmitted += 1;
-                }
-                f.ts_last = ts;
-                f.ts_max = f.ts_max.max(ts);
-                f.frame_last = frame;
-                // New bytes after the close (past a RST's linger, or after both FINs) are not
-                // delivered: said, not dropped silently.
-                let late = match seg.wire_len {
-                    0 => 0,
-                    n => f.dirs[d].beyond(seg.seq, u64::from(n)),
-                };
-                if late > 0 {
-                    let flow_id = f.meta().flow_id();
-                    self.anomalies.add(Anomaly::new(
-                        "tcp.data_after_close",
-                        Some(frame),
-                        Some(flow_id),
-                        format!("{late} bytes past the stream's end arrived after the connection was closed; not delivered"),
-                    ));
-                }
+                self.after_close(i, d, seg, ts, frame);
                 self.last = Some((key, i));
                 return known;
             }
         }
         let i = match idx {
             Some(i) => i,
-            None => {
-                let local = self.flows.len();
-                let index = match &self.ids {
-                    Some(ids) => ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-                    None => local,
-                };
-                // A SYN-ACK first means the sender is the server.
-                let ends = if seg.syn && seg.ack {
-                    [dst, src]
-                } else {
-                    [src, dst]
-                };
-                let mut dirs: [Reassembler; 2] = Default::default();
-                for r in &mut dirs {
-                    r.draw_on(&self.ooo_held);
-                }
-                self.flows.push(Flow {
-                    index,
-                    ends,
-                    client_by_syn: seg.syn,
-                    dirs,
-                    packets: [0; 2],
-                    wire_bytes: [0; 2],
-                    ts_first: ts,
-                    ts_last: ts,
-                    ts_max: ts,
-                    frame_first: frame,
-                    frame_last: frame,
-                    syn: [false; 2],
-                    fin: [false; 2],
-                    rst: [false; 2],
-                    history: Vec::new(),
-                    closed: false,
-                    ended: [false; 2],
-                });
-                self.active.insert(key, local);
-                sink.event(self.flows[local].meta(), StreamEvent::Open, ts, frame);
-                local
-            }
+            None => self.open(seg, src, dst, key, ts, frame, sink),
         };
         self.last = Some((key, i));
+        self.carry(i, src, seg, ts, frame, sink);
+        known
+    }
+
+    /// Trailing ACKs and retransmissions after the close of flow `i` (direction `d`): counted,
+    /// nothing delivered; new bytes are said (`tcp.data_after_close`), not dropped silently.
+    fn after_close(&mut self, i: usize, d: Dir, seg: &Segment<'_>, ts: i64, frame: u64) {
+        let Some(f) = self.live_mut(i) else { return };
+        f.packets[d] += 1;
+        f.wire_bytes[d] += seg.wire_len as u64;
+        if seg.wire_len > 0 {
+            f.dirs[d].stats.retransmitted += 1;
+        }
+        f.ts_last = ts;
+        f.ts_max = f.ts_max.max(ts);
+        f.frame_last = frame;
+        let late = match seg.wire_len {
+            0 => 0,
+            n => f.dirs[d].beyond(seg.seq, u64::from(n)),
+        };
+        if late > 0 {
+            let flow_id = f.meta().flow_id();
+            self.anomalies.add(Anomaly::new(
+                "tcp.data_after_close",
+                Some(frame),
+                Some(flow_id),
+                format!("{late} bytes past the stream's end arrived after the connection was closed; not delivered"),
+            ));
+        }
+    }
+
+    /// A new flow for the segment's address pair; the one idle longest is evicted first when
+    /// the table holds [`ReassemblyLimits::max_live_flows`] already.
+    #[allow(clippy::too_many_arguments)]
+    fn open(
+        &mut self,
+        seg: &Segment<'_>,
+        src: (IpAddr, u16),
+        dst: (IpAddr, u16),
+        key: Key,
+        ts: i64,
+        frame: u64,
+        sink: &mut impl StreamSink,
+    ) -> usize {
+        while self.live >= self.limits.max_live_flows.max(1) {
+            if !self.evict(ts, frame, sink) {
+                break;
+            }
+        }
+        let local = self.slots.len();
+        let index = match &self.ids {
+            Some(ids) => ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            None => local,
+        };
+        // A SYN-ACK first means the sender is the server.
+        let ends = if seg.syn && seg.ack {
+            [dst, src]
+        } else {
+            [src, dst]
+        };
+        let mut dirs: [Reassembler; 2] = Default::default();
+        for r in &mut dirs {
+            r.draw_on(&self.ooo_held);
+        }
+        let flow = Flow {
+            index,
+            ends,
+            client_by_syn: seg.syn,
+            dirs,
+            packets: [0; 2],
+            wire_bytes: [0; 2],
+            ts_first: ts,
+            ts_last: ts,
+            ts_max: ts,
+            frame_first: frame,
+            frame_last: frame,
+            syn: [false; 2],
+            fin: [false; 2],
+            rst: [false; 2],
+            history: History::default(),
+            closed: false,
+            ended: [false; 2],
+        };
+        let meta = flow.meta();
+        self.slots.push(Slot::Live(Box::new(flow)));
+        self.live += 1;
+        self.lru.push_back(local);
+        self.active.insert(key, local);
+        sink.event(meta, StreamEvent::Open, ts, frame);
+        local
+    }
+
+    /// Evict the live flow idle longest (a flow active in the last second gets one more
+    /// chance, a few at most): closed as at the end of the capture, its row kept, its state
+    /// released, said (`tcp.flow_evicted`). False when no flow is live.
+    fn evict(&mut self, ts: i64, frame: u64, sink: &mut impl StreamSink) -> bool {
+        let mut chances = 16;
+        while let Some(i) = self.lru.pop_front() {
+            let Some(f) = self.live(i) else { continue };
+            if chances > 0 && f.ts_max > self.clock.saturating_sub(1_000_000) {
+                chances -= 1;
+                self.lru.push_back(i);
+                continue;
+            }
+            let (meta, last, idle) = (f.meta(), f.frame_last, ts.saturating_sub(f.ts_max));
+            let ended = f.closed || f.rst[0] || f.rst[1] || (f.fin[0] && f.fin[1]);
+            if !ended {
+                sink.event(meta, StreamEvent::CaptureEnd, f.ts_last, last);
+            }
+            let (t, fl) = (f.ts_last, f.frame_last);
+            self.close(i, t, fl, sink);
+            self.retire(i);
+            let max = self.limits.max_live_flows;
+            self.anomalies.add_with("tcp.flow_evicted", Some(frame), Some(meta.flow_id()), || {
+                format!("{max} connections held live at once: this one, idle {} ms since frame {last}, was ended as at the end of the capture (what it carried later is read as a new connection)", idle / 1000)
+            });
+            return true;
+        }
+        false
+    }
+
+    /// Count segment `seg` on flow `i` (sent by `src`) and hand its bytes to reassembly.
+    fn carry(
+        &mut self,
+        i: usize,
+        src: (IpAddr, u16),
+        seg: &Segment<'_>,
+        ts: i64,
+        frame: u64,
+        sink: &mut impl StreamSink,
+    ) {
         let limits = self.limits;
-        let flow = &mut self.flows[i];
+        let Some(flow) = self.live_mut(i) else { return };
         let d: Dir = if flow.ends[0] == src { 0 } else { 1 };
         flow.packets[d] += 1;
         flow.wire_bytes[d] += seg.wire_len as u64;
@@ -442,12 +632,12 @@ impl FlowTable {
                 let due = flow.ts_max.saturating_add(RST_LINGER_US);
                 self.reset.push(std::cmp::Reverse((due, i)));
             }
-            let flow = &mut self.flows[i];
+            let Some(flow) = self.live_mut(i) else { return };
             flow.rst[d] = true;
             flow.note(d, 'r');
             flow.dirs[d].rst(seg.seq);
         }
-        let flow = &mut self.flows[i];
+        let Some(flow) = self.live_mut(i) else { return };
         if seg.fin {
             flow.fin[d] = true;
             flow.note(d, 'f');
@@ -456,8 +646,8 @@ impl FlowTable {
             flow.note(d, 'd');
         }
         let meta = flow.meta();
-        // Ack-triggered gaps of the peer direction first, then this segment's data, in stream order;
-        // in-order payload goes to the sink straight from the frame, uncopied.
+        // Ack-triggered gaps of the peer direction first, then this segment's data, in stream
+        // order; in-order payload goes to the sink straight from the frame, uncopied.
         if seg.ack {
             let peer = 1 - d;
             flow.dirs[peer].peer_ack(seg.ack_no, &mut |c| {
@@ -476,6 +666,44 @@ impl FlowTable {
             });
         }
         let after = flow.dirs[d].stats;
+        self.reassembly_anomalies(before, after, meta, frame);
+        // After a RST the connection is closed when a new SYN reuses the 5-tuple, when
+        // `RST_LINGER_US` passed after its last segment, or at the end of the capture: segments
+        // the network still delivers after it (reordered or held back by a middlebox) are in the
+        // capture and must reach the stream, not be called missed.
+        let Some(flow) = self.live_mut(i) else { return };
+        if flow.dirs[d].finished() && !flow.ended[d] {
+            flow.ended[d] = true;
+            let peer_acked = flow.dirs[1 - d].fin_acked();
+            let acked_by_peer = flow.dirs[d].all_acked();
+            sink.event(
+                flow.meta(),
+                StreamEvent::End {
+                    dir: d,
+                    fin: true,
+                    reset: false,
+                    peer_acked,
+                    acked_by_peer,
+                },
+                ts,
+                frame,
+            );
+            if flow.dirs[1 - d].finished() {
+                self.close(i, ts, frame, sink);
+            }
+        }
+    }
+
+    /// The anomalies of one segment's reassembly, from its direction's counters before and
+    /// after it.
+    fn reassembly_anomalies(
+        &mut self,
+        before: DirStats,
+        after: DirStats,
+        meta: FlowMeta,
+        frame: u64,
+    ) {
+        let limits = self.limits;
         if after.ooo_overflows > before.ooo_overflows {
             let detail = if after.ooo_total_overflows > before.ooo_total_overflows {
                 format!(
@@ -506,32 +734,6 @@ impl FlowTable {
                 detail,
             ));
         }
-        // After a RST the connection is closed when a new SYN reuses the 5-tuple, when
-        // `RST_LINGER_US` passed after its last segment, or at the end of the capture: segments
-        // the network still delivers after it (reordered or held back by a middlebox) are in the
-        // capture and must reach the stream, not be called missed.
-        let flow = &mut self.flows[i];
-        if flow.dirs[d].finished() && !flow.ended[d] {
-            flow.ended[d] = true;
-            let peer_acked = flow.dirs[1 - d].fin_acked();
-            let acked_by_peer = flow.dirs[d].all_acked();
-            sink.event(
-                flow.meta(),
-                StreamEvent::End {
-                    dir: d,
-                    fin: true,
-                    reset: false,
-                    peer_acked,
-                    acked_by_peer,
-                },
-                ts,
-                frame,
-            );
-            if flow.dirs[1 - d].finished() {
-                self.close(i, ts, frame, sink);
-            }
-        }
-        known
     }
 
     /// Close the flows a RST ended whose linger the clock passed (at their own last segment,
@@ -544,7 +746,7 @@ impl FlowTable {
                 break;
             }
             self.reset.pop();
-            let f = &self.flows[i];
+            let Some(f) = self.live(i) else { continue };
             if f.closed {
                 continue;
             }
@@ -558,9 +760,54 @@ impl FlowTable {
         }
     }
 
-    /// End a connection: flush both directions, emit the End and Close events.
+    /// Retire the ended flows whose [`RETIRE_US`] the clock passed since their latest segment;
+    /// one that got segments since it was queued goes back in line.
+    fn retire_due(&mut self) {
+        while let Some(&std::cmp::Reverse((due, i))) = self.retiring.peek() {
+            if self.clock < due {
+                break;
+            }
+            self.retiring.pop();
+            let Some(f) = self.live(i) else { continue };
+            let again = f.ts_max.saturating_add(RETIRE_US);
+            if self.clock < again {
+                self.retiring.push(std::cmp::Reverse((again, i)));
+                continue;
+            }
+            self.retire(i);
+        }
+    }
+
+    /// Keep only the row of flow `i` (closed already): its state is released, and segments of
+    /// its address pair from now on open another flow.
+    fn retire(&mut self, i: usize) {
+        let Some(f) = self.live(i) else { return };
+        let key = key_of(f.ends[0], f.ends[1]);
+        let row = f.row();
+        let at = self.keep_row(&row);
+        if self.active.get(&key) == Some(&i) {
+            self.active.remove(&key);
+        }
+        if self.last.is_some_and(|(_, l)| l == i) {
+            self.last = None;
+        }
+        if let Some(slot) = self.slots.get_mut(i) {
+            *slot = Slot::Done(at);
+        }
+        self.live -= 1;
+        // Entries of retired flows at the front of the eviction queue go at once.
+        while let Some(&front) = self.lru.front() {
+            if self.live(front).is_some() {
+                break;
+            }
+            self.lru.pop_front();
+        }
+    }
+
+    /// End a connection: flush both directions, emit the End and Close events. It waits
+    /// [`RETIRE_US`] for trailing segments before it is retired to its row.
     fn close(&mut self, i: usize, ts: i64, frame: u64, sink: &mut impl StreamSink) {
-        let flow = &mut self.flows[i];
+        let Some(flow) = self.live_mut(i) else { return };
         if flow.closed {
             return;
         }
@@ -591,15 +838,18 @@ impl FlowTable {
             }
         }
         sink.event(meta, StreamEvent::Close, ts, frame);
-        // The closed flow stays in the table for trailing ACKs until a new SYN reuses the 5-tuple.
+        // (A connection a RST ended is closed after its linger: it waits as long again.)
+        let due = flow.ts_max.max(self.clock).saturating_add(RETIRE_US);
+        self.retiring.push(std::cmp::Reverse((due, i)));
     }
 
-    /// End of capture: close every open connection, in flow order, at its own last packet time.
+    /// End of capture: close every open connection, in flow order, at its own last packet
+    /// time, and retire every flow to its row.
     pub fn finish(&mut self, sink: &mut impl StreamSink) {
         let mut open: Vec<usize> = self.active.values().copied().collect();
         open.sort_unstable();
         for i in open {
-            let f = &self.flows[i];
+            let Some(f) = self.live(i) else { continue };
             let (ts, frame) = (f.ts_last, f.frame_last);
             let ended = f.closed || f.rst[0] || f.rst[1] || (f.fin[0] && f.fin[1]);
             if !ended {
@@ -607,6 +857,12 @@ impl FlowTable {
             }
             self.close(i, ts, frame, sink);
         }
+        for i in 0..self.slots.len() {
+            self.retire(i);
+        }
+        self.retiring.clear();
+        self.reset.clear();
+        self.lru.clear();
     }
 }
 
@@ -706,6 +962,7 @@ mod tests {
         let limits = ReassemblyLimits {
             max_ooo_bytes: 1000,
             max_ooo_total: 1500,
+            ..Default::default()
         };
         let mut t = FlowTable::new(limits);
         let mut rec = Rec::default();

@@ -28,6 +28,10 @@ pub struct ReassemblyLimits {
     /// declares its first hole a gap (anomaly `tcp.ooo_buffer_full`). Many connections each
     /// held up behind a hole would otherwise hold `max_ooo_bytes` each.
     pub max_ooo_total: usize,
+    /// Connections one flow table holds live at once (their reassembly state; an ended one
+    /// keeps only its row): past it, the connection idle the longest is evicted, its row kept
+    /// and its state released, as if the capture had ended for it (anomaly `tcp.flow_evicted`).
+    pub max_live_flows: usize,
 }
 
 /// What one buffered out-of-order segment costs beside its bytes (its map entry and buffer),
@@ -39,6 +43,7 @@ impl Default for ReassemblyLimits {
         ReassemblyLimits {
             max_ooo_bytes: 4 << 20,
             max_ooo_total: 256 << 20,
+            max_live_flows: 1 << 17,
         }
     }
 }

@@ -47,7 +47,7 @@ pub fn streams(dir: &Path) -> Vec<Row> {
 /// Pair tshark's streams with mcpcap's flows: same endpoints, in order of first packet.
 pub fn pair(table: &FlowTable, rows: &mut [Row]) -> Vec<Option<usize>> {
     let mut ours: HashMap<(String, String), Vec<usize>> = HashMap::new();
-    for f in &table.flows {
+    for f in table.rows() {
         let (x, y) = (
             endpoint(f.ends[0].0, f.ends[0].1),
             endpoint(f.ends[1].0, f.ends[1].1),
