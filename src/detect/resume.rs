@@ -258,10 +258,15 @@ pub(super) fn check(
         // A connection held open that ended with nothing in it, followed by the client's next
         // connection of the stream with the same Last-Event-ID: nothing was skipped here (the
         // client asks again for everything after L): a quiet poll. The next one is judged.
-        let again = conns
-            .iter()
-            .skip_while(|&&x| x != r.exchange)
-            .nth(1)
+        // This connection's position among the stream's (found at once: they are in request
+        // order), and the next one.
+        let pos = if conns.get(at) == Some(&r.exchange) {
+            Some(at)
+        } else {
+            conns.iter().position(|&x| x == r.exchange)
+        };
+        let again = pos
+            .and_then(|p| conns.get(p + 1))
             .filter(|&&x| exchanges[x].resume_cursor() == Some(r.last_event_id.as_str()));
         if let (Some(&x), false) = (again, empty_answer(e)) {
             return result(
@@ -283,14 +288,10 @@ pub(super) fn check(
         // An empty answer over at once (rmcp's to a resume it cannot serve) skipped nothing
         // either when a later resumption from the same Last-Event-ID, after more such answers,
         // is itself resumed: the verdict below stands unless that one is ([`super::run`]).
-        let served_later = conns
-            .iter()
-            .skip_while(|&&x| x != r.exchange)
-            .skip(1)
-            .copied()
-            .take_while(|&x| exchanges[x].resume_cursor() == Some(r.last_event_id.as_str()))
-            .find(|&x| !empty_answer(&exchanges[x]))
-            .filter(|_| empty_answer(e));
+        let served_later = match (history.get_mut(&st), pos) {
+            (Some(h), Some(p)) if empty_answer(e) => h.served_next(conns, exchanges)[p],
+            _ => None,
+        };
         // A stream the server ended cleanly with nothing in it, while the stream's request was
         // still unanswered: what was pending is gone (rmcp answers a late resume this way).
         let pending =
@@ -1476,6 +1477,34 @@ pub(super) struct History {
     /// When the stream's own request was not captured: the request its events answer, with
     /// its progress token ([`sole_request`]), read once.
     sole_request: Option<Option<(String, String)>>,
+    /// For each connection of the stream, the next one with the same `Last-Event-ID` that is
+    /// not an empty answer over at once, past only such answers ([`History::served_next`]).
+    served_next: Option<Vec<Option<usize>>>,
+}
+
+impl History {
+    /// For each connection (by position) of `conns`, a stream's connections in request order:
+    /// the first later connection, after a run of connections resumed from the same cursor,
+    /// that is not an empty answer over at once ([`empty_answer`]), when the run leads to one.
+    /// Read once per stream, from the last connection back: a client looping on one cursor
+    /// resumes thousands of times.
+    fn served_next(&mut self, conns: &[usize], exchanges: &[Exchange]) -> &[Option<usize>] {
+        self.served_next.get_or_insert_with(|| {
+            let mut next = vec![None; conns.len()];
+            for k in (0..conns.len().saturating_sub(1)).rev() {
+                let (x, y) = (conns[k], conns[k + 1]);
+                let cursor = exchanges[x].resume_cursor();
+                if cursor.is_some() && exchanges[y].resume_cursor() == cursor {
+                    next[k] = if empty_answer(&exchanges[y]) {
+                        next[k + 1]
+                    } else {
+                        Some(y)
+                    };
+                }
+            }
+            next
+        })
+    }
 }
 
 /// What a session's resumptions with a cursor no captured stream delivered ask of it, read
