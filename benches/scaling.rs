@@ -1,12 +1,15 @@
 //! Cost against input size on the shapes that once made the analysis quadratic (the cost must
 //! grow linearly with the capture). Each shape is built at `n` and `4n` (with the test
-//! captures' builder) and run through the whole pipeline in memory; throughput is reported in
+//! captures' builder, or `tests/shapes` for a client resuming thousands of times from one
+//! `Last-Event-ID`, each answered by an empty stream) and run through the whole pipeline in memory; throughput is reported in
 //! the shape's own elements (resumptions, tokens, results, requests, streams, head bytes), so
 //! a linear cost shows the same elements per second at both sizes. Run with
 //! `cargo bench --bench scaling`.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "../tests/shapes/mod.rs"]
+mod shapes;
 
 use common::*;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -236,6 +239,16 @@ fn scaling(c: &mut Criterion) {
         for m in [1, 4] {
             let bytes = build(n * m).pcap();
             g.throughput(Throughput::Elements((n * m) as u64 * per));
+            g.bench_function(format!("{name}/{}", n * m), |b| b.iter(|| analyze(&bytes)));
+        }
+    }
+    // Shapes written straight to pcap bytes (`tests/shapes`).
+    type Bytes = (&'static str, fn(usize) -> Vec<u8>, usize);
+    let raw: [Bytes; 1] = [("empty_resume_loop", |n| shapes::empty_resume_loop(n), 6250)];
+    for (name, build, n) in raw {
+        for m in [1, 4] {
+            let bytes = build(n * m);
+            g.throughput(Throughput::Elements((n * m) as u64));
             g.bench_function(format!("{name}/{}", n * m), |b| b.iter(|| analyze(&bytes)));
         }
     }
