@@ -90,6 +90,8 @@ pub struct Call {
     pub error_code: Option<i64>,
     /// `notifications/progress` the caller received for its progress token on its stream.
     pub progress: u64,
+    /// The progress token the request set (`params._meta.progressToken`, compact JSON).
+    pub progress_token: Option<String>,
     /// Physical connections its response stream used (its POST response, then resumptions); 0
     /// for a server request.
     pub connections: u64,
@@ -148,7 +150,13 @@ pub fn build(model: &Model, exchanges: &[Exchange], findings: &[Finding]) -> Vec
                     ));
                 }
             }
-            for ev in e.events.iter().filter(|ev| !ev.sse.truncated) {
+            // Only the events that answer or ask are decoded (progress was counted as the
+            // events came: `Exchange::progress_counts`).
+            let wanted = e
+                .events
+                .briefs()
+                .filter(|(_, b)| !b.truncated && (b.has_response || b.has_request));
+            for ev in wanted.filter_map(|(i, _)| e.events.get(i)) {
                 for m in ev.messages.refs() {
                     match (m.kind, m.id) {
                         (Kind::Response | Kind::Error, Some(id)) => {
@@ -171,6 +179,22 @@ pub fn build(model: &Model, exchanges: &[Exchange], findings: &[Finding]) -> Vec
             v.sort_unstable_by_key(|a| (a.0, a.1));
         }
         let mine = &mut calls[first..];
+        // Progress for the token each client request set (MCP "Progress"), on the connections
+        // that carry its answer.
+        for c in mine.iter_mut().filter(|c| !c.from_server) {
+            if let Some(t) = c.progress_token.as_deref() {
+                let conns: &[usize] = match c.stream {
+                    Some(st) => &model.streams[st].connections,
+                    None => std::slice::from_ref(&c.exchange),
+                };
+                c.progress = conns
+                    .iter()
+                    .flat_map(|&x| &exchanges[x].progress_counts)
+                    .filter(|(k, _)| k == t)
+                    .map(|(_, n)| n)
+                    .sum();
+            }
+        }
         mine.sort_by(|a, b| {
             (a.ts_request, a.frame, &a.request_id).cmp(&(b.ts_request, b.frame, &b.request_id))
         });
@@ -329,10 +353,6 @@ fn call(
         None if !e.is_sse && !legacy.is_empty() => legacy,
         None => std::slice::from_ref(&xi),
     };
-    // Progress for the token the request set (MCP "Progress"), on its stream's connections.
-    let progress = m.request_progress_token().map_or(0, |t| {
-        conns.iter().map(|&c| progress_for(&exchanges[c], t)).sum()
-    });
     // A legacy request's answer comes on the session's GET stream: that is its stream.
     let stream = stream.or_else(|| {
         std::ptr::eq(conns, legacy)
@@ -354,7 +374,8 @@ fn call(
         outcome: Outcome::Unanswered,
         status: e.status(),
         error_code: None,
-        progress,
+        progress: 0,
+        progress_token: m.request_progress_token().map(str::to_string),
         connections: if e.response.is_some() || stream.is_some() || conns.len() > 1 {
             conns.len() as u64
         } else {
@@ -390,19 +411,10 @@ fn server_call(
         status: 0,
         error_code: None,
         progress: 0,
+        progress_token: None,
         connections: 0,
         findings: Vec::new(),
     }
-}
-
-/// `notifications/progress` events of exchange `e` for progress token `token`.
-fn progress_for(e: &Exchange, token: &str) -> u64 {
-    e.events
-        .iter()
-        .filter(|ev| !ev.sse.truncated)
-        .flat_map(|ev| ev.messages.refs())
-        .filter(|m| m.method == Some("notifications/progress") && m.progress_token == Some(token))
-        .count() as u64
 }
 
 /// Adds to each call the findings whose evidence (flow and frame) lies on a connection of its

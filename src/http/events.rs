@@ -57,6 +57,8 @@ const HAS_RETRY: u8 = 8;
 const BIG_DATA: u8 = 16;
 /// A message of the event is a JSON-RPC response or error.
 const HAS_RESPONSE: u8 = 32;
+/// A message of the event is a JSON-RPC request.
+const HAS_REQUEST: u8 = 64;
 
 /// One SSE event with the JSON-RPC messages of its `data`: a view into an [`EventLog`].
 ///
@@ -99,6 +101,8 @@ pub struct Brief {
     pub has_data: bool,
     /// Whether a message of the event is a JSON-RPC response or error.
     pub has_response: bool,
+    /// Whether a message of the event is a JSON-RPC request.
+    pub has_request: bool,
 }
 
 impl Brief {
@@ -336,7 +340,8 @@ impl EventLog {
             | (messages
                 .iter()
                 .any(|m| matches!(m.kind, Kind::Response | Kind::Error)) as u8
-                * HAS_RESPONSE);
+                * HAS_RESPONSE)
+            | (messages.iter().any(|m| m.kind == Kind::Request) as u8 * HAS_REQUEST);
         self.fixed.push(Fixed {
             offset: ev.offset,
             frame_first: ev.frame_first,
@@ -382,6 +387,7 @@ impl EventLog {
                     priming: f.flags & PRIMING != 0,
                     has_data: f.data_len > 0,
                     has_response: f.flags & HAS_RESPONSE != 0,
+                    has_request: f.flags & HAS_REQUEST != 0,
                 },
             )
         })
@@ -1097,6 +1103,7 @@ mod tests {
                         .messages
                         .refs()
                         .any(|m| matches!(m.kind, Kind::Response | Kind::Error)),
+                    has_request: v.messages.refs().any(|m| m.kind == Kind::Request),
                 });
                 prop_assert_eq!(b.carries_data(), v.carries_data());
                 prop_assert_eq!(log.id_of(i), v.sse.id);

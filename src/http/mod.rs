@@ -118,6 +118,9 @@ pub struct Exchange {
     pub events_not_kept: u64,
     /// The response body was decoded from a content coding.
     pub resp_coded: bool,
+    /// `notifications/progress` events kept, per progress token (compact JSON), in order of
+    /// first appearance: counted as the events come, for the `calls` table.
+    pub progress_counts: Vec<(crate::Short, u64)>,
     /// `data` of the first legacy-transport (2024-11-05) `endpoint` event that names a session
     /// (`sessionId`/`session_id` query parameter): the session key of the GET stream.
     pub endpoint: Option<String>,
@@ -1587,7 +1590,7 @@ fn finish_json(
     match parsed {
         Ok(p) => {
             let dropped = p.dropped > 0;
-            parsed_anomalies(&p, "the body", anomalies, frame, flow_id);
+            parsed_anomalies(&Notes::of(&p), "the body", anomalies, frame, flow_id);
             *out = p.messages.into_vec();
             dropped
         }
@@ -1599,6 +1602,29 @@ fn finish_json(
                 e,
             ));
             false
+        }
+    }
+}
+
+/// What a body or an event's data parsed to, past its messages: what [`parsed_anomalies`]
+/// says.
+#[derive(Debug, Clone, Copy, Default)]
+struct Notes {
+    batch: bool,
+    kept: usize,
+    dropped: usize,
+    invalid: usize,
+    too_deep: usize,
+}
+
+impl Notes {
+    fn of(p: &jsonrpc::Parsed) -> Notes {
+        Notes {
+            batch: p.batch,
+            kept: p.messages.len(),
+            dropped: p.dropped,
+            invalid: p.invalid,
+            too_deep: p.too_deep,
         }
     }
 }
@@ -1619,14 +1645,8 @@ fn parse_kept(text: &str, opts: &HttpOptions) -> Result<jsonrpc::Parsed, String>
 /// kept (`jsonrpc.batch_too_large`), batch elements that are no JSON-RPC message
 /// (`jsonrpc.not_a_message`), messages nested past serde_json's 128 levels
 /// (`jsonrpc.too_deep`).
-fn parsed_anomalies(
-    p: &jsonrpc::Parsed,
-    what: &str,
-    anomalies: &mut Anomalies,
-    frame: u64,
-    flow_id: FlowId,
-) {
-    let n = p.messages.len() + p.dropped;
+fn parsed_anomalies(p: &Notes, what: &str, anomalies: &mut Anomalies, frame: u64, flow_id: FlowId) {
+    let n = p.kept + p.dropped;
     let mut add = |code: &'static str, detail: String| {
         anomalies.add(Anomaly::new(
             code,
@@ -1640,7 +1660,7 @@ fn parsed_anomalies(
             "jsonrpc.batch_too_large",
             format!(
                 "{what} is a batch of {n} elements: the first {} kept as messages, the other {} only checked and counted (at most {} a batch, {} in all per thread)",
-                p.messages.len(),
+                p.kept,
                 p.dropped,
                 jsonrpc::MAX_BATCH,
                 crate::budget::BATCH_KEPT_LIMIT
@@ -1654,8 +1674,7 @@ fn parsed_anomalies(
             "jsonrpc.not_a_message",
             format!(
                 "{} of the {} elements of {what}'s batch are valid JSON but no JSON-RPC message",
-                p.invalid,
-                p.messages.len()
+                p.invalid, p.kept
             ),
         );
     }
@@ -1680,7 +1699,7 @@ struct Pushed {
     /// Why its data is not JSON, when it is not (a malformed event: `sse.invalid_json`).
     parse_error: Option<String>,
     /// What its data parsed to, for [`parsed_anomalies`].
-    parsed: Option<jsonrpc::Parsed>,
+    parsed: Option<Notes>,
     /// The event was not kept: a bound on the events kept was reached.
     not_kept: bool,
 }
@@ -1692,6 +1711,7 @@ struct Pushed {
 fn push_event(
     events: &mut EventLog,
     endpoint: &mut Option<String>,
+    progress: &mut Vec<(crate::Short, u64)>,
     ev: &SseEvent,
     opts: &HttpOptions,
     coded: bool,
@@ -1713,10 +1733,9 @@ fn push_event(
         smallvec::SmallVec::new()
     } else {
         match parse_kept(&ev.data, opts) {
-            Ok(mut p) => {
-                let m = std::mem::take(&mut p.messages);
-                out.parsed = Some(p);
-                m
+            Ok(p) => {
+                out.parsed = Some(Notes::of(&p));
+                p.messages
             }
             Err(e) => {
                 out.parse_error = Some(e);
@@ -1746,6 +1765,16 @@ fn push_event(
         if coded {
             kept.decoded_event_bytes.take(cost);
         }
+        for m in &messages {
+            if let (Some("notifications/progress"), Some(t)) =
+                (m.method.as_deref(), m.progress_token.as_deref())
+            {
+                match progress.iter_mut().find(|(k, _)| k == t) {
+                    Some((_, n)) => *n += 1,
+                    None => progress.push((t.into(), 1)),
+                }
+            }
+        }
     } else {
         events.pop();
         out.not_kept = true;
@@ -1771,10 +1800,10 @@ fn feed_sse(
     flow_id: FlowId,
 ) {
     let coded = e.resp_coded;
-    let (events, endpoint) = (&mut e.events, &mut e.endpoint);
+    let (events, endpoint, counts) = (&mut e.events, &mut e.endpoint, &mut e.progress_counts);
     let mut pushed = Vec::new();
     let mut out = |ev: &SseEvent| {
-        let p = push_event(events, endpoint, ev, opts, coded);
+        let p = push_event(events, endpoint, counts, ev, opts, coded);
         if p.parse_error.is_some() || p.not_kept || p.parsed.as_ref().is_some_and(noteworthy) {
             pushed.push((ev.frame_first, p));
         }
@@ -1818,7 +1847,7 @@ fn feed_sse(
 }
 
 /// Whether what an event's data parsed to calls for an anomaly ([`parsed_anomalies`]).
-fn noteworthy(p: &jsonrpc::Parsed) -> bool {
+fn noteworthy(p: &Notes) -> bool {
     p.dropped > 0 || (p.batch && p.invalid > 0) || p.too_deep > 0
 }
 

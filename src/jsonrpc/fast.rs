@@ -161,7 +161,7 @@ struct Top<'a> {
 #[derive(Debug, PartialEq)]
 enum Params<'a> {
     /// An object: the raw values of the members asked for, in the order asked.
-    Object(smallvec::SmallVec<[Option<&'a str>; 8]>),
+    Object(smallvec::SmallVec<[Option<&'a str>; 12]>),
     /// An array.
     Array,
     /// A number, as `Value::as_f64` gives it.
@@ -243,7 +243,7 @@ impl<'de> Visitor<'de> for ParamsSeed<'_> {
         f.write_str("any JSON value")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Params<'de>, A::Error> {
-        let mut out: smallvec::SmallVec<[Option<&'de str>; 8]> =
+        let mut out: smallvec::SmallVec<[Option<&'de str>; 12]> =
             smallvec::smallvec![None; self.0.len()];
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             match self.0.iter().position(|k| *k == key) {
@@ -510,7 +510,7 @@ pub(super) fn classify_str(text: &str, app_seq: &[String]) -> Option<Message> {
     }
     // The members of `params` read below, then the first step of each sequence pointer into
     // `params` (its slot in `keys`).
-    let mut keys: smallvec::SmallVec<[Cow<str>; 8]> =
+    let mut keys: smallvec::SmallVec<[Cow<str>; 12]> =
         PARAMS_KEYS.into_iter().map(Cow::Borrowed).collect();
     let steps: smallvec::SmallVec<[Option<(usize, &str)>; 2]> = app_seq
         .iter()

@@ -146,9 +146,9 @@ pub struct Parsed {
 ///
 /// Errors: the text is not JSON (the serde_json message), or an element kept is not.
 pub fn parse_bounded(text: &str, app_seq: &[String], max: usize) -> Result<Parsed, String> {
-    let t = text.trim_matches([' ', '\t', '\n', '\r']);
+    let ws = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
     let mut out = Parsed::default();
-    if !t.starts_with('[') {
+    if text.bytes().find(|b| !ws(b)) != Some(b'[') {
         // The text as given: serde_json's error positions count its lines.
         let (m, deep) = classify_one(text, app_seq)?;
         out.invalid = usize::from(m.kind == Kind::Invalid);
@@ -157,6 +157,7 @@ pub fn parse_bounded(text: &str, app_seq: &[String], max: usize) -> Result<Parse
         return Ok(out);
     }
     out.batch = true;
+    let t = text.trim_matches([' ', '\t', '\n', '\r']);
     // Where an element is not JSON, the whole text's error as serde_json gives it, found
     // without a tree.
     let whole_error = || fast::value_error(text).unwrap_or_else(|| "not a JSON array".into());

@@ -445,8 +445,13 @@ impl FlowTable {
         sink: &mut impl StreamSink,
     ) -> bool {
         self.clock = self.clock.max(clock);
-        self.close_reset(sink);
-        self.retire_due();
+        // (Most segments find nothing due: the heaps are only peeked at.)
+        if self.reset.peek().is_some_and(|r| r.0 .0 <= self.clock) {
+            self.close_reset(sink);
+        }
+        if self.retiring.peek().is_some_and(|r| r.0 .0 <= self.clock) {
+            self.retire_due();
+        }
         let src = (seg.src, seg.sport);
         let dst = (seg.dst, seg.dport);
         let key = key_of(src, dst);
@@ -696,6 +701,7 @@ impl FlowTable {
 
     /// The anomalies of one segment's reassembly, from its direction's counters before and
     /// after it.
+    #[inline]
     fn reassembly_anomalies(
         &mut self,
         before: DirStats,

@@ -339,7 +339,7 @@ fn params<'a>(sc: &mut Scan<'a>, keys: &[std::borrow::Cow<str>]) -> Option<Param
     sc.ws();
     match sc.peek()? {
         b'{' => {
-            let mut out: SmallVec<[Option<&'a str>; 8]> = smallvec::smallvec![None; keys.len()];
+            let mut out: SmallVec<[Option<&'a str>; 12]> = smallvec::smallvec![None; keys.len()];
             sc.members(1, |sc, name| {
                 match keys.iter().position(|k| k == name) {
                     Some(i) => out[i] = Some(sc.raw(2)?),
