@@ -5,7 +5,7 @@ use libfuzzer_sys::fuzz_target;
 use mcpcap::tcp::{Chunk, Reassembler, ReassemblyLimits};
 
 fuzz_target!(|data: &[u8]| {
-    let limits = ReassemblyLimits { max_ooo_bytes: 4096 };
+    let limits = ReassemblyLimits { max_ooo_bytes: 4096, ..Default::default() };
     let mut r = Reassembler::default();
     let payload = [0x5a_u8; 2048];
     let mut next = 0u64;
