@@ -554,7 +554,17 @@ fn a_fork_whose_ids_jump_ahead_is_no_id_gap() {
     resumed.push(res(106));
     let cap = cut_and_resume(5, End::CutFin, &resumed);
     let fs = findings(&cap);
-    assert_kinds(&fs, &[("duplicate_delivery", "error")]);
+    assert_kinds(
+        &fs,
+        &[("duplicate_delivery", "error"), ("id_restart", "error")],
+    );
+    assert!(
+        one(&fs, "id_restart")["detail"].as_str().is_some_and(|d| d
+            .contains("progress (progressToken \"t2\") began again at 1 (")
+            && d.contains("its event ids went on from 3 to 101")),
+        "{}",
+        pretty(&fs)
+    );
     let rs = resumptions_csv(&cap);
     assert!(
         rs.contains(",forked,") && rs.contains("its ids jumped ahead of the cursor"),
@@ -896,7 +906,18 @@ fn opaque_ids_with_progress_starting_over_are_a_fork() {
     let mut resumed: Vec<Ev> = (1..=5).map(|i| prog(uuid(100 + i), i, 5)).collect();
     resumed.push(res(uuid(106)));
     resume(&mut cap, &uuid(3), &sse_response(None, &resumed, true));
-    assert_kinds(&findings(&cap), &[("duplicate_delivery", "error")]);
+    // The same finding names the fork as for ids that show it themselves, with no backend to
+    // explain it.
+    let fs = findings(&cap);
+    assert_kinds(
+        &fs,
+        &[("duplicate_delivery", "error"), ("id_restart", "error")],
+    );
+    let f = one(&fs, "id_restart");
+    assert_eq!(f["event_id"], uuid(101).as_str(), "{}", pretty(&fs));
+    assert!(f["detail"]
+        .as_str()
+        .is_some_and(|d| d.contains("cannot show the restart themselves")));
     let rs = resumptions_csv(&cap);
     assert!(
         rs.contains(",forked,") && rs.contains("progress started over"),

@@ -18,10 +18,10 @@ fn read(rel: &str) -> String {
     std::fs::read_to_string(root().join(rel)).unwrap()
 }
 
-/// README's finding table: kind → severity cell.
-fn readme_kinds() -> BTreeMap<String, String> {
+/// README's finding table, in order: (kind, severity cell, sentence with its full stop).
+fn readme_kinds() -> Vec<(String, String, String)> {
     let text = read("README.md");
-    let mut out = BTreeMap::new();
+    let mut out = Vec::new();
     for line in text.lines() {
         let Some(rest) = line.strip_prefix("| [`") else {
             continue;
@@ -33,10 +33,9 @@ fn readme_kinds() -> BTreeMap<String, String> {
             .unwrap_or_else(|| panic!("{kind}: link {line}"));
         let (severity, meaning) = rest.split_once(" | ").unwrap();
         let sentence = meaning
-            .strip_suffix(". |")
-            .unwrap_or_else(|| panic!("{kind}: one sentence ending with a full stop: {line}"));
-        assert!(!sentence.contains(". "), "{kind}: one sentence: {meaning}");
-        out.insert(kind.to_string(), severity.to_string());
+            .strip_suffix(" |")
+            .unwrap_or_else(|| panic!("{kind}: a last cell: {line}"));
+        out.push((kind.to_string(), severity.to_string(), sentence.to_string()));
     }
     out
 }
@@ -45,14 +44,16 @@ fn readme_kinds() -> BTreeMap<String, String> {
 #[derive(Debug, Default)]
 struct Section {
     severity: String,
+    /// The sentence after the severity.
+    summary: String,
     example: Option<(String, String)>,
     fires_on: Vec<String>,
     must_not: Vec<String>,
 }
 
-fn findings_doc() -> BTreeMap<String, Section> {
+fn findings_doc() -> Vec<(String, Section)> {
     let text = read("docs/findings.md");
-    let mut out: BTreeMap<String, Section> = BTreeMap::new();
+    let mut out: Vec<(String, Section)> = Vec::new();
     for part in text.split("\n## `").skip(1) {
         let (kind, body) = part.split_once("`\n").unwrap();
         let mut s = Section::default();
@@ -63,6 +64,16 @@ fn findings_doc() -> BTreeMap<String, Section> {
             .and_then(|b| b.split_once("**"))
             .map(|(sev, _)| sev.to_string())
             .unwrap_or_else(|| panic!("{kind}: no severity"));
+        // The first paragraph: "**severity** — sentence".
+        s.summary = body
+            .trim()
+            .split("\n\n")
+            .next()
+            .unwrap()
+            .replace('\n', " ")
+            .split_once(" — ")
+            .map(|(_, t)| t.to_string())
+            .unwrap_or_else(|| panic!("{kind}: no sentence after the severity"));
         if let Some(e) = body1.split("Example (`").nth(1) {
             let (fixture, rest) = e.split_once('`').unwrap();
             let quote = rest.split_once(": \"").unwrap().1;
@@ -83,32 +94,7 @@ fn findings_doc() -> BTreeMap<String, Section> {
                 list.extend(first.map(str::to_string));
             }
         }
-        out.insert(kind.to_string(), s);
-    }
-    out
-}
-
-/// Finding kinds the detectors can emit: the string literals given as a kind in `src/detect`.
-fn emitted_kinds() -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for entry in std::fs::read_dir(root().join("src/detect")).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "rs") {
-            let text = std::fs::read_to_string(&path).unwrap();
-            let doc = findings_doc();
-            for k in doc.keys() {
-                if text.contains(&format!("\"{k}\"")) {
-                    out.insert(k.clone());
-                }
-            }
-            // Any other snake_case literal passed as a finding's kind.
-            for cap in text.split("kind: \"").skip(1) {
-                out.insert(cap.split('"').next().unwrap().to_string());
-            }
-            for cap in text.split(".finding(\"").skip(1) {
-                out.insert(cap.split('"').next().unwrap().to_string());
-            }
-        }
+        out.push((kind.to_string(), s));
     }
     out
 }
@@ -128,29 +114,48 @@ fn findings_of(fixture: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The severities of a rule as the finding table writes them: the usual one first.
+fn severity_cell(r: &mcpcap::detect::rules::Rule) -> String {
+    r.severities
+        .iter()
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join(", or ")
+}
+
 #[test]
-fn the_finding_table_and_the_reference_page_list_the_same_kinds() {
+fn the_finding_table_and_the_reference_page_are_the_registry() {
+    let rules = mcpcap::detect::rules::RULES;
     let readme = readme_kinds();
-    let doc = findings_doc();
+    let kinds: Vec<&str> = rules.iter().map(|r| r.kind.as_str()).collect();
     assert_eq!(
-        readme.keys().collect::<Vec<_>>(),
-        {
-            let mut v: Vec<_> = doc.keys().collect();
-            v.sort();
-            v
-        },
-        "README and docs/findings.md"
+        readme.iter().map(|(k, ..)| k.as_str()).collect::<Vec<_>>(),
+        kinds,
+        "README's finding table, in the registry's order"
     );
-    for (kind, sev) in &readme {
-        let main = sev.split(", or ").next().unwrap();
-        assert_eq!(&doc[kind].severity, main, "{kind}: severity");
+    // The reference page groups the kinds by what they judge: the same set.
+    let doc: BTreeMap<String, Section> = findings_doc().into_iter().collect();
+    let mut sorted = kinds.clone();
+    sorted.sort_unstable();
+    assert_eq!(
+        doc.keys().map(String::as_str).collect::<Vec<_>>(),
+        sorted,
+        "docs/findings.md against the registry"
+    );
+    for (r, (_, severity, sentence)) in rules.iter().zip(&readme) {
+        let (kind, section) = (r.kind, &doc[r.kind.as_str()]);
+        assert_eq!(severity, &severity_cell(r), "{kind}: README severity");
+        assert_eq!(sentence, r.summary, "{kind}: README sentence");
+        assert_eq!(
+            section.severity,
+            r.severities[0].as_str(),
+            "{kind}: docs severity"
+        );
+        assert_eq!(
+            section.summary, r.summary,
+            "{kind}: docs/findings.md sentence"
+        );
     }
-    let emitted = emitted_kinds();
-    let documented: BTreeSet<String> = doc.keys().cloned().collect();
-    assert_eq!(
-        emitted, documented,
-        "kinds in src/detect against docs/findings.md"
-    );
 }
 
 #[test]

@@ -198,10 +198,10 @@ pub fn verdict_line(a: &Analysis, sessions: &Table, style: Style) -> String {
         .filter(|f| f.severity == Severity::Error && broken.contains(&f.session_id))
     {
         if !matches!(
-            f.kind,
+            f.kind.as_str(),
             "id_regression" | "id_restart" | "missing_event_id" | "backend_switch"
         ) {
-            *kinds.entry(f.kind).or_default() += 1;
+            *kinds.entry(f.kind.as_str()).or_default() += 1;
         }
     }
     for (k, n) in kinds {

@@ -11,7 +11,7 @@
 
 use crate::hash::FastMap as HashMap;
 
-use super::Finding;
+use super::{Finding, Kind as FindingKind};
 use crate::http::Exchange;
 use crate::jsonrpc::Kind;
 use crate::mcp::Model;
@@ -108,182 +108,15 @@ type Answer = (i64, u64, Option<i64>, bool);
 pub fn build(model: &Model, exchanges: &[Exchange], findings: &[Finding]) -> Vec<Call> {
     let mut calls = Vec::new();
     let headless = headless_answers(model, exchanges);
-    for (si, s) in model.sessions.iter().enumerate() {
+    for si in 0..model.sessions.len() {
         let first = calls.len();
-        // Responses by id: those the server sent (JSON bodies and SSE events) answer client
-        // requests; those in POST bodies answer server requests.
-        let mut to_client: HashMap<&str, Vec<Answer>> = HashMap::default();
-        let mut to_server: HashMap<&str, Vec<Answer>> = HashMap::default();
-        // The legacy transport's GET streams of the session, which carry every answer.
-        let legacy: Vec<usize> = s
-            .exchanges
-            .iter()
-            .copied()
-            .filter(|&g| exchanges[g].endpoint.is_some())
-            .collect();
-        // Cancels the client sent, by request id: when.
-        let mut cancels: HashMap<&str, Vec<i64>> = HashMap::default();
-        for &xi in &s.exchanges {
-            let e = &exchanges[xi];
-            for m in &e.req_messages {
-                if let Some(c) = m.cancels() {
-                    cancels.entry(c).or_default().push(e.ts());
-                }
-                match (m.kind, m.id.as_deref()) {
-                    (Kind::Request, Some(id)) => {
-                        calls.push(call(model, exchanges, &legacy, si, xi, m, id))
-                    }
-                    (Kind::Response | Kind::Error, Some(id)) => to_server
-                        .entry(id)
-                        .or_default()
-                        .push((e.ts(), e.frame(), m.error_code(), m.kind == Kind::Error)),
-                    _ => {}
-                }
-            }
-            for m in e.resp_messages.iter() {
-                if let (Kind::Response | Kind::Error, Some(id)) = (m.kind, m.id.as_deref()) {
-                    to_client.entry(id).or_default().push((
-                        e.ts_response.unwrap_or(e.ts()),
-                        e.frame_response.unwrap_or(e.frame()),
-                        m.error_code(),
-                        m.kind == Kind::Error,
-                    ));
-                }
-            }
-            // Only the events that answer or ask are decoded (progress was counted as the
-            // events came: `Exchange::progress_counts`).
-            let wanted = e
-                .events
-                .briefs()
-                .filter(|(_, b)| !b.truncated && (b.has_response || b.has_request));
-            for ev in wanted.filter_map(|(i, _)| e.events.get(i)) {
-                for m in ev.messages.refs() {
-                    match (m.kind, m.id) {
-                        (Kind::Response | Kind::Error, Some(id)) => {
-                            to_client.entry(id).or_default().push((
-                                ev.sse.ts,
-                                ev.sse.frame_first,
-                                m.error_code,
-                                m.kind == Kind::Error,
-                            ))
-                        }
-                        (Kind::Request, Some(id)) => {
-                            calls.push(server_call(model, si, xi, &ev, m.method, id))
-                        }
-                        _ => {}
-                    }
-                }
-            }
-        }
-        for v in to_client.values_mut().chain(to_server.values_mut()) {
-            v.sort_unstable_by_key(|a| (a.0, a.1));
-        }
+        let seen = read_session(model, exchanges, si, &mut calls);
         let mine = &mut calls[first..];
-        // Progress for the token each client request set (MCP "Progress"), on the connections
-        // that carry its answer.
-        for c in mine.iter_mut().filter(|c| !c.from_server) {
-            if let Some(t) = c.progress_token.as_deref() {
-                let conns: &[usize] = match c.stream {
-                    Some(st) => &model.streams[st].connections,
-                    None => std::slice::from_ref(&c.exchange),
-                };
-                c.progress = conns
-                    .iter()
-                    .flat_map(|&x| &exchanges[x].progress_counts)
-                    .filter(|(k, _)| k == t)
-                    .map(|(_, n)| n)
-                    .sum();
-            }
-        }
+        count_progress(model, exchanges, mine);
         mine.sort_by(|a, b| {
             (a.ts_request, a.frame, &a.request_id).cmp(&(b.ts_request, b.frame, &b.request_id))
         });
-        // The next request of each id on each side, for the end of its response window.
-        let mut next_of: Vec<i64> = vec![i64::MAX; mine.len()];
-        let mut later: HashMap<(bool, &str), i64> = HashMap::default();
-        for (k, c) in mine.iter().enumerate().rev() {
-            if let Some(&t) = later.get(&(c.from_server, c.request_id.as_str())) {
-                next_of[k] = t;
-            }
-            later.insert((c.from_server, c.request_id.as_str()), c.ts_request);
-        }
-        let label = s.label_str();
-        // Findings of the session by request id.
-        let mut by_request: HashMap<&str, Vec<usize>> = HashMap::default();
-        for (n, f) in findings
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| f.session_id == label)
-        {
-            if let Some(r) = f.request_id.as_deref() {
-                by_request.entry(r).or_default().push(n);
-            }
-        }
-        for (k, c) in mine.iter_mut().enumerate() {
-            let answers = if c.from_server {
-                &to_server
-            } else {
-                &to_client
-            };
-            let window = |a: &&Answer| a.0 >= c.ts_request && a.0 < next_of[k];
-            let got: Vec<&Answer> = answers
-                .get(c.request_id.as_str())
-                .map(|v| v.iter().filter(window).collect())
-                .unwrap_or_default();
-            let named: &[usize] = by_request
-                .get(c.request_id.as_str())
-                .map_or(&[], Vec::as_slice);
-            let kind_named = |kind: &str| named.iter().any(|&n| findings[n].kind == kind);
-            if let Some(&&(ts, frame, code, is_error)) = got.first() {
-                c.ts_response = Some(ts);
-                c.frame_response = Some(frame);
-                c.error_code = code;
-                c.outcome = match (kind_named("duplicate_delivery"), is_error) {
-                    (true, _) => Outcome::AnsweredTwice,
-                    (false, true) => Outcome::Error,
-                    (false, false) => Outcome::Result,
-                };
-            } else {
-                let cancelled = !c.from_server
-                    && cancels
-                        .get(c.request_id.as_str())
-                        .is_some_and(|v| v.iter().any(|&t| t >= c.ts_request && t < next_of[k]));
-                let elsewhere = (!c.from_server)
-                    .then(|| {
-                        let e = &exchanges[c.exchange];
-                        headless
-                            .get(&(e.server, e.client, c.request_id.as_str()))?
-                            .iter()
-                            .find(|a| a.0 >= c.ts_request)
-                    })
-                    .flatten();
-                c.outcome = if kind_named("lost_response") {
-                    Outcome::Lost
-                } else if kind_named("response_unverifiable") {
-                    Outcome::Unverifiable
-                } else if let Some(&(ts, frame, code, is_error)) = elsewhere {
-                    c.ts_response = Some(ts);
-                    c.frame_response = Some(frame);
-                    c.error_code = code;
-                    if is_error {
-                        Outcome::Error
-                    } else {
-                        Outcome::Result
-                    }
-                } else if cancelled {
-                    Outcome::Cancelled
-                } else if c.status >= 400 {
-                    Outcome::Refused
-                } else {
-                    Outcome::Unanswered
-                };
-            }
-            c.findings = named
-                .iter()
-                .copied()
-                .filter(|&n| findings[n].ts >= c.ts_request && findings[n].ts < next_of[k])
-                .collect();
-        }
+        settle(model, exchanges, si, &seen, &headless, findings, mine);
     }
     link_stream_findings(model, exchanges, findings, &mut calls);
     calls.sort_by(|a, b| {
@@ -295,6 +128,229 @@ pub fn build(model: &Model, exchanges: &[Exchange], findings: &[Finding]) -> Vec
         ))
     });
     calls
+}
+
+/// What a session's exchanges show of its calls' answers.
+#[derive(Default)]
+struct Seen<'a> {
+    /// Responses by id, in time order: those the server sent (JSON bodies and SSE events)
+    /// answer client requests; those in POST bodies answer server requests.
+    to_client: HashMap<&'a str, Vec<Answer>>,
+    to_server: HashMap<&'a str, Vec<Answer>>,
+    /// Cancels the client sent, by request id: when.
+    cancels: HashMap<&'a str, Vec<i64>>,
+}
+
+/// Read session `si`: its calls (appended to `calls`, outcomes not yet known) and what
+/// answers them.
+fn read_session<'a>(
+    model: &Model,
+    exchanges: &'a [Exchange],
+    si: usize,
+    calls: &mut Vec<Call>,
+) -> Seen<'a> {
+    let s = &model.sessions[si];
+    let mut seen = Seen::default();
+    // The legacy transport's GET streams of the session, which carry every answer.
+    let legacy: Vec<usize> = s
+        .exchanges
+        .iter()
+        .copied()
+        .filter(|&g| exchanges[g].endpoint.is_some())
+        .collect();
+    for &xi in &s.exchanges {
+        let e = &exchanges[xi];
+        for m in &e.req_messages {
+            if let Some(c) = m.cancels() {
+                seen.cancels.entry(c).or_default().push(e.ts());
+            }
+            match (m.kind, m.id.as_deref()) {
+                (Kind::Request, Some(id)) => {
+                    calls.push(call(model, exchanges, &legacy, si, xi, m, id))
+                }
+                (Kind::Response | Kind::Error, Some(id)) => seen
+                    .to_server
+                    .entry(id)
+                    .or_default()
+                    .push((e.ts(), e.frame(), m.error_code(), m.kind == Kind::Error)),
+                _ => {}
+            }
+        }
+        for m in e.resp_messages.iter() {
+            if let (Kind::Response | Kind::Error, Some(id)) = (m.kind, m.id.as_deref()) {
+                seen.to_client.entry(id).or_default().push((
+                    e.ts_response.unwrap_or(e.ts()),
+                    e.frame_response.unwrap_or(e.frame()),
+                    m.error_code(),
+                    m.kind == Kind::Error,
+                ));
+            }
+        }
+        // Only the events that answer or ask are decoded (progress was counted as the events
+        // came: `Exchange::progress_counts`).
+        let wanted = e
+            .events
+            .briefs()
+            .filter(|(_, b)| !b.truncated && (b.has_response || b.has_request));
+        for ev in wanted.filter_map(|(i, _)| e.events.get(i)) {
+            for m in ev.messages.refs() {
+                match (m.kind, m.id) {
+                    (Kind::Response | Kind::Error, Some(id)) => {
+                        seen.to_client.entry(id).or_default().push((
+                            ev.sse.ts,
+                            ev.sse.frame_first,
+                            m.error_code,
+                            m.kind == Kind::Error,
+                        ))
+                    }
+                    (Kind::Request, Some(id)) => {
+                        calls.push(server_call(model, si, xi, &ev, m.method, id))
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    for v in seen
+        .to_client
+        .values_mut()
+        .chain(seen.to_server.values_mut())
+    {
+        v.sort_unstable_by_key(|a| (a.0, a.1));
+    }
+    seen
+}
+
+/// Progress for the token each client request set (MCP "Progress"), on the connections that
+/// carry its answer.
+fn count_progress(model: &Model, exchanges: &[Exchange], calls: &mut [Call]) {
+    for c in calls.iter_mut().filter(|c| !c.from_server) {
+        if let Some(t) = c.progress_token.as_deref() {
+            let conns: &[usize] = match c.stream {
+                Some(st) => &model.streams[st].connections,
+                None => std::slice::from_ref(&c.exchange),
+            };
+            c.progress = conns
+                .iter()
+                .flat_map(|&x| &exchanges[x].progress_counts)
+                .filter(|(k, _)| k == t)
+                .map(|(_, n)| n)
+                .sum();
+        }
+    }
+}
+
+/// The response, outcome and findings of each call of session `si` (`calls`, in time order).
+fn settle(
+    model: &Model,
+    exchanges: &[Exchange],
+    si: usize,
+    seen: &Seen,
+    headless: &HeadlessAnswers,
+    findings: &[Finding],
+    calls: &mut [Call],
+) {
+    // The next request of each id on each side, for the end of its response window.
+    let mut next_of: Vec<i64> = vec![i64::MAX; calls.len()];
+    let mut later: HashMap<(bool, &str), i64> = HashMap::default();
+    for (k, c) in calls.iter().enumerate().rev() {
+        if let Some(&t) = later.get(&(c.from_server, c.request_id.as_str())) {
+            next_of[k] = t;
+        }
+        later.insert((c.from_server, c.request_id.as_str()), c.ts_request);
+    }
+    let label = model.sessions[si].label_str();
+    // Findings of the session by request id.
+    let mut by_request: HashMap<&str, Vec<usize>> = HashMap::default();
+    for (n, f) in findings
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.session_id == label)
+    {
+        if let Some(r) = f.request_id.as_deref() {
+            by_request.entry(r).or_default().push(n);
+        }
+    }
+    for (k, c) in calls.iter_mut().enumerate() {
+        let next = next_of[k];
+        let named: &[usize] = by_request
+            .get(c.request_id.as_str())
+            .map_or(&[], Vec::as_slice);
+        outcome(exchanges, seen, headless, findings, named, next, c);
+        c.findings = named
+            .iter()
+            .copied()
+            .filter(|&n| findings[n].ts >= c.ts_request && findings[n].ts < next)
+            .collect();
+    }
+}
+
+/// How call `c` ended, given the findings that name its request id (`named`) and the time of
+/// the next request with its id (`next`, which ends its response window).
+fn outcome(
+    exchanges: &[Exchange],
+    seen: &Seen,
+    headless: &HeadlessAnswers,
+    findings: &[Finding],
+    named: &[usize],
+    next: i64,
+    c: &mut Call,
+) {
+    let answers = if c.from_server {
+        &seen.to_server
+    } else {
+        &seen.to_client
+    };
+    let window = |a: &&Answer| a.0 >= c.ts_request && a.0 < next;
+    let got: Option<&Answer> = answers
+        .get(c.request_id.as_str())
+        .and_then(|v| v.iter().find(window));
+    let kind_named = |kind: FindingKind| named.iter().any(|&n| findings[n].kind == kind);
+    if let Some(&(ts, frame, code, is_error)) = got {
+        c.ts_response = Some(ts);
+        c.frame_response = Some(frame);
+        c.error_code = code;
+        c.outcome = match (kind_named(FindingKind::DuplicateDelivery), is_error) {
+            (true, _) => Outcome::AnsweredTwice,
+            (false, true) => Outcome::Error,
+            (false, false) => Outcome::Result,
+        };
+        return;
+    }
+    let cancelled = !c.from_server
+        && seen
+            .cancels
+            .get(c.request_id.as_str())
+            .is_some_and(|v| v.iter().any(|&t| t >= c.ts_request && t < next));
+    let elsewhere = (!c.from_server)
+        .then(|| {
+            let e = &exchanges[c.exchange];
+            headless
+                .get(&(e.server, e.client, c.request_id.as_str()))?
+                .iter()
+                .find(|a| a.0 >= c.ts_request)
+        })
+        .flatten();
+    c.outcome = if kind_named(FindingKind::LostResponse) {
+        Outcome::Lost
+    } else if kind_named(FindingKind::ResponseUnverifiable) {
+        Outcome::Unverifiable
+    } else if let Some(&(ts, frame, code, is_error)) = elsewhere {
+        c.ts_response = Some(ts);
+        c.frame_response = Some(frame);
+        c.error_code = code;
+        if is_error {
+            Outcome::Error
+        } else {
+            Outcome::Result
+        }
+    } else if cancelled {
+        Outcome::Cancelled
+    } else if c.status >= 400 {
+        Outcome::Refused
+    } else {
+        Outcome::Unanswered
+    };
 }
 
 /// Responses by (server, client address, id): see [`headless_answers`].

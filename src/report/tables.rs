@@ -55,7 +55,7 @@ fn findings_rows(a: &Analysis, range: std::ops::Range<usize>) -> Table {
             ),
             col!("ts", Ts, r, |f| Some(f.ts)),
             col!("session_id", Str, r, |f| Some(f.session_id.as_str())),
-            col!("kind", Str, r, |f| Some(f.kind)),
+            col!("kind", Str, r, |f| Some(f.kind.as_str())),
             col!("severity", Str, r, |f| Some(
                 f.severity.as_str().to_string()
             )),
@@ -187,8 +187,11 @@ pub fn sessions(a: &Analysis, ex: &[Exchange]) -> Table {
                 .exchanges
                 .iter()
                 .any(|&x| ex[x].request.is_none() && !ex[x].events.is_empty());
-            let unverifiable =
-                unjudged[si] || orphan || fs.iter().any(|f| f.kind == "response_unverifiable");
+            let unverifiable = unjudged[si]
+                || orphan
+                || fs
+                    .iter()
+                    .any(|f| f.kind == crate::detect::Kind::ResponseUnverifiable);
             let verdict = match worst {
                 Some(Severity::Error) => "broken",
                 Some(Severity::Warning) => "suspect",

@@ -21,7 +21,7 @@ use crate::mcp::{Model, StreamKind};
 
 /// One delivery of an event's data.
 #[derive(Debug, Clone)]
-pub(super) struct Seen {
+pub(crate) struct Seen {
     /// Session index.
     pub session: usize,
     /// Logical stream index.
@@ -39,7 +39,7 @@ pub(super) struct Seen {
 
 /// Deliveries of the events that resumed connections carry.
 #[derive(Debug, Default)]
-pub(super) struct ReplayIndex {
+pub(crate) struct ReplayIndex {
     /// (session, data hash) → deliveries in that session, for sessions with resumptions.
     own: HashMap<(usize, u64), Vec<Seen>>,
     /// data hash → the first delivery in each of at most [`MAX_SESSIONS_PER_HASH`] sessions.
@@ -75,7 +75,7 @@ fn unique_ids(id: &str) -> bool {
 
 impl ReplayIndex {
     /// Index every delivery of the data carried by resumed connections.
-    pub(super) fn build(model: &Model, exchanges: &[Exchange]) -> ReplayIndex {
+    pub(crate) fn build(model: &Model, exchanges: &[Exchange]) -> ReplayIndex {
         let mut wanted: HashSet<u64> = HashSet::default();
         let mut sessions: HashSet<usize> = HashSet::default();
         for r in &model.resumptions {
@@ -169,7 +169,7 @@ impl ReplayIndex {
     /// where that stream also delivered the same data, when it did, and whether the client
     /// surely had the message twice: the same message by its unique id, its progress token or
     /// its response id, not only an equal id and data).
-    pub(super) fn other_stream(
+    pub(crate) fn other_stream(
         &self,
         model: &Model,
         session: usize,
@@ -245,7 +245,7 @@ impl ReplayIndex {
     /// were open at once: it is another stream, not an earlier connection of this one (a client
     /// resumes a stream once its connection is gone). Returns that connection's stream and the
     /// frame of its delivery.
-    pub(super) fn other_headless(
+    pub(crate) fn other_headless(
         &self,
         exchanges: &[Exchange],
         st: usize,
@@ -278,7 +278,7 @@ impl ReplayIndex {
     /// only when `requests_known`: the capture saw the request of the stream resumed (else the
     /// stream may answer a request sent before the capture, with data another session's
     /// identical call also got).
-    pub(super) fn other_session(
+    pub(crate) fn other_session(
         &self,
         session: usize,
         ev: &EventRec,

@@ -1,0 +1,70 @@
+//! `lost_response`: a client request of the session got no JSON-RPC response on any stream by
+//! the end of the capture (JSON-RPC 2.0 §5: the server MUST reply to a request), and nothing in
+//! or around the capture could hold one ([`crate::detect::facts::unanswered`]).
+//!
+//! - Not when the request was cancelled while its stream was whole, or raced a healed
+//!   stream's response at its own pace (MCP "Cancellation").
+//! - Not when the client deleted the session, or closed the legacy stream, while it streamed.
+//! - Not in MCP 2026-07-28 when the client closed the stream or re-sent the request.
+//! - `response_unverifiable` instead where the capture lost bytes, or ended, around it.
+
+use super::{Check, Rule};
+use crate::detect::context::Context;
+use crate::detect::facts::unanswered::{Unanswered, Why};
+use crate::detect::{flow_id, Finding, Kind, Severity};
+
+/// The rule.
+pub(crate) const RULE: Rule = Rule {
+    kind: Kind::LostResponse,
+    severities: &[Severity::Error],
+    summary: "A request of the session never got its JSON-RPC response on any stream by the end of the capture.",
+    checks: &[Check::Capture(check)],
+};
+
+fn check(ctx: &Context, out: &mut Vec<Finding>) {
+    for u in ctx
+        .unanswered
+        .iter()
+        .filter(|u| matches!(u.why, Why::Nothing))
+    {
+        let e = &ctx.exchanges[u.exchange];
+        out.push(unanswered_finding(
+            ctx,
+            u,
+            Kind::LostResponse,
+            Severity::Error,
+            format!(
+                "Request {} ({}), sent in frame {} on flow {}, never received a JSON-RPC response on any stream of the session by the end of the capture.",
+                u.id,
+                u.method,
+                e.frame(),
+                flow_id(e)
+            ),
+        ));
+    }
+}
+
+/// The finding of request `u` (`lost_response` or `response_unverifiable`).
+pub(super) fn unanswered_finding(
+    ctx: &Context,
+    u: &Unanswered,
+    kind: Kind,
+    severity: Severity,
+    detail: String,
+) -> Finding {
+    let e = &ctx.exchanges[u.exchange];
+    Finding {
+        session_id: ctx.label(u.session),
+        kind,
+        severity,
+        ts: e.ts(),
+        flow_id: flow_id(e),
+        frame: e.frame(),
+        last_event_id: None,
+        event_id: None,
+        request_id: Some(u.id.to_string()),
+        expected: Some(format!("a response to request {} ({})", u.id, u.method)),
+        observed: Some("no response on any stream by the end of the capture".into()),
+        detail,
+    }
+}

@@ -1,0 +1,144 @@
+//! `resume_without_cursor`: a stream that carried event ids broke while it still owed messages
+//! (a POST stream without its response, or the standalone GET stream), it was never resumed,
+//! and the session's next GET carries no `Last-Event-ID`: the client opened a fresh stream
+//! instead of resuming, so whatever the server sent in between is lost to it (typescript-sdk
+//! #2499; modelcontextprotocol/inspector #723).
+//!
+//! - Not after the session was declared dead (404) or ended (DELETE), nor for a cancelled
+//!   request (MCP "Cancellation": no response is due).
+//! - Not for a stream whose request the capture missed: what it owed is unknown.
+
+use crate::hash::FastMap as HashMap;
+
+use super::{Check, Rule};
+use crate::detect::context::Context;
+use crate::detect::facts::streams::{pending, stream_request_id};
+use crate::detect::{flow_id, Finding, Kind, Severity};
+
+/// The rule.
+pub(crate) const RULE: Rule = Rule {
+    kind: Kind::ResumeWithoutCursor,
+    severities: &[Severity::Warning],
+    summary: "A stream broke while it still owed messages, and the client reconnected without its `Last-Event-ID`, so nothing could be replayed.",
+    checks: &[Check::Capture(check)],
+};
+
+/// Over the whole capture (the module's rule).
+fn check(ctx: &Context, out: &mut Vec<Finding>) {
+    let (model, exchanges) = (ctx.model, ctx.exchanges);
+    let answered = &ctx.answered;
+    // Per stream: the latest resumption that presented its cursor (any answer).
+    let mut resumed_latest: Vec<i64> = vec![i64::MIN; model.streams.len()];
+    for r in &model.resumptions {
+        if let Some(st) = r.stream {
+            resumed_latest[st] = resumed_latest[st].max(exchanges[r.exchange].ts());
+        }
+    }
+    // Per session: when it was declared dead (404) or ended (DELETE), and cancelled requests.
+    let mut closed_at: Vec<i64> = vec![i64::MAX; model.sessions.len()];
+    let mut cancelled: HashMap<(usize, &str), i64> = HashMap::default();
+    for (si, s) in model.sessions.iter().enumerate() {
+        for &x in &s.exchanges {
+            let e = &exchanges[x];
+            if e.status() == 404 || e.method() == "DELETE" {
+                closed_at[si] = closed_at[si].min(e.ts());
+            }
+            for m in &e.req_messages {
+                if let Some(c) = m.cancels() {
+                    let t = cancelled.entry((si, c)).or_insert(e.ts());
+                    *t = (*t).min(e.ts());
+                }
+            }
+        }
+    }
+    // Per session, its GETs without a cursor (time, exchange), in time order as the session's
+    // exchanges are: looked up once per broken stream.
+    let mut fresh_gets: HashMap<usize, Vec<(i64, usize)>> = HashMap::default();
+    for (sti, st) in model.streams.iter().enumerate() {
+        let s = &model.sessions[st.session];
+        // A stream whose request the capture missed (it began mid-connection) may have owed
+        // nothing: its kind, and what it still owed, are unknown.
+        let orphan = st
+            .connections
+            .first()
+            .is_some_and(|&x| exchanges[x].request.is_none());
+        if s.id.is_none() || !s.era.stateful() || orphan {
+            continue;
+        }
+        let Some(&last) = st.connections.last() else {
+            continue;
+        };
+        let l = &exchanges[last];
+        if l.open_at_capture_end || !pending(answered, sti, st.connections.len() - 1) {
+            continue;
+        }
+        let Some(cursor) = st
+            .connections
+            .iter()
+            .rev()
+            .flat_map(|&x| exchanges[x].events.iter().rev())
+            .filter(|ev| !ev.sse.truncated && ev.sse.has_own_id)
+            .find_map(|ev| ev.sse.id)
+        else {
+            continue;
+        };
+        let end = l.ts_end.unwrap_or(l.ts());
+        // The client did present the stream's cursor later (even if refused).
+        if resumed_latest[sti] > end {
+            continue;
+        }
+        // The first GET after the break that carries no cursor (GETs resuming other streams,
+        // e.g. the standalone one broken at the same time, come and go before it).
+        let gets = fresh_gets.entry(st.session).or_insert_with(|| {
+            s.exchanges
+                .iter()
+                .filter(|&&x| {
+                    let e = &exchanges[x];
+                    e.method() == "GET" && e.resume_cursor().is_none()
+                })
+                .map(|&x| (exchanges[x].ts(), x))
+                .collect()
+        });
+        let Some(g) = gets[gets.partition_point(|&(t, _)| t < end)..]
+            .iter()
+            .map(|&(_, x)| x)
+            .find(|&x| x != last)
+        else {
+            continue;
+        };
+        let ge = &exchanges[g];
+        // A session already declared dead, or ended by the client, owes nothing more; nor does a
+        // request the client cancelled (MCP "Cancellation": no response is due).
+        let request = stream_request_id(model, exchanges, sti);
+        let cancel = request
+            .as_deref()
+            .and_then(|r| cancelled.get(&(st.session, r)).copied())
+            .unwrap_or(i64::MAX);
+        if closed_at[st.session] < ge.ts() || cancel < ge.ts() {
+            continue;
+        }
+        let mut f = Finding::at_exchange(
+            s.label(),
+            Kind::ResumeWithoutCursor,
+            Severity::Warning,
+            ge,
+            format!(
+                "The {} on flow {} ended in frame {} with its last event id {cursor} and without what it still owed; the client's next GET (frame {}, flow {}) carried no Last-Event-ID, so the server could not replay what was sent in between.",
+                if st.kind == crate::mcp::StreamKind::Post {
+                    "POST response stream"
+                } else {
+                    "standalone GET stream"
+                },
+                flow_id(l),
+                l.frame_last.unwrap_or(0),
+                ge.frame(),
+                flow_id(ge)
+            ),
+        );
+        f.last_event_id = Some(cursor.to_string());
+        f.request_id = request;
+        f.expected = Some(format!("GET with Last-Event-ID {cursor}"));
+        f.observed = Some("GET without Last-Event-ID".into());
+        out.push(f);
+    }
+}
