@@ -20,7 +20,7 @@
 //! Nothing in the library opens files, reads clocks or prints; [`Analyzer`]
 //! ties stages 2–4 together (on worker threads with [`shard`]), [`analyze_exchanges`]
 //! stages 5–6 (or [`model_of`] and [`analyze_model`] one at a time). [`vantage`] aligns the clocks of several vantage points; [`synth`] writes
-//! large captures for benchmarks; [`hash`] compares payloads.
+//! large captures for benchmarks; [`hash`] compares payloads; [`text`] holds short strings.
 
 pub mod anomaly;
 pub mod budget;
@@ -37,21 +37,11 @@ pub mod shard;
 pub mod sse;
 pub mod synth;
 pub mod tcp;
+pub mod text;
 pub mod vantage;
 
-/// Short text kept inline (up to 24 bytes) instead of in its own allocation: event ids and types
-/// as parsed, JSON-RPC methods, ids and progress tokens (the events of a capture are kept encoded,
-/// [`http::EventLog`]).
-pub type Short = compact_str::CompactString;
-
-/// `bytes` as UTF-8, invalid sequences replaced by U+FFFD (as `String::from_utf8_lossy`, whose
-/// chunked scan is slower on the valid text that is the norm: that is checked first, with SIMD).
-pub(crate) fn lossy(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
-    match simdutf8::basic::from_utf8(bytes) {
-        Ok(s) => std::borrow::Cow::Borrowed(s),
-        Err(_) => String::from_utf8_lossy(bytes),
-    }
-}
+pub use decode::{conn_key, ConnKey};
+pub use text::Short;
 
 use anomaly::{Anomalies, Anomaly};
 use capture::Frame;
@@ -112,19 +102,6 @@ pub struct Analyzer {
     /// 16 bytes each in a flood) and whether they are open: what tells a rotated part of this
     /// capture from another capture ([`Analyzer::continuity`]).
     seen: hash::FastMap<u64, bool>,
-}
-
-/// A connection's address pair, lower end first.
-pub type ConnKey = ((std::net::IpAddr, u16), (std::net::IpAddr, u16));
-
-/// The address pair of a segment, lower end first.
-pub fn conn_key(seg: &decode::Segment<'_>) -> ConnKey {
-    let (a, b) = ((seg.src, seg.sport), (seg.dst, seg.dport));
-    if a <= b {
-        (a, b)
-    } else {
-        (b, a)
-    }
 }
 
 /// A 64-bit hash of an address pair.
@@ -191,6 +168,7 @@ impl Analyzer {
             http: HttpLayer::new(HttpOptions {
                 app_seq,
                 kept: options.kept.clone(),
+                event_role: Some(mcp::event_role),
                 ..Default::default()
             }),
             anomalies: Anomalies::default(),

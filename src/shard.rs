@@ -244,7 +244,7 @@ impl Shards {
     pub fn segment(&mut self, seg: &Segment<'_>, ts: i64, frame: u64) {
         use std::hash::{Hash, Hasher};
         let mut h = crate::hash::FastHasher::default();
-        crate::conn_key(seg).hash(&mut h);
+        crate::decode::conn_key(seg).hash(&mut h);
         self.order += 1;
         self.clock = crate::tcp::clock_after(self.clock, ts);
         // The reading thread also decodes every frame: it takes one share of the flows where a

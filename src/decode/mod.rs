@@ -293,6 +293,19 @@ fn nflog_payload(data: &[u8]) -> Result<Option<(EtherType, &[u8])>, String> {
     Ok(None)
 }
 
+/// A connection's address pair, lower end first.
+pub type ConnKey = ((std::net::IpAddr, u16), (std::net::IpAddr, u16));
+
+/// The address pair of a segment, lower end first.
+pub fn conn_key(seg: &Segment<'_>) -> ConnKey {
+    let (a, b) = ((seg.src, seg.sport), (seg.dst, seg.dport));
+    if a <= b {
+        (a, b)
+    } else {
+        (b, a)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

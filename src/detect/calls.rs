@@ -156,7 +156,7 @@ fn read_session<'a>(
         .exchanges
         .iter()
         .copied()
-        .filter(|&g| exchanges[g].endpoint.is_some())
+        .filter(|&g| exchanges[g].session_event.is_some())
         .collect();
     for &xi in &s.exchanges {
         let e = &exchanges[xi];

@@ -876,9 +876,9 @@ fn read_message(r: &mut Reader<'_>) -> Option<Message> {
     };
     Some(Message {
         kind: p.kind,
-        method: p.method.map(crate::Short::from),
-        id: p.id.map(crate::Short::from),
-        progress_token: p.progress_token.map(crate::Short::from),
+        method: p.method.map(crate::text::Short::from),
+        id: p.id.map(crate::text::Short::from),
+        progress_token: p.progress_token.map(crate::text::Short::from),
         progress: p.progress,
         progress_total: p.progress_total,
         rare,

@@ -1192,7 +1192,7 @@ fn set_headers(head: &mut Head, h: &[httparse::Header<'_>]) {
         .reserve_exact(h.iter().map(|f| f.name.len() + f.value.len()).sum());
     head.fields.reserve_exact(h.len());
     for f in h {
-        let value = crate::lossy(f.value);
+        let value = crate::text::lossy(f.value);
         if value.contains(['\r', '\n']) {
             head.push_header(f.name, &unfold(&value));
         } else {

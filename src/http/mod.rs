@@ -120,10 +120,10 @@ pub struct Exchange {
     pub resp_coded: bool,
     /// `notifications/progress` events kept, per progress token (compact JSON), in order of
     /// first appearance: counted as the events come, for the `calls` table.
-    pub progress_counts: Vec<(crate::Short, u64)>,
-    /// `data` of the first legacy-transport (2024-11-05) `endpoint` event that names a session
-    /// (`sessionId`/`session_id` query parameter): the session key of the GET stream.
-    pub endpoint: Option<String>,
+    pub progress_counts: Vec<(crate::text::Short, u64)>,
+    /// `data` (trimmed) of the first SSE event that names the stream's session
+    /// ([`EventRole::NamesSession`]: for MCP, the legacy transport's `endpoint` event).
+    pub session_event: Option<String>,
     /// Messages in a JSON response body.
     pub resp_messages: Vec<Message>,
     /// SSE comment lines.
@@ -147,19 +147,6 @@ fn body(slot: &mut Option<Box<Body>>) -> &mut Body {
 }
 
 impl Exchange {
-    /// The request's `Last-Event-ID` as a resumption cursor: `None` on the legacy transport
-    /// (2024-11-05), where a GET that gets an `endpoint` event opens a new session whatever
-    /// cursor an EventSource sent (MCP 2024-11-05 "HTTP with SSE"), and on a request that
-    /// declares MCP 2026-07-28 or later (`MCP-Protocol-Version`), which has no resumption (MCP
-    /// 2026-07-28 "Streamable HTTP", "Receiving Messages").
-    pub fn resume_cursor(&self) -> Option<&str> {
-        let stateless = self
-            .req_header("mcp-protocol-version")
-            .is_some_and(|v| crate::mcp::Era::of_version(v) == crate::mcp::Era::V2026_07_28);
-        self.req_header("last-event-id")
-            .filter(|_| self.endpoint.is_none() && !stateless)
-    }
-
     /// Whether the first complete SSE events of two responses agree (id and data): the mark of
     /// one response seen at two points. The first events of one (up to four) must come, in
     /// order, among the first events of the other (up to eight), as far as that one goes: a hop
@@ -286,7 +273,25 @@ pub struct HttpOptions {
     /// The bounds on the batch elements and events kept to the end of the run (fresh for each
     /// [`HttpLayer`], as `held`).
     pub kept: crate::budget::Kept,
+    /// What an SSE event with an `event:` type is to the protocol above HTTP (for MCP,
+    /// [`crate::mcp::event_role`]); without it every event is a message.
+    pub event_role: Option<EventRoleFn>,
 }
+
+/// What an SSE event is to the protocol above HTTP ([`HttpOptions::event_role`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventRole {
+    /// A message: data that is no JSON-RPC is an `sse.invalid_json` anomaly.
+    Message,
+    /// A control event of the transport: its data is no message, and no anomaly.
+    Control,
+    /// A control event that names the stream's session: the first one's data (trimmed) is kept
+    /// as the exchange's [`Exchange::session_event`].
+    NamesSession,
+}
+
+/// Reads an SSE event's type and its data (trimmed): the event's [`EventRole`].
+pub type EventRoleFn = fn(event_type: &str, data: &str) -> EventRole;
 
 /// How a response cut short was read to its end ([`Exchange::resp_read`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1706,12 +1711,12 @@ struct Pushed {
 
 /// Parse an event's `data` as JSON-RPC and append the event to the log, within the bounds on
 /// what is kept ([`MAX_EVENTS_PER_RESPONSE`], [`crate::budget::Kept`]; `coded`: the body was
-/// decoded from a content coding); the legacy transport's `endpoint` event keeps its `data`
-/// (the session key of the stream).
+/// decoded from a content coding); an event that names the stream's session keeps its `data`
+/// ([`HttpOptions::event_role`]).
 fn push_event(
     events: &mut EventLog,
-    endpoint: &mut Option<String>,
-    progress: &mut Vec<(crate::Short, u64)>,
+    session_event: &mut Option<String>,
+    progress: &mut Vec<(crate::text::Short, u64)>,
     ev: &SseEvent,
     opts: &HttpOptions,
     coded: bool,
@@ -1743,11 +1748,12 @@ fn push_event(
             }
         }
     };
-    if endpoint.is_none()
-        && ev.event_type.as_deref() == Some("endpoint")
-        && crate::mcp::query_session_id(ev.data.trim()).is_some()
-    {
-        *endpoint = Some(ev.data.trim().to_string());
+    let role = match (ev.event_type.as_deref(), opts.event_role) {
+        (Some(t), Some(role)) => role(t, ev.data.trim()),
+        _ => EventRole::Message,
+    };
+    if session_event.is_none() && role == EventRole::NamesSession {
+        *session_event = Some(ev.data.trim().to_string());
     }
     let before = events.bytes_used();
     events.push(
@@ -1779,7 +1785,7 @@ fn push_event(
         events.pop();
         out.not_kept = true;
     }
-    if ev.event_type.as_deref() == Some("endpoint") {
+    if role != EventRole::Message {
         out.parse_error = None;
     }
     out
@@ -1800,10 +1806,11 @@ fn feed_sse(
     flow_id: FlowId,
 ) {
     let coded = e.resp_coded;
-    let (events, endpoint, counts) = (&mut e.events, &mut e.endpoint, &mut e.progress_counts);
+    let (events, session_event, counts) =
+        (&mut e.events, &mut e.session_event, &mut e.progress_counts);
     let mut pushed = Vec::new();
     let mut out = |ev: &SseEvent| {
-        let p = push_event(events, endpoint, counts, ev, opts, coded);
+        let p = push_event(events, session_event, counts, ev, opts, coded);
         if p.parse_error.is_some() || p.not_kept || p.parsed.as_ref().is_some_and(noteworthy) {
             pushed.push((ev.frame_first, p));
         }

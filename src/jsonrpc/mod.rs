@@ -37,7 +37,7 @@ impl Kind {
     }
 }
 
-pub use crate::Short;
+pub use crate::text::Short;
 
 /// One classified message: the members every message may have inline, the rest in [`Rare`].
 #[derive(Debug, Clone, PartialEq)]

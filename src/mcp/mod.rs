@@ -16,7 +16,7 @@ pub mod ids;
 
 use crate::hash::FastMap as HashMap;
 
-use crate::http::Exchange;
+use crate::http::{EventRole, Exchange};
 pub use ids::{IdFormat, ParsedId};
 
 /// Kind of a logical stream.
@@ -395,6 +395,38 @@ pub fn session_id_of(e: &Exchange) -> Option<&str> {
         .filter(|s| !s.is_empty())
 }
 
+/// What an SSE event with a type is in MCP ([`crate::http::HttpOptions::event_role`]): the
+/// legacy transport's `endpoint` event (MCP 2024-11-05 "HTTP with SSE": the URL the client
+/// posts to) is a control event, and names the stream's session when its URL carries one
+/// ([`query_session_id`]); any other event is a message.
+pub fn event_role(event_type: &str, data: &str) -> EventRole {
+    match event_type {
+        "endpoint" if query_session_id(data).is_some() => EventRole::NamesSession,
+        "endpoint" => EventRole::Control,
+        _ => EventRole::Message,
+    }
+}
+
+/// MCP's reading of an exchange: what its HTTP facts mean to the protocol.
+pub trait McpExchange {
+    /// The request's `Last-Event-ID` as a resumption cursor: `None` on the legacy transport
+    /// (2024-11-05), where a GET that gets an `endpoint` event opens a new session whatever
+    /// cursor an EventSource sent (MCP 2024-11-05 "HTTP with SSE"), and on a request that
+    /// declares MCP 2026-07-28 or later (`MCP-Protocol-Version`), which has no resumption (MCP
+    /// 2026-07-28 "Streamable HTTP", "Receiving Messages").
+    fn resume_cursor(&self) -> Option<&str>;
+}
+
+impl McpExchange for Exchange {
+    fn resume_cursor(&self) -> Option<&str> {
+        let stateless = self
+            .req_header("mcp-protocol-version")
+            .is_some_and(|v| Era::of_version(v) == Era::V2026_07_28);
+        self.req_header("last-event-id")
+            .filter(|_| self.session_event.is_none() && !stateless)
+    }
+}
+
 /// The `sessionId` (or Python SDK `session_id`) query parameter of a URL or path (legacy
 /// HTTP+SSE transport, MCP 2024-11-05).
 pub(crate) fn query_session_id(target: &str) -> Option<&str> {
@@ -429,7 +461,7 @@ pub fn session_key_of(e: &Exchange) -> Option<String> {
     if let Some(s) = e.request.as_ref().and_then(|h| query_session_id(&h.target)) {
         return Some(s.to_string());
     }
-    e.endpoint
+    e.session_event
         .as_deref()
         .and_then(query_session_id)
         .map(str::to_string)

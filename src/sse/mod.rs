@@ -43,9 +43,9 @@ pub struct SseEvent {
     /// Whether the block had its own `id:` line.
     pub has_own_id: bool,
     /// The last-event-id buffer after this block (WHATWG: it persists across events).
-    pub id: Option<crate::Short>,
+    pub id: Option<crate::text::Short>,
     /// The `event:` type, if any.
-    pub event_type: Option<crate::Short>,
+    pub event_type: Option<crate::text::Short>,
     /// The `data` buffer, lines joined with LF, final LF removed.
     pub data: String,
     /// The `retry:` value in milliseconds, if a valid one was present.
@@ -96,7 +96,7 @@ pub struct SseParser {
     cur_started: bool,
     data: Vec<u8>,
     too_large: bool,
-    last_event_id: Option<crate::Short>,
+    last_event_id: Option<crate::text::Short>,
     /// What `data` and `line` hold past [`FREE_HELD`] bytes, drawn on the stage's held-bytes
     /// budget ([`Self::with_budget`]; none: no such bound).
     charge: crate::budget::Charge,
@@ -481,18 +481,20 @@ impl SseParser {
                 self.data.extend_from_slice(value);
                 self.data.push(b'\n');
             }
-            b"event" => self.cur.event_type = Some(crate::Short::from(crate::lossy(value))),
+            b"event" => {
+                self.cur.event_type = Some(crate::text::Short::from(crate::text::lossy(value)))
+            }
             b"id" => {
                 if memchr::memchr(0, value).is_none() {
                     self.cur.has_own_id = true;
-                    let id = crate::lossy(value);
+                    let id = crate::text::lossy(value);
                     match &mut self.last_event_id {
                         // The buffer's room is reused (ids are mostly alike in length).
                         Some(last) => {
                             last.clear();
                             last.push_str(&id);
                         }
-                        None => self.last_event_id = Some(crate::Short::from(id)),
+                        None => self.last_event_id = Some(crate::text::Short::from(id)),
                     }
                 } else {
                     anomalies(Anomaly::new(

@@ -25,6 +25,7 @@ use crate::detect::context::Context;
 use crate::detect::{flow_id, Finding, Kind, Severity};
 use crate::http::{EventRec, Exchange};
 use crate::mcp::ids;
+use crate::mcp::McpExchange;
 use crate::mcp::{Resumption, StreamKind};
 
 /// How long after a redirect the client's request that follows it may come, µs.

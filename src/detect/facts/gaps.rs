@@ -5,6 +5,7 @@ use crate::hash::{FastMap as HashMap, FastSet as HashSet};
 
 use crate::http::{EventRec, Exchange};
 use crate::mcp::ids::{self, IdFormat};
+use crate::mcp::McpExchange;
 use crate::mcp::Model;
 
 /// The first skip of dense ids inside one connection ([`inner_gaps`]).

@@ -8,6 +8,7 @@ use super::streams::empty_answer;
 use crate::http::{EventRec, Exchange};
 use crate::jsonrpc::Kind;
 use crate::mcp::ids::{self, IdFormat};
+use crate::mcp::McpExchange;
 use crate::mcp::Model;
 
 /// How much of a stream's history its resumptions have read ([`HISTORY_BUDGET`]).

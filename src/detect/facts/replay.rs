@@ -17,6 +17,7 @@ use crate::hash::{FastMap as HashMap, FastSet as HashSet};
 use crate::http::{EventRec, Exchange};
 use crate::jsonrpc::{Kind, Short};
 use crate::mcp::ids::{self, IdFormat};
+use crate::mcp::McpExchange;
 use crate::mcp::{Model, StreamKind};
 
 /// One delivery of an event's data.

@@ -6,6 +6,7 @@ use crate::hash::FastSet as HashSet;
 
 use crate::http::{EventRec, Exchange};
 use crate::jsonrpc::Kind;
+use crate::mcp::McpExchange;
 use crate::mcp::{Era, Model, StreamKind};
 
 /// JSON-RPC request ids a POST sent (the requests its response stream must answer).

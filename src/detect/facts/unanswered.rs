@@ -8,6 +8,7 @@ use super::responses::Responses;
 use crate::detect::context::Context;
 use crate::http::Exchange;
 use crate::jsonrpc::{Kind, Message};
+use crate::mcp::McpExchange;
 use crate::mcp::{exchange_era, Era, Model, Session};
 
 /// A client request without a captured response.
@@ -194,10 +195,10 @@ impl<'v, 'a> SessionView<'v, 'a> {
                 .exchanges
                 .iter()
                 .copied()
-                .filter(|&g| exchanges[g].endpoint.is_some())
+                .filter(|&g| exchanges[g].session_event.is_some())
                 .collect(),
             open_resume: s.exchanges.iter().map(|&xi| &exchanges[xi]).find(|e| {
-                e.open_at_capture_end && (e.resume_cursor().is_some() || e.endpoint.is_some())
+                e.open_at_capture_end && (e.resume_cursor().is_some() || e.session_event.is_some())
             }),
             deleted: s
                 .exchanges

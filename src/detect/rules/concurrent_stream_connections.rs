@@ -15,6 +15,7 @@ use crate::detect::context::Context;
 use crate::detect::facts::streams::describe;
 use crate::detect::{flow_id, Finding, Kind, Severity};
 use crate::http::Exchange;
+use crate::mcp::McpExchange;
 use crate::mcp::{Model, StreamKind};
 
 /// The rule.

@@ -13,6 +13,7 @@ use crate::detect::facts::streams::{
     describe, pending, planned_close, polling_era, retry_after, stream_request_id,
 };
 use crate::detect::{flow_id, Finding, Kind, Severity};
+use crate::mcp::McpExchange;
 
 /// The rule.
 pub(crate) const RULE: Rule = Rule {

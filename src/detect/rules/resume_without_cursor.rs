@@ -14,6 +14,7 @@ use super::{Check, Rule};
 use crate::detect::context::Context;
 use crate::detect::facts::streams::{pending, stream_request_id};
 use crate::detect::{flow_id, Finding, Kind, Severity};
+use crate::mcp::McpExchange;
 
 /// The rule.
 pub(crate) const RULE: Rule = Rule {
