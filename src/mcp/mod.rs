@@ -372,6 +372,261 @@ impl<'a> HeadlessIndex<'a> {
     }
 }
 
+/// The model while it is built ([`Model::build`]): the exchanges read in order, each into its
+/// session, stream and resumption.
+struct Builder<'a> {
+    exchanges: &'a [Exchange],
+    m: Model,
+    /// Per session key: its sessions so far.
+    by_id: HashMap<Option<String>, Incarnations>,
+    /// Per session: event id → deliveries. Without a session, the cursor index is per client
+    /// address: unrelated stateless clients reuse the same ids. Ids are borrowed from the
+    /// exchanges, not copied.
+    delivered: HashMap<(usize, Option<std::net::IpAddr>), IdIndex<'a>>,
+    /// Only the ids some request names as its Last-Event-ID are looked up: the index keeps
+    /// those alone (a few per resumption), not every event of the capture.
+    wanted: crate::hash::FastSet<&'a str>,
+    /// Deliveries dropped from the index, and the exchange of the first.
+    dropped: (u64, Option<usize>),
+    /// Headless exchanges by the ids they delivered, and those a resumption took.
+    headless: HeadlessIndex<'a>,
+    adopted: crate::hash::FastSet<usize>,
+}
+
+impl<'a> Builder<'a> {
+    fn new(exchanges: &'a [Exchange], hops: hops::Hops) -> Self {
+        let wanted: crate::hash::FastSet<&str> =
+            exchanges.iter().filter_map(|e| e.resume_cursor()).collect();
+        Builder {
+            exchanges,
+            m: Model {
+                exchange_session: vec![0; exchanges.len()],
+                exchange_stream: vec![None; exchanges.len()],
+                hops,
+                ..Default::default()
+            },
+            by_id: HashMap::default(),
+            delivered: HashMap::default(),
+            headless: HeadlessIndex::build(exchanges, &wanted),
+            wanted,
+            dropped: (0, None),
+            adopted: Default::default(),
+        }
+    }
+
+    /// Read exchange `xi` into its session, its stream and, for a resumption, the stream it
+    /// resumes.
+    fn add(&mut self, xi: usize) {
+        let e = &self.exchanges[xi];
+        let sid = session_key_of(e);
+        let si = self.session_of(e, &sid);
+        self.m.exchange_session[xi] = si;
+        let index_key = (si, if sid.is_none() { e.client } else { None });
+        let s = &mut self.m.sessions[si];
+        s.exchanges.push(xi);
+        note_session(s, e, sid.is_some());
+        let sse_ok = e.is_sse && (e.headless.is_some() || (200..300).contains(&e.status()));
+        let stream = match (e.method(), e.resume_cursor()) {
+            ("GET", Some(l)) => self.resumption(xi, si, index_key, sid.is_none(), l, sse_ok),
+            ("POST", _) if sse_ok => Some(self.m.new_stream(si, xi, StreamKind::Post)),
+            ("GET", None) if sse_ok => Some(self.m.new_stream(si, xi, StreamKind::Get)),
+            ("", _) if sse_ok => Some(self.m.new_stream(si, xi, StreamKind::Unknown)),
+            _ => None,
+        };
+        self.m.exchange_stream[xi] = stream;
+        if let Some(st) = stream {
+            self.index(index_key, st, xi);
+        }
+    }
+
+    /// Index the ids connection `x` of stream `st` delivered, under `key`.
+    fn index(&mut self, key: (usize, Option<std::net::IpAddr>), st: usize, x: usize) {
+        index_deliveries(
+            self.delivered.entry(key).or_default(),
+            self.exchanges,
+            (st, x),
+            &self.wanted,
+            &mut self.dropped,
+        );
+    }
+
+    /// The session of exchange `e` (session key `sid`).
+    ///
+    /// An `initialize` the server answers with an id an earlier `initialize` was given starts
+    /// another session under that id (MCP "Session Management": the session begins at the
+    /// response that assigns it): counter ids after a restart, ids derived from the user.
+    /// Request ids start again there; the two are not one session. Each client (by address)
+    /// goes on in the session it was given last, so two clients given one id at once keep
+    /// theirs. (Only after an assignment: in a capture whose clock steps back, a session's
+    /// first exchanges can sort ahead of its own `initialize`.)
+    fn session_of(&mut self, e: &Exchange, sid: &Option<String>) -> usize {
+        let assigns = sid.is_some()
+            && is_initialize(e)
+            && (200..300).contains(&e.status())
+            && e.resp_header("mcp-session-id").is_some();
+        let sessions = &mut self.m.sessions;
+        let inc = self.by_id.entry(sid.clone()).or_insert_with(|| {
+            sessions.push(Session::new(sid.clone(), 1));
+            Incarnations {
+                latest: sessions.len() - 1,
+                count: 1,
+                assigned: false,
+                by_client: HashMap::default(),
+            }
+        });
+        if assigns && inc.assigned {
+            inc.count += 1;
+            sessions.push(Session::new(sid.clone(), inc.count));
+            inc.latest = sessions.len() - 1;
+        }
+        if assigns {
+            inc.assigned = true;
+            inc.by_client.insert(e.client, inc.latest);
+        }
+        inc.by_client.get(&e.client).copied().unwrap_or(inc.latest)
+    }
+
+    /// Resumption GET `xi` of session `si` with `Last-Event-ID` `l` (`no_session`: the session
+    /// has no id): linked to the stream that delivered L, or to a headless connection that did
+    /// (taken into the session). Its logical stream, when its answer is an event stream
+    /// (`sse_ok`).
+    fn resumption(
+        &mut self,
+        xi: usize,
+        si: usize,
+        index_key: (usize, Option<std::net::IpAddr>),
+        no_session: bool,
+        l: &str,
+        sse_ok: bool,
+    ) -> Option<usize> {
+        let (exchanges, e) = (self.exchanges, &self.exchanges[xi]);
+        // Link to the stream that delivered L most recently before this request — preferring,
+        // when several streams delivered it (ids that are not unique in the session, rust-sdk
+        // #791), one whose last connection so far delivered it and was cut: a client resumes a
+        // broken stream.
+        let streams = &self.m.streams;
+        let broken = |d: &(usize, usize, usize, i64)| {
+            !exchanges[d.1].resp_complete
+                && streams
+                    .get(d.0)
+                    .is_some_and(|st| st.connections.last() == Some(&d.1))
+        };
+        let deliveries = self.delivered.get(&index_key).and_then(|ids| ids.get(l));
+        let found = deliveries
+            .and_then(|v| {
+                v.iter()
+                    .filter(|d| d.3 <= e.ts())
+                    .max_by_key(|d| (broken(d), d.3))
+                    .or(v.last())
+            })
+            .copied();
+        // Without a session, the same id on several streams of one client address cannot be
+        // attributed: the resumption stays unlinked (and ambiguous).
+        let ambiguous = no_session && deliveries.is_some_and(|v| v.iter().any(|d| d.0 != v[0].0));
+        // Not delivered on a stream of the session: on a headless one, maybe.
+        let found = match found {
+            None if !ambiguous => self.adopt_headless(e, l, si, index_key),
+            found => found,
+        };
+        let (stream, cursor) = match found {
+            Some((st, dx, ei, _)) if !ambiguous => (Some(st), Some((dx, ei))),
+            _ => (None, None),
+        };
+        self.m.resumptions.push(Resumption {
+            session: si,
+            exchange: xi,
+            last_event_id: l.to_string(),
+            stream,
+            cursor,
+            ambiguous,
+        });
+        if !sse_ok {
+            return None;
+        }
+        match stream {
+            Some(st) => {
+                self.m.streams[st].connections.push(xi);
+                Some(st)
+            }
+            None => Some(self.m.new_stream(si, xi, StreamKind::Unknown)),
+        }
+    }
+
+    /// A headless connection that delivered `l` before resumption `e`, taken into session `si`
+    /// as a stream of its own (whose later resumptions find its ids as any of the session's):
+    /// (stream, exchange, event index, time), as a delivery.
+    fn adopt_headless(
+        &mut self,
+        e: &Exchange,
+        l: &str,
+        si: usize,
+        index_key: (usize, Option<std::net::IpAddr>),
+    ) -> Option<(usize, usize, usize, i64)> {
+        let (hx, ei, ts) = self.headless.find(self.exchanges, e, l, &self.adopted)?;
+        self.adopted.insert(hx);
+        self.m.exchange_session[hx] = si;
+        let list = &mut self.m.sessions[si].exchanges;
+        let at = list.partition_point(|&x| x < hx);
+        list.insert(at, hx);
+        let st = self.m.new_stream(si, hx, StreamKind::Unknown);
+        self.m.exchange_stream[hx] = Some(st);
+        self.index(index_key, st, hx);
+        Some((st, hx, ei, ts))
+    }
+
+    /// The model, once every exchange is read.
+    fn finish(self) -> Model {
+        let (exchanges, mut m) = (self.exchanges, self.m);
+        // Headless exchanges read last are in their sessions' lists out of order.
+        for s in &mut m.sessions {
+            if !s.exchanges.is_sorted() {
+                s.exchanges.sort_unstable();
+            }
+        }
+        // Other observations belong to the session of the exchange they observe.
+        for xi in 0..exchanges.len() {
+            if let Some(p) = m.hops.primary.get(xi).copied().flatten() {
+                m.exchange_session[xi] = m.exchange_session[p];
+            }
+        }
+        m.anomalies = std::mem::take(&mut m.hops.anomalies);
+        if let (n, Some(x)) = self.dropped {
+            m.anomalies.add(exchanges[x].anomaly(
+                "model.deliveries",
+                format!(
+                    "event ids delivered more than {MAX_DELIVERIES} times: {n} of their deliveries (on connections that ended cleanly, the oldest first) were left out of the Last-Event-ID lookup"
+                ),
+            ));
+        }
+        m
+    }
+}
+
+/// The protocol version and revision of session `s`, from exchange `e` when not yet known
+/// (`named`: the session has a key).
+fn note_session(s: &mut Session, e: &Exchange, named: bool) {
+    if s.protocol_version.is_none() {
+        s.protocol_version = e
+            .resp_messages
+            .iter()
+            .filter_map(|m| m.protocol_version())
+            .chain(
+                e.events
+                    .iter()
+                    .flat_map(|ev| ev.messages.protocol_versions()),
+            )
+            .next()
+            .map(str::to_string)
+            .or_else(|| e.req_header("mcp-protocol-version").map(str::to_string));
+    }
+    if s.era == Era::Unknown {
+        s.era = match exchange_era(e) {
+            Era::Unknown if named && session_id_of(e).is_none() => Era::Legacy,
+            era => era,
+        };
+    }
+}
+
 /// The sessions that one session key has named, while the model is built.
 struct Incarnations {
     /// The latest of them.
@@ -470,218 +725,25 @@ pub fn session_key_of(e: &Exchange) -> Option<String> {
 impl Model {
     /// Build the model from exchanges sorted by time and their hops ([`hops::link`]).
     pub fn build(exchanges: &[Exchange], hops: hops::Hops) -> Model {
-        let mut m = Model {
-            exchange_session: vec![0; exchanges.len()],
-            exchange_stream: vec![None; exchanges.len()],
-            hops,
-            ..Default::default()
-        };
-        // Per session key: its sessions so far.
-        let mut by_id: HashMap<Option<String>, Incarnations> = HashMap::default();
-        // Per session: event id → deliveries.
-        // Without a session, the cursor index is per client address: unrelated stateless
-        // clients reuse the same ids.
-        // Ids are borrowed from the exchanges, not copied.
-        let mut delivered: HashMap<(usize, Option<std::net::IpAddr>), IdIndex<'_>> =
-            HashMap::default();
-        // Only the ids some request names as its Last-Event-ID are looked up: the index keeps
-        // those alone (a few per resumption), not every event of the capture.
-        let wanted: crate::hash::FastSet<&str> =
-            exchanges.iter().filter_map(|e| e.resume_cursor()).collect();
-        // Deliveries dropped from the index, and the exchange of the first.
-        let mut dropped: (u64, Option<usize>) = (0, None);
+        let mut b = Builder::new(exchanges, hops);
         // Headless exchanges (the capture began inside their event stream: no header names
         // their session) wait: a resumption that names an id one of them delivered takes it
         // into its session, as the earlier connection of the stream it resumes. Those no
         // resumption names are read last, as exchanges without a session.
-        let headless = HeadlessIndex::build(exchanges, &wanted);
-        let mut adopted: crate::hash::FastSet<usize> = Default::default();
         for (pass, xi) in (0..exchanges.len())
             .map(|xi| (0, xi))
             .chain((0..exchanges.len()).map(|xi| (1, xi)))
         {
             let e = &exchanges[xi];
-            if (pass == 0) == e.headless.is_some() || adopted.contains(&xi) {
+            if (pass == 0) == e.headless.is_some() || b.adopted.contains(&xi) {
                 continue;
             }
-            if m.hops.primary.get(xi).is_some_and(Option::is_some) {
+            if b.m.hops.primary.get(xi).is_some_and(Option::is_some) {
                 continue;
             }
-            let sid = session_key_of(e);
-            // An `initialize` the server answers with an id an earlier `initialize` was given
-            // starts another session under that id (MCP "Session Management": the session begins
-            // at the response that assigns it): counter ids after a restart, ids derived from
-            // the user. Request ids start again there; the two are not one session. Each client
-            // (by address) goes on in the session it was given last, so two clients given one id
-            // at once keep theirs. (Only after an assignment: in a capture whose clock steps
-            // back, a session's first exchanges can sort ahead of its own `initialize`.)
-            let assigns = sid.is_some()
-                && is_initialize(e)
-                && (200..300).contains(&e.status())
-                && e.resp_header("mcp-session-id").is_some();
-            let inc = by_id.entry(sid.clone()).or_insert_with(|| {
-                m.sessions.push(Session::new(sid.clone(), 1));
-                Incarnations {
-                    latest: m.sessions.len() - 1,
-                    count: 1,
-                    assigned: false,
-                    by_client: HashMap::default(),
-                }
-            });
-            if assigns && inc.assigned {
-                inc.count += 1;
-                m.sessions.push(Session::new(sid.clone(), inc.count));
-                inc.latest = m.sessions.len() - 1;
-            }
-            if assigns {
-                inc.assigned = true;
-                inc.by_client.insert(e.client, inc.latest);
-            }
-            let si = inc.by_client.get(&e.client).copied().unwrap_or(inc.latest);
-            m.exchange_session[xi] = si;
-            let index_key = (si, if sid.is_none() { e.client } else { None });
-            let s = &mut m.sessions[si];
-            s.exchanges.push(xi);
-            if s.protocol_version.is_none() {
-                s.protocol_version = e
-                    .resp_messages
-                    .iter()
-                    .filter_map(|m| m.protocol_version())
-                    .chain(
-                        e.events
-                            .iter()
-                            .flat_map(|ev| ev.messages.protocol_versions()),
-                    )
-                    .next()
-                    .map(str::to_string)
-                    .or_else(|| e.req_header("mcp-protocol-version").map(str::to_string));
-            }
-            if s.era == Era::Unknown {
-                s.era = match exchange_era(e) {
-                    Era::Unknown if sid.is_some() && session_id_of(e).is_none() => Era::Legacy,
-                    era => era,
-                };
-            }
-            let sse_ok = e.is_sse && (e.headless.is_some() || (200..300).contains(&e.status()));
-            let leid = e.resume_cursor().map(str::to_string);
-            let stream = match (e.method(), leid) {
-                ("GET", Some(l)) => {
-                    // Link to the stream that delivered L most recently before this request —
-                    // preferring, when several streams delivered it (ids that are not unique in
-                    // the session, rust-sdk #791), one whose last connection so far delivered
-                    // it and was cut: a client resumes a broken stream.
-                    let streams = &m.streams;
-                    let broken = |d: &(usize, usize, usize, i64)| {
-                        !exchanges[d.1].resp_complete
-                            && streams
-                                .get(d.0)
-                                .is_some_and(|st| st.connections.last() == Some(&d.1))
-                    };
-                    let found = delivered
-                        .get(&index_key)
-                        .and_then(|ids| ids.get(l.as_str()))
-                        .and_then(|v| {
-                            v.iter()
-                                .filter(|d| d.3 <= e.ts())
-                                .max_by_key(|d| (broken(d), d.3))
-                                .or(v.last())
-                        })
-                        .copied();
-                    // Without a session, the same id on several streams of one client address
-                    // cannot be attributed: the resumption stays unlinked (and ambiguous).
-                    let ambiguous = sid.is_none()
-                        && delivered
-                            .get(&index_key)
-                            .and_then(|ids| ids.get(l.as_str()))
-                            .is_some_and(|v| v.iter().any(|d| d.0 != v[0].0));
-                    // Not delivered on a stream of the session: on a headless one, maybe.
-                    let found = match found {
-                        None if !ambiguous => {
-                            headless
-                                .find(exchanges, e, &l, &adopted)
-                                .map(|(hx, ei, ts)| {
-                                    adopted.insert(hx);
-                                    m.exchange_session[hx] = si;
-                                    let list = &mut m.sessions[si].exchanges;
-                                    let at = list.partition_point(|&x| x < hx);
-                                    list.insert(at, hx);
-                                    let st = m.new_stream(si, hx, StreamKind::Unknown);
-                                    m.exchange_stream[hx] = Some(st);
-                                    // Later resumptions find its ids as any of the session's.
-                                    index_deliveries(
-                                        delivered.entry(index_key).or_default(),
-                                        exchanges,
-                                        (st, hx),
-                                        &wanted,
-                                        &mut dropped,
-                                    );
-                                    (st, hx, ei, ts)
-                                })
-                        }
-                        found => found,
-                    };
-                    let (stream, cursor) = match found {
-                        Some((st, dx, ei, _)) if !ambiguous => (Some(st), Some((dx, ei))),
-                        _ => (None, None),
-                    };
-                    m.resumptions.push(Resumption {
-                        session: si,
-                        exchange: xi,
-                        last_event_id: l,
-                        stream,
-                        cursor,
-                        ambiguous,
-                    });
-                    if sse_ok {
-                        match stream {
-                            Some(st) => {
-                                m.streams[st].connections.push(xi);
-                                Some(st)
-                            }
-                            None => Some(m.new_stream(si, xi, StreamKind::Unknown)),
-                        }
-                    } else {
-                        None
-                    }
-                }
-                ("POST", _) if sse_ok => Some(m.new_stream(si, xi, StreamKind::Post)),
-                ("GET", None) if sse_ok => Some(m.new_stream(si, xi, StreamKind::Get)),
-                ("", _) if sse_ok => Some(m.new_stream(si, xi, StreamKind::Unknown)),
-                _ => None,
-            };
-            m.exchange_stream[xi] = stream;
-            if let Some(st) = stream {
-                index_deliveries(
-                    delivered.entry(index_key).or_default(),
-                    exchanges,
-                    (st, xi),
-                    &wanted,
-                    &mut dropped,
-                );
-            }
+            b.add(xi);
         }
-        // Headless exchanges read last are in their sessions' lists out of order.
-        for s in &mut m.sessions {
-            if !s.exchanges.is_sorted() {
-                s.exchanges.sort_unstable();
-            }
-        }
-        // Other observations belong to the session of the exchange they observe.
-        for xi in 0..exchanges.len() {
-            if let Some(p) = m.hops.primary.get(xi).copied().flatten() {
-                m.exchange_session[xi] = m.exchange_session[p];
-            }
-        }
-        m.anomalies = std::mem::take(&mut m.hops.anomalies);
-        if let (n, Some(x)) = dropped {
-            m.anomalies.add(exchanges[x].anomaly(
-                "model.deliveries",
-                format!(
-                    "event ids delivered more than {MAX_DELIVERIES} times: {n} of their deliveries (on connections that ended cleanly, the oldest first) were left out of the Last-Event-ID lookup"
-                ),
-            ));
-        }
-        m
+        b.finish()
     }
 
     /// The backend that served exchange `xi`, when known.
