@@ -9,10 +9,6 @@ fn kinds(cap: &Capture, extra: &[&str]) -> Vec<String> {
     kinds_of(&analyze(cap, extra))
 }
 
-fn findings(cap: &Capture) -> Vec<Value> {
-    analyze(cap, &[])
-}
-
 use std::process::Command;
 
 use common::*;

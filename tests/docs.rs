@@ -4,6 +4,8 @@
 //! "must not" capture does not; `docs/tables.md` lists exactly the columns every table has; and
 //! the links between the pages resolve.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -99,21 +101,6 @@ fn findings_doc() -> Vec<(String, Section)> {
     out
 }
 
-/// The findings of a fixture capture.
-fn findings_of(fixture: &str) -> Vec<Value> {
-    let o = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
-        .args(["analyze", "--format", "ndjson", "--fail-on", "never"])
-        .arg(root().join(fixture))
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{fixture}");
-    String::from_utf8(o.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 /// The severities of a rule as the finding table writes them: the usual one first.
 fn severity_cell(r: &mcpcap::detect::rules::Rule) -> String {
     r.severities
@@ -166,7 +153,7 @@ fn each_reference_section_holds_to_its_captures() {
         let mut of = |f: &str| -> Vec<Value> {
             cache
                 .entry(f.to_string())
-                .or_insert_with(|| findings_of(f))
+                .or_insert_with(|| common::fixture_findings(f.strip_prefix("fixtures/").unwrap()))
                 .clone()
         };
         let has = |fs: &[Value]| fs.iter().any(|f| f["kind"] == kind.as_str());
@@ -239,13 +226,7 @@ fn the_tables_page_lists_every_column() {
     assert_eq!(doc.keys().cloned().collect::<BTreeSet<_>>(), names);
     for t in mcpcap::report::TABLE_NAMES {
         let csv = std::fs::read_to_string(out.join(format!("{t}.csv"))).unwrap();
-        let header: Vec<String> = csv
-            .lines()
-            .next()
-            .unwrap()
-            .split(',')
-            .map(str::to_string)
-            .collect();
+        let header = common::csv_header(&csv);
         assert_eq!(header, doc[t], "docs/tables.md, table {t}");
     }
     let _ = std::fs::remove_dir_all(&out);

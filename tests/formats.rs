@@ -1,5 +1,7 @@
 //! The same tables, with the same snake_case columns and rows, in every output format.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -151,14 +153,7 @@ fn times_are_utc_everywhere_and_the_terminal_table_prints() {
         &DataType::Datetime(TimeUnit::Microseconds, Some(TimeZone::UTC))
     );
     let csv = std::fs::read_to_string(csv_dir.join("findings.csv")).unwrap();
-    let ts_at = csv
-        .lines()
-        .next()
-        .unwrap()
-        .split(',')
-        .position(|c| c == "ts")
-        .unwrap();
-    let first_ts = csv.lines().nth(1).unwrap().split(',').nth(ts_at).unwrap();
+    let first_ts = common::csv_column(&csv, "ts").remove(0);
     assert_eq!(first_ts, "2026-11-29T22:24:30.063117Z");
     let (_, ndjson) = run(&["--format", "ndjson", "--fail-on", "never"], None);
     let row: serde_json::Value = serde_json::from_str(ndjson.lines().next().unwrap()).unwrap();

@@ -3,6 +3,9 @@
 //! from one file into the next. (Only the `vantages` and `files` tables, which list the files,
 //! differ.)
 
+mod common;
+
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -111,40 +114,35 @@ fn files_table_maps_frames_to_files() {
     // Reversed on the command line: they are read in time order.
     let reversed: Vec<&Path> = parts.iter().rev().map(PathBuf::as_path).collect();
     tables(&reversed, &out, None);
-    let csv = |t: &str| -> Vec<Vec<String>> {
+    let csv = |t: &str| -> Vec<BTreeMap<String, String>> {
         let text = std::fs::read_to_string(out.join(format!("{t}.csv"))).unwrap();
-        let mut lines = text.lines();
-        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
         assert!(!text.contains('"'), "{t}: quoted cells");
-        lines
-            .map(|l| {
-                let row: Vec<&str> = l.split(',').collect();
-                assert_eq!(row.len(), header.len());
-                row.iter().map(|c| c.to_string()).collect()
-            })
-            .collect()
+        let (header, records) = common::csv_records(&text);
+        for r in &records {
+            assert_eq!(r.len(), header.len());
+        }
+        common::csv_rows(&text)
     };
     let files = csv("files");
     assert_eq!(files.len(), parts.len());
     let mut next = 1u64;
     let mut ranges = Vec::new();
     for (row, part) in files.iter().zip(&parts) {
-        // file, vantage, frame_first, frame_last, frames, bytes, ts_first, ts_last, stopped
-        assert_eq!(row[0], part.display().to_string());
-        assert_eq!(row[1], "v1");
+        assert_eq!(row["file"], part.display().to_string());
+        assert_eq!(row["vantage"], "v1");
         let bytes = std::fs::read(part).unwrap();
         let times = record_times(&bytes);
         let (first, last, frames): (u64, u64, u64) = (
-            row[2].parse().unwrap(),
-            row[3].parse().unwrap(),
-            row[4].parse().unwrap(),
+            row["frame_first"].parse().unwrap(),
+            row["frame_last"].parse().unwrap(),
+            row["frames"].parse().unwrap(),
         );
         assert_eq!(
             (first, last, frames),
             (next, next + frames - 1, times.len() as u64)
         );
-        assert_eq!(row[5], bytes.len().to_string());
-        assert_eq!(row[8], "");
+        assert_eq!(row["bytes"], bytes.len().to_string());
+        assert_eq!(row["stopped"], "");
         next = last + 1;
         ranges.push((first, last, times));
     }
@@ -153,13 +151,12 @@ fn files_table_maps_frames_to_files() {
     assert!(events.len() > 20);
     let mut across = 0;
     for ev in &events {
-        // ts, session_id, stream_id, flow_id, trans_depth, frame_first, frame_last, ...
-        let frame: u64 = ev[6].parse().unwrap();
+        let frame: u64 = ev["frame_last"].parse().unwrap();
         let (first, _, times) = ranges
             .iter()
             .find(|(f, l, _)| (*f..=*l).contains(&frame))
             .expect("a file holds every frame");
-        assert_eq!(times[(frame - first) as usize], ev[0], "frame {frame}");
+        assert_eq!(times[(frame - first) as usize], ev["ts"], "frame {frame}");
         across += usize::from(*first > 1);
     }
     assert!(across > 0, "events in later files");
@@ -182,16 +179,12 @@ fn dump_streams_writes_each_direction() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let csv = std::fs::read_to_string(out.join("flows.csv")).unwrap();
-    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
-    let col =
-        |row: &[&str], name: &str| row[header.iter().position(|h| *h == name).unwrap()].to_string();
     let mut flows = 0;
-    for line in csv.lines().skip(1) {
-        let row: Vec<&str> = line.split(',').collect();
-        assert_eq!(col(&row, "retransmitted"), "0");
-        let id = col(&row, "flow_id");
+    for row in common::csv_rows(&csv) {
+        assert_eq!(row["retransmitted"], "0");
+        let id = &row["flow_id"];
         for side in ["orig", "resp"] {
-            let bytes: u64 = col(&row, &format!("{side}_bytes")).parse().unwrap();
+            let bytes: u64 = row[&format!("{side}_bytes")].parse().unwrap();
             let file = out.join("streams").join(format!("{id}.{side}.bin"));
             let len = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
             assert_eq!(len, bytes, "{}", file.display());

@@ -4,32 +4,12 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::*;
 use serde_json::{json, Value};
 
-/// The `sessions` table of a capture as CSV text.
-fn sessions_csv(cap: &Capture) -> String {
-    let dir = temp_path("sessions-out", "d");
-    let path = dir.with_extension("pcap");
-    std::fs::write(&path, cap.pcap()).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
-        .args(["analyze", "--format", "csv", "--fail-on", "never", "--out"])
-        .arg(&dir)
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let csv = std::fs::read_to_string(dir.join("sessions.csv")).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::fs::remove_file(&path);
-    csv
-}
-
 /// The session ids.
 fn sessions(cap: &Capture) -> Vec<String> {
-    csv_column(&sessions_csv(cap), "session_id")
+    csv_column(&table_csv(cap, "sessions"), "session_id")
 }
 
 /// `GET /sse`, answered with the `endpoint` event, then requests POSTed to
@@ -575,7 +555,8 @@ fn pairing_after_a_loss_reads_request_times_out_of_order() {
 /// `not_mcp`, not `intact`. A stateless MCP exchange beside it stays `intact`.
 #[test]
 fn plain_http_is_not_an_mcp_session() {
-    let verdicts = |cap: &Capture| -> Vec<String> { csv_column(&sessions_csv(cap), "verdict") };
+    let verdicts =
+        |cap: &Capture| -> Vec<String> { csv_column(&table_csv(cap, "sessions"), "verdict") };
     let mut cap = Capture::new();
     let mut c = cap.connect();
     c.client(

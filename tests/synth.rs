@@ -34,7 +34,10 @@ fn the_analysis_finds_the_resumptions_and_forks_synth_wrote() {
         "{table}"
     );
     let findings = std::fs::read_to_string(out.join("findings.csv")).unwrap();
-    let regressions = findings.matches(",id_regression,error,").count() as u64;
+    let regressions = common::csv_rows(&findings)
+        .iter()
+        .filter(|f| f["kind"] == "id_regression" && f["severity"] == "error")
+        .count() as u64;
     assert_eq!(regressions, summary.forks, "{findings}");
     let _ = std::fs::remove_dir_all(&dir);
 }

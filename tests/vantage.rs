@@ -220,18 +220,23 @@ fn fork_named_by_backend_from_both_legs_same_as_client_leg() {
     );
     assert_eq!(both, client);
     let text = std::fs::read_to_string(dir.join("a/findings.csv")).unwrap();
-    let switch = text.lines().find(|l| l.contains("backend_switch")).unwrap();
+    let findings = common::csv_rows(&text);
+    let switch = findings
+        .iter()
+        .find(|f| f["kind"] == "backend_switch")
+        .unwrap();
     assert!(
-        switch.contains("127.0.0.1:3302 (b2)") && switch.contains("127.0.0.1:3301 (b1)"),
-        "{switch}"
+        switch["observed"].contains("127.0.0.1:3302 (b2)")
+            && switch["expected"].contains("127.0.0.1:3301 (b1)")
+            && switch["detail"].contains("127.0.0.1:3302 (b2)")
+            && switch["detail"].contains("127.0.0.1:3301 (b1)"),
+        "{switch:?}"
     );
     let resumptions = std::fs::read_to_string(dir.join("a/resumptions.csv")).unwrap();
-    assert!(
-        resumptions
-            .lines()
-            .nth(1)
-            .unwrap()
-            .ends_with(",127.0.0.1:3302 (b2),127.0.0.1:3301 (b1)"),
+    let first = &common::csv_rows(&resumptions)[0];
+    assert_eq!(
+        (first["backend"].as_str(), first["cursor_backend"].as_str()),
+        ("127.0.0.1:3302 (b2)", "127.0.0.1:3301 (b1)"),
         "{resumptions}"
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -10,6 +10,15 @@
 //!   numbers, and FIN/ACK or RST teardown.
 //! * `post`, `get`, `sse_response`, `json_response`, … format HTTP/1.1 messages;
 //!   `initialize`, `tools_call`, `progress`, `result`, … JSON-RPC messages.
+//! * `analyze`, `findings`, `table_csv`, `fixture_findings`, … run the binary on a capture;
+//!   `csv_rows`, `csv_column`, `column_has` read its CSV tables by column name.
+//! * `assert_kinds`, `one`, `assert_keys`, `pretty` check findings.
+//! * Scenario builders shared by several test modules: a session `s1` ([`SID`], [`handshake`]),
+//!   its `tools/call` 2 streamed and cut ([`tools_call_stream`], [`cut_and_resume`],
+//!   [`call_under_way`]), resumptions ([`resume`], [`resume_with`], [`resume_from_3`]), polls
+//!   ([`poll_capture`]), dead sessions ([`dead_session`]) and proxies ([`through_proxy`]).
+//!
+//! Every binary uses only part of this, hence `allow(dead_code)`.
 
 #![allow(dead_code)]
 
@@ -597,24 +606,37 @@ pub fn temp_path(tag: &str, ext: &str) -> std::path::PathBuf {
 /// Run `mcpcap <args…> <capture>` and return its NDJSON rows; the run must succeed with
 /// nothing on stderr.
 pub fn ndjson(cap: &Capture, args: &[&str]) -> Vec<Value> {
+    let (code, rows) = run_status(cap, args);
+    assert_eq!(code, 0, "mcpcap {args:?} must succeed");
+    rows
+}
+
+/// Run `mcpcap <args…> <capture>`: its exit status and its NDJSON rows; nothing may come on
+/// stderr.
+pub fn run_status(cap: &Capture, args: &[&str]) -> (i32, Vec<Value>) {
     let path = temp_path("run", "pcap");
     std::fs::write(&path, cap.pcap()).expect("write temp pcap");
+    let got = run_path(&path, args);
+    let _ = std::fs::remove_file(&path);
+    got
+}
+
+/// Run `mcpcap <args…> <path>`: its exit status and its NDJSON rows; nothing may come on
+/// stderr.
+pub fn run_path(path: &std::path::Path, args: &[&str]) -> (i32, Vec<Value>) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcpcap"))
         .args(args)
-        .arg(&path)
+        .arg(path)
         .output()
         .expect("run mcpcap");
-    let _ = std::fs::remove_file(&path);
-    assert!(
-        out.status.success() && out.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .expect("utf-8")
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.is_empty(), "unexpected stderr: {stderr}");
+    let rows = String::from_utf8(out.stdout)
+        .expect("utf-8 stdout")
         .lines()
-        .map(|l| serde_json::from_str(l).expect("json line"))
-        .collect()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    (out.status.code().expect("exit code"), rows)
 }
 
 /// Run `mcpcap analyze --format ndjson --fail-on never <extra…>` on the capture and return the
@@ -623,6 +645,38 @@ pub fn analyze(cap: &Capture, extra: &[&str]) -> Vec<Value> {
     let mut args = vec!["analyze", "--format", "ndjson", "--fail-on", "never"];
     args.extend_from_slice(extra);
     ndjson(cap, &args)
+}
+
+/// The findings of a capture: [`analyze`] without extra arguments.
+pub fn findings(cap: &Capture) -> Vec<Value> {
+    analyze(cap, &[])
+}
+
+/// Exit status of `analyze --format ndjson --fail-on <level>` on the capture.
+pub fn exit_status(cap: &Capture, fail_on: &str) -> i32 {
+    run_status(
+        cap,
+        &["analyze", "--format", "ndjson", "--fail-on", fail_on],
+    )
+    .0
+}
+
+/// The path of a fixture capture, `fixtures/<rel>`.
+pub fn fixture_path(rel: &str) -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(rel)
+}
+
+/// The findings of the fixture capture `fixtures/<rel>` (`analyze --format ndjson --fail-on
+/// never`, which must exit 0 with nothing on stderr).
+pub fn fixture_findings(rel: &str) -> Vec<Value> {
+    let (code, rows) = run_path(
+        &fixture_path(rel),
+        &["analyze", "--format", "ndjson", "--fail-on", "never"],
+    );
+    assert_eq!(code, 0, "fixtures/{rel}");
+    rows
 }
 
 /// Run `mcpcap analyze --quiet --fail-on never --format csv --out OUT PCAP`; the run must
@@ -663,6 +717,21 @@ pub fn exchanges_table(cap: &Capture) -> Vec<Value> {
     ndjson(cap, &["exchanges", "--format", "ndjson"])
 }
 
+/// The `events` table (SSE events) of a capture, as NDJSON rows.
+pub fn events_table(cap: &Capture) -> Vec<Value> {
+    ndjson(cap, &["events", "--format", "ndjson"])
+}
+
+/// The `flows` table of a capture, as NDJSON rows.
+pub fn flows_table(cap: &Capture) -> Vec<Value> {
+    ndjson(cap, &["flows", "--format", "ndjson"])
+}
+
+/// The `verdict` column of the `resumptions` table, in order.
+pub fn resumption_verdicts(cap: &Capture) -> Vec<String> {
+    csv_column(&table_csv(cap, "resumptions"), "verdict")
+}
+
 /// The findings' (kind, severity) pairs, sorted.
 pub fn kinds_and_severities(fs: &[Value]) -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> = fs
@@ -685,9 +754,9 @@ pub fn kinds_of(fs: &[Value]) -> Vec<String> {
         .collect()
 }
 
-/// The rows of a CSV table as maps from column name to value (RFC 4180: quoted fields may hold
-/// commas, quotes doubled, and line breaks), so that tests read columns by name.
-pub fn csv_rows(text: &str) -> Vec<std::collections::BTreeMap<String, String>> {
+/// A CSV table as its header and its records, each a list of fields (RFC 4180: quoted fields
+/// may hold commas, quotes doubled, and line breaks).
+pub fn csv_records(text: &str) -> (Vec<String>, Vec<Vec<String>>) {
     let mut records: Vec<Vec<String>> = Vec::new();
     let (mut field, mut record) = (String::new(), Vec::new());
     let mut chars = text.chars().peekable();
@@ -716,7 +785,21 @@ pub fn csv_rows(text: &str) -> Vec<std::collections::BTreeMap<String, String>> {
     }
     let mut it = records.into_iter();
     let header = it.next().unwrap_or_default();
-    it.map(|r| header.iter().cloned().zip(r).collect())
+    (header, it.collect())
+}
+
+/// The column names of a CSV table.
+pub fn csv_header(text: &str) -> Vec<String> {
+    csv_records(text).0
+}
+
+/// The rows of a CSV table as maps from column name to value, so that tests read columns by
+/// name ([`csv_records`] parses them).
+pub fn csv_rows(text: &str) -> Vec<std::collections::BTreeMap<String, String>> {
+    let (header, records) = csv_records(text);
+    records
+        .into_iter()
+        .map(|r| header.iter().cloned().zip(r).collect())
         .collect()
 }
 
@@ -725,5 +808,522 @@ pub fn csv_column(text: &str, name: &str) -> Vec<String> {
     csv_rows(text)
         .into_iter()
         .map(|r| r.get(name).cloned().unwrap_or_default())
+        .collect()
+}
+
+/// Whether some row of a CSV table has `value` in column `name` (e.g. the `code` column of
+/// `anomalies`, the `verdict` column of `resumptions`).
+pub fn column_has(text: &str, name: &str, value: &str) -> bool {
+    csv_column(text, name).iter().any(|v| v == value)
+}
+
+// ---------------------------------------------------------------------------
+// Findings
+
+/// Assert exactly this multiset of (kind, severity) findings.
+#[track_caller]
+pub fn assert_kinds(fs: &[Value], expected: &[(&str, &str)]) {
+    let mut want: Vec<(String, String)> = expected
+        .iter()
+        .map(|(k, s)| (k.to_string(), s.to_string()))
+        .collect();
+    want.sort();
+    assert_eq!(kinds_and_severities(fs), want, "findings:\n{}", pretty(fs));
+}
+
+/// The only finding of a kind.
+#[track_caller]
+pub fn one<'a>(fs: &'a [Value], kind: &str) -> &'a Value {
+    let v: Vec<&Value> = fs.iter().filter(|f| f["kind"] == kind).collect();
+    assert_eq!(v.len(), 1, "one {kind} expected:\n{}", pretty(fs));
+    v[0]
+}
+
+/// Whether any finding is of kind `kind`.
+pub fn has_kind(fs: &[Value], kind: &str) -> bool {
+    fs.iter().any(|f| f["kind"] == kind)
+}
+
+/// Assert the key fields of a finding of session [`SID`] (`None`: the column is null).
+#[track_caller]
+pub fn assert_keys(
+    f: &Value,
+    last_event_id: Option<&str>,
+    event_id: Option<&str>,
+    request_id: Option<&str>,
+) {
+    let s = |k: &str| f[k].as_str().map(str::to_string);
+    assert_eq!(s("session_id").as_deref(), Some(SID), "{f}");
+    assert_eq!(
+        s("last_event_id").as_deref(),
+        last_event_id,
+        "last_event_id of {f}"
+    );
+    assert_eq!(s("event_id").as_deref(), event_id, "event_id of {f}");
+    assert_eq!(s("request_id").as_deref(), request_id, "request_id of {f}");
+}
+
+/// The findings one a line: kind, severity, key fields and detail.
+pub fn pretty(fs: &[Value]) -> String {
+    fs.iter()
+        .map(|f| {
+            format!(
+                "  {} {} leid={} eid={} rid={}: {}",
+                f["kind"],
+                f["severity"],
+                f["last_event_id"],
+                f["event_id"],
+                f["request_id"],
+                f["detail"]
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+// ---------------------------------------------------------------------------
+// Scenarios: one session `s1` with a tools/call 2 streamed over SSE, cut and resumed
+
+/// The session id of the scenarios.
+pub const SID: &str = "s1";
+
+/// How the server ends the tools/call POST stream.
+#[derive(Clone, Copy)]
+pub enum End {
+    /// Last chunk, then an orderly close by the client.
+    Complete,
+    /// FIN from the server without the last chunk.
+    CutFin,
+    /// RST from the server without the last chunk.
+    CutRst,
+}
+
+/// The progress token of request `id`: `"t<id>"`.
+pub fn token(id: i64) -> Value {
+    json!(format!("t{id}"))
+}
+
+/// Event `id` carrying progress `n` of `total` for the tools/call 2.
+pub fn prog(id: impl ToString, n: u64, total: u64) -> Ev {
+    Ev::id(id, progress(&token(2), n, total))
+}
+
+/// Event `id` carrying the result of the tools/call 2.
+pub fn res(id: impl ToString) -> Ev {
+    Ev::id(id, result(2))
+}
+
+/// Events `ids[i]` with progress `from + i` of `total`, for the tools/call 2.
+pub fn prog_range(ids: std::ops::RangeInclusive<u64>, from: u64, total: u64) -> Vec<Ev> {
+    ids.enumerate()
+        .map(|(i, id)| prog(id, from + i as u64, total))
+        .collect()
+}
+
+/// Progress events of request `req` under the given ids, progress `from`, `from + 1`, … of
+/// `total`.
+pub fn progs(req: i64, ids: &[&str], from: u64, total: u64) -> Vec<Ev> {
+    ids.iter()
+        .enumerate()
+        .map(|(i, id)| Ev::id(id, progress(&token(req), from + i as u64, total)))
+        .collect()
+}
+
+/// `notifications/message` (level info, data `x`).
+pub fn log_message() -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}})
+}
+
+/// `initialize` → `Mcp-Session-Id: s1`, then `notifications/initialized` → 202, on one
+/// connection.
+pub fn handshake(cap: &mut Capture) {
+    handshake_as(cap, SID);
+}
+
+/// `initialize` → `Mcp-Session-Id: sid`, then `notifications/initialized`, on one connection.
+pub fn handshake_as(cap: &mut Capture, sid: &str) {
+    handshake_version(cap, sid, PROTOCOL_VERSION);
+}
+
+/// The same, negotiating protocol revision `version`.
+pub fn handshake_version(cap: &mut Capture, sid: &str, version: &str) {
+    let mut init = initialize(1);
+    init["params"]["protocolVersion"] = json!(version);
+    let mut result = initialize_result(1);
+    result["result"]["protocolVersion"] = json!(version);
+    let mut c = cap.connect();
+    c.client(cap, &post(None, &init));
+    c.server(cap, &json_response(Some(sid), &result));
+    c.client(cap, &post(Some(sid), &initialized()));
+    c.server(cap, &accepted());
+    c.close(cap);
+}
+
+/// A new connection carrying the `tools/call` request 2 (the response is the caller's).
+pub fn tools_call_conn(cap: &mut Capture) -> Conn {
+    let mut c = cap.connect();
+    c.client(cap, &post(Some(SID), &tools_call(2, &token(2))));
+    c
+}
+
+/// `tools/call` id 2 answered by an SSE stream of `events`; returns the client port.
+pub fn tools_call_stream(cap: &mut Capture, events: &[Ev], end: End) -> u16 {
+    let mut c = tools_call_conn(cap);
+    let port = c.port;
+    c.server(
+        cap,
+        &sse_response(None, events, matches!(end, End::Complete)),
+    );
+    match end {
+        End::Complete => c.close(cap),
+        End::CutFin => c.server_close(cap),
+        End::CutRst => c.server_reset(cap),
+    }
+    port
+}
+
+/// A GET with `Last-Event-ID` on a new connection, answered by the bytes `response` (head and
+/// body); the client closes.
+pub fn resume(cap: &mut Capture, last_event_id: &str, response: &[u8]) {
+    let mut c = cap.connect();
+    c.client(cap, &get(Some(SID), Some(last_event_id)));
+    c.server(cap, response);
+    c.close(cap);
+}
+
+/// A GET resuming the session's stream from `cursor`, answered by `evs` and closed.
+pub fn resume_with(cap: &mut Capture, cursor: &str, evs: &[Ev]) {
+    resume(cap, cursor, &sse_response(None, evs, true));
+}
+
+/// The client resumes from id 3 on a new connection and gets progress 4, 5 (of 5) and the
+/// result on 6.
+pub fn resume_from_3(cap: &mut Capture) {
+    let mut rest = progs(2, &["4", "5"], 4, 5);
+    rest.push(Ev::id("6", result(2)));
+    resume_with(cap, "3", &rest);
+}
+
+/// The healthy session: progress 1..5 on ids 1..5, the result on id 6; returns the client port
+/// of the tools/call.
+pub fn healthy(cap: &mut Capture) -> u16 {
+    handshake(cap);
+    let mut evs = prog_range(1..=5, 1, 5);
+    evs.push(res(6));
+    tools_call_stream(cap, &evs, End::Complete)
+}
+
+/// The POST stream is cut after ids 1..3 (progress 1..3 of `total`); the client resumes with
+/// `Last-Event-ID: 3` and gets `resumed` on a complete SSE response.
+pub fn cut_and_resume(total: u64, cut: End, resumed: &[Ev]) -> Capture {
+    let mut cap = Capture::new();
+    handshake(&mut cap);
+    tools_call_stream(&mut cap, &prog_range(1..=3, 1, total), cut);
+    resume(&mut cap, "3", &sse_response(None, resumed, true));
+    cap
+}
+
+/// A session whose tools/call stream has delivered ids 1..3 (progress 1..3 of 5) and is still
+/// open: the capture and that connection.
+pub fn call_under_way() -> (Capture, Conn) {
+    let mut cap = Capture::new();
+    handshake_as(&mut cap, SID);
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
+    c.server(
+        &mut cap,
+        &sse_response(None, &progs(2, &["1", "2", "3"], 1, 5), false),
+    );
+    (cap, c)
+}
+
+/// One POST stream of request 2 whose events carry `ids` in order (notifications/message, so
+/// no progress shows a loss), then the result under `result_id`.
+pub fn raw_ids_capture(ids: &[&str], result_id: &str) -> Capture {
+    let mut cap = Capture::new();
+    handshake_as(&mut cap, SID);
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
+    let log = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "step"}});
+    let mut evs: Vec<Ev> = ids.iter().map(|id| Ev::id(id, log.clone())).collect();
+    evs.push(Ev::id(result_id, result(2)));
+    c.server(&mut cap, &sse_response(None, &evs, true));
+    c.close(&mut cap);
+    cap
+}
+
+/// A `200 text/event-stream` head plus raw event-stream text in one chunk (no last chunk).
+pub fn raw_sse(text: &str) -> Vec<u8> {
+    let mut out = sse_head(None);
+    out.extend(chunk(text.as_bytes()));
+    out
+}
+
+/// A `200 text/event-stream` chunked head, assigning `session` and naming `backend` in an
+/// `X-Backend` header when given.
+pub fn sse_head_from(session: Option<&str>, backend: Option<&str>) -> Vec<u8> {
+    let mut h = sse_head(session);
+    if let Some(b) = backend {
+        let at = h.len() - 2;
+        h.splice(at..at, format!("X-Backend: {b}\r\n").into_bytes());
+    }
+    h
+}
+
+/// A status-only answer with a small text body.
+pub fn status(code: u16, reason: &str) -> Vec<u8> {
+    format!("HTTP/1.1 {code} {reason}\r\nContent-Type: text/plain\r\nContent-Length: 9\r\n\r\nnot found").into_bytes()
+}
+
+/// A session `s1` whose `tools/list` is answered 404; with `reinitialize` the client then
+/// initialises session `s2` and lists there, else it sends the dead id twice more, a second
+/// apart. The findings.
+pub fn dead_session(reinitialize: bool) -> Vec<Value> {
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let mut cap = Capture::new();
+    handshake_as(&mut cap, SID);
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &list));
+    c.server(&mut cap, &status(404, "Not Found"));
+    if reinitialize {
+        c.client(&mut cap, &post(None, &initialize(1)));
+        c.server(&mut cap, &json_response(Some("s2"), &initialize_result(1)));
+        c.client(&mut cap, &post(Some("s2"), &list));
+        c.server(
+            &mut cap,
+            &json_response(
+                None,
+                &json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}),
+            ),
+        );
+    } else {
+        for _ in 0..2 {
+            cap.wait(1_000_000);
+            c.client(&mut cap, &post(Some(SID), &list));
+            c.server(&mut cap, &status(404, "Not Found"));
+        }
+    }
+    c.close(&mut cap);
+    analyze(&cap, &[])
+}
+
+// ---------------------------------------------------------------------------
+// Scenarios: MCP 2025-11-25 polling
+
+/// How the polled POST response ends.
+#[derive(Clone, Copy)]
+pub enum PollEnd {
+    /// Chunked, with its last chunk, then the server's FIN.
+    LastChunk,
+    /// Chunked, without its last chunk: cut by the server's FIN.
+    Cut,
+    /// Without chunking or length (delimited by the close, RFC 9112 §6.3): the server's FIN.
+    CloseFin,
+    /// Delimited by the close, but the server resets the connection: an abort.
+    CloseRst,
+}
+
+/// A poll during a tool call whose result is the first event after the cursor.
+#[derive(Clone, Copy)]
+pub struct PollThenResult<'a> {
+    /// How the first connection ends (after progress 1..3 of `total`, ids 1..3).
+    pub end: PollEnd,
+    /// The backend of each connection, in an `X-Backend` header.
+    pub backends: Option<(&'a str, &'a str)>,
+    /// Progress 5 before the result, skipping 4.
+    pub jump: bool,
+    /// The progress total.
+    pub total: u64,
+    /// A poll held 5 s that carries nothing and ends cleanly, before the one with the result.
+    pub quiet: bool,
+    /// `retry` on a Go-style `event: close` after the last progress, not on the priming event.
+    pub go_close: bool,
+    /// Progress as fractions of 1 (4/7, 5/7, 6/7 of 1.0) instead of 1..3 of `total`.
+    pub sevenths: bool,
+}
+
+impl Default for PollThenResult<'_> {
+    fn default() -> Self {
+        PollThenResult {
+            end: PollEnd::LastChunk,
+            backends: None,
+            jump: false,
+            total: 4,
+            quiet: false,
+            go_close: false,
+            sevenths: false,
+        }
+    }
+}
+
+/// The client comes back 0.5 s after each close with Last-Event-ID 3; the result is id 4 (5
+/// with `jump`). The findings.
+pub fn poll_then_result(p: PollThenResult) -> Vec<Value> {
+    analyze(&poll_capture(p), &[])
+}
+
+/// The capture of [`poll_then_result`].
+pub fn poll_capture(p: PollThenResult) -> Capture {
+    let mut cap = Capture::new();
+    handshake_version(&mut cap, SID, "2025-11-25");
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
+    let mut body = sse_head_from(None, p.backends.map(|b| b.0));
+    if p.go_close {
+        body.extend(chunk(b"event: prime\nid: 0\ndata: \n\n"));
+    } else {
+        body.extend(chunk(b"id: 0\nretry: 500\ndata: \n\n"));
+    }
+    let mut first = progs(2, &["1", "2", "3"], 1, p.total);
+    if p.sevenths {
+        for (ev, i) in first.iter_mut().zip(4..) {
+            ev.data["params"]["progress"] = json!(f64::from(i) / 7.0);
+            ev.data["params"]["total"] = json!(1.0);
+        }
+    }
+    for ev in first {
+        body.extend(chunk(ev.text().as_bytes()));
+    }
+    if p.go_close {
+        body.extend(chunk(b"event: close\nretry: 500\ndata: \n\n"));
+    }
+    if matches!(p.end, PollEnd::LastChunk) {
+        body.extend_from_slice(LAST_CHUNK);
+    }
+    c.server(&mut cap, &body);
+    match p.end {
+        PollEnd::CloseRst => c.server_reset(&mut cap),
+        _ => c.server_close(&mut cap),
+    }
+    cap.wait(500_000);
+    if p.quiet {
+        let mut q = cap.connect();
+        q.client(&mut cap, &get(Some(SID), Some("3")));
+        q.server(&mut cap, &sse_head_from(None, p.backends.map(|b| b.0)));
+        cap.wait(5_000_000);
+        if p.go_close {
+            // Go closes whichever connection holds the stream the same way.
+            q.server(&mut cap, &chunk(b"event: close\nretry: 500\ndata: \n\n"));
+        }
+        q.server(&mut cap, LAST_CHUNK);
+        q.server_close(&mut cap);
+        cap.wait(500_000);
+    }
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some(SID), Some("3")));
+    let mut answer = sse_head_from(None, p.backends.map(|b| b.1));
+    let mut rest = vec![Ev::id("4", result(2))];
+    if p.jump {
+        rest.insert(0, Ev::id("4", progress(&token(2), 5, p.total)));
+        rest[1] = Ev::id("5", result(2));
+    }
+    for ev in rest {
+        answer.extend(chunk(ev.text().as_bytes()));
+    }
+    answer.extend_from_slice(LAST_CHUNK);
+    g.server(&mut cap, &answer);
+    g.close(&mut cap);
+    cap
+}
+
+/// A POST stream cut right after its priming event (2025-11-25), resumed from the priming id.
+/// The resumed stream carries `resumed` for request 2, whose progress the client never saw
+/// before the cut.
+pub fn cut_at_priming_then(resumed: &[Ev]) -> Vec<Value> {
+    cut_at_priming_id_then("1", None, resumed)
+}
+
+/// [`cut_at_priming_then`] with priming id `priming`, and with `backends` (the cut connection's,
+/// the resumption's) named in `X-Backend` headers.
+pub fn cut_at_priming_id_then(
+    priming: &str,
+    backends: Option<(&str, &str)>,
+    resumed: &[Ev],
+) -> Vec<Value> {
+    let mut cap = Capture::new();
+    handshake_version(&mut cap, SID, "2025-11-25");
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(Some(SID), &tools_call(2, &token(2))));
+    let mut body = sse_head_from(None, backends.map(|b| b.0));
+    body.extend(chunk(format!("id: {priming}\ndata: \n\n").as_bytes()));
+    c.server(&mut cap, &body);
+    c.server_reset(&mut cap);
+    let mut g = cap.connect();
+    g.client(&mut cap, &get(Some(SID), Some(priming)));
+    let mut body = sse_head_from(None, backends.map(|b| b.1));
+    for ev in resumed {
+        body.extend(chunk(ev.text().as_bytes()));
+    }
+    body.extend_from_slice(LAST_CHUNK);
+    g.server(&mut cap, &body);
+    g.close(&mut cap);
+    analyze(&cap, &[])
+}
+
+// ---------------------------------------------------------------------------
+// Scenarios: a proxy in front of backends
+
+/// The first backend's port.
+pub const B1: u16 = 3301;
+/// The second backend's port.
+pub const B2: u16 = 3302;
+
+/// How the capture sees the proxy.
+#[derive(Clone, Copy, PartialEq)]
+pub enum View {
+    /// Only the client↔proxy connections; responses name their backend in `X-Backend`.
+    ClientLeg,
+    /// Both legs; no backend header.
+    BothLegs,
+}
+
+/// One exchange through the proxy: `request` from the client, forwarded to `backend`, whose
+/// response body `body` (after the SSE head) goes back; `complete` ends it with the last chunk,
+/// else both legs are closed by their servers.
+pub fn through_proxy(
+    cap: &mut Capture,
+    view: View,
+    backend: u16,
+    request: &[u8],
+    session: Option<&str>,
+    body: &[u8],
+    complete: bool,
+) {
+    let name = if backend == B1 { "b1" } else { "b2" };
+    let mut c = cap.connect();
+    c.client(cap, request);
+    let mut up = (view == View::BothLegs).then(|| {
+        let mut u = cap.connect_to(backend);
+        u.client(cap, request);
+        u.server(cap, &sse_head_from(session, None));
+        u.server(cap, body);
+        if complete {
+            u.server(cap, LAST_CHUNK);
+        }
+        u
+    });
+    c.server(
+        cap,
+        &sse_head_from(session, (view == View::ClientLeg).then_some(name)),
+    );
+    c.server(cap, body);
+    if complete {
+        c.server(cap, LAST_CHUNK);
+        c.close(cap);
+        if let Some(u) = up.take() {
+            u.close(cap);
+        }
+    } else {
+        if let Some(u) = up.take() {
+            u.server_close(cap);
+        }
+        c.server_close(cap);
+    }
+}
+
+/// Events as the chunks of a chunked event-stream body.
+pub fn event_chunks(evs: &[Ev]) -> Vec<u8> {
+    evs.iter()
+        .flat_map(|e| chunk(e.text().as_bytes()))
         .collect()
 }
