@@ -3,9 +3,11 @@
 
 use crate::hash::{FastMap, FastSet};
 
+use super::facts::crossed::{self, Crossed};
 use super::facts::dead::{self, DeadSession};
 use super::facts::gaps::{self, InnerGap};
 use super::facts::history::requests_of_session;
+use super::facts::refusals::{self, Refusals};
 use super::facts::relation::IntIds;
 use super::facts::replay::ReplayIndex;
 use super::facts::responses::{self, Responses};
@@ -43,8 +45,12 @@ pub(crate) struct Context<'a> {
     /// Per logical stream, the position of the connection by whose end its requests were all
     /// answered ([`streams::answered_at`]).
     pub answered: Vec<Option<usize>>,
-    /// The sessions the server answered 404 and what the client did next.
+    /// The sessions whose requests the server refused as unknown, and those of them it had
+    /// lost (nothing served them after), with what the client did next.
+    pub refusals: Vec<Refusals>,
     pub dead: Vec<DeadSession>,
+    /// Requests of a session in flight at once with one id.
+    pub crossed: Vec<Crossed<'a>>,
     /// Requests without a captured response; empty until [`Context::judged`].
     pub unanswered: Vec<Unanswered<'a>>,
 }
@@ -68,6 +74,7 @@ impl<'a> Context<'a> {
         let responses = responses::responses(exchanges);
         let answered = streams::answered_at(model, exchanges, &responses);
         let inner_gaps = gaps::inner_gaps(model, exchanges);
+        let refusals = refusals::refusals(model, exchanges);
         Context {
             model,
             exchanges,
@@ -80,7 +87,9 @@ impl<'a> Context<'a> {
             inner_gaps,
             responses,
             answered,
-            dead: dead::dead_sessions(model, exchanges),
+            dead: dead::dead_sessions(model, exchanges, &refusals),
+            refusals,
+            crossed: crossed::crossed(model, exchanges),
             unanswered: Vec::new(),
         }
     }

@@ -89,6 +89,12 @@ kinds! {
     BatchOutsideEra => "batch_outside_era",
     /// MCP 2025-11-25 polling: a planned close and a timely resume.
     PlannedPoll => "planned_poll",
+    /// Requests of a live session refused as for an unknown one.
+    SessionRefused => "session_refused",
+    /// An unknown session refused with another status than 404.
+    NonstandardSessionStatus => "nonstandard_session_status",
+    /// Two requests in flight with one JSON-RPC id.
+    DuplicateRequestId => "duplicate_request_id",
 }
 
 impl PartialOrd for Kind {

@@ -128,6 +128,10 @@ pub struct Exchange {
     pub resp_messages: Vec<Message>,
     /// SSE comment lines.
     pub sse_comments: u64,
+    /// The start of an error response's body (status 400 or more, not an event stream): up to
+    /// [`EXCERPT_CHARS`] characters, UTF-8 (invalid sequences replaced), whitespace runs as one
+    /// space, for findings to quote what the server said.
+    pub resp_excerpt: Option<String>,
     /// The capture ended while this exchange was still in progress on an open connection:
     /// its response (or more of it) may have come after the capture stopped.
     pub open_at_capture_end: bool,
@@ -1336,6 +1340,9 @@ fn on_event(
                         .unwrap_or("")
                         .to_ascii_lowercase();
                     let resp = e.resp_body.take().unwrap_or_default();
+                    if e.status() >= 400 {
+                        e.resp_excerpt = excerpt(&resp.bytes);
+                    }
                     if ct.contains("json") {
                         let cut = if let Some(why) = not_kept(e.resp_gap, &resp.charge) {
                             Some(why)
@@ -1372,6 +1379,19 @@ fn on_event(
             BodyRule::ByHeaders
         }
     }
+}
+
+/// How much of an error response's body [`Exchange::resp_excerpt`] keeps, in characters.
+pub const EXCERPT_CHARS: usize = 160;
+
+/// The start of a body as [`Exchange::resp_excerpt`] keeps it; `None` when it is empty.
+fn excerpt(bytes: &[u8]) -> Option<String> {
+    let head = &bytes[..bytes.len().min(EXCERPT_CHARS * 4)];
+    let text = crate::text::lossy(head);
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut out: String = words.join(" ").chars().take(EXCERPT_CHARS).collect();
+    out.retain(|c| !c.is_control());
+    (!out.is_empty()).then_some(out)
 }
 
 /// Give back the emitted prefix of a connection's exchanges once it is half the list (at least

@@ -1,9 +1,11 @@
-//! Sessions the server declared gone (404) and what the client did next (MCP 2025-03-26 …
+//! Sessions the server declared gone (404, or a status it uses instead) and what the client did
+//! next (MCP 2025-03-26 …
 //! 2025-11-25 "Session Management": a client that receives 404 for its session MUST start a
 //! new session with an `initialize` request without a session id).
 
 use crate::hash::{FastMap as HashMap, FastSet as HashSet};
 
+use super::refusals::Refusals;
 use crate::http::Exchange;
 use crate::mcp::{is_initialize, Model};
 
@@ -14,10 +16,10 @@ pub(crate) struct DeadSession {
     pub session: usize,
     /// Its `Mcp-Session-Id`.
     pub id: String,
-    /// The exchange answered 404 (the first, to any request but a DELETE, before the client's
-    /// own successful DELETE).
+    /// The exchange refused (the first, to any request but a DELETE, before the client's own
+    /// successful DELETE).
     pub dead: usize,
-    /// When the 404 came, µs since the Unix epoch.
+    /// When the refusal came, µs since the Unix epoch.
     pub t404: i64,
     /// The later requests from the same client address that still carried the dead id (no
     /// DELETE, none after the client's own successful DELETE), in time order.
@@ -30,12 +32,17 @@ pub(crate) struct DeadSession {
     pub first_link: bool,
 }
 
-/// The dead sessions of the capture, in session order.
+/// The dead sessions of the capture, in session order: those refused ([`Refusals`]) that
+/// nothing served after their first refusal.
 ///
 /// Clients are told apart by address only: applications sharing one address count as one
-/// client. A session whose id a later request got a 2xx answer for was not dead (replicas
-/// without sticky routing, reported by `backend_switch` where backends are known).
-pub(crate) fn dead_sessions(model: &Model, exchanges: &[Exchange]) -> Vec<DeadSession> {
+/// client. A session served after a refusal was not dead: some server had it
+/// (`session_refused`).
+pub(crate) fn dead_sessions(
+    model: &Model,
+    exchanges: &[Exchange],
+    refusals: &[Refusals],
+) -> Vec<DeadSession> {
     let mut linked: HashSet<usize> = HashSet::default();
     // The initializes of each client address, in order of (time, index).
     let mut initializes: HashMap<Option<std::net::IpAddr>, Vec<(i64, usize)>> = HashMap::default();
@@ -51,8 +58,8 @@ pub(crate) fn dead_sessions(model: &Model, exchanges: &[Exchange]) -> Vec<DeadSe
         v.sort_unstable();
     }
     let mut out = Vec::new();
-    for si in 0..model.sessions.len() {
-        if let Some(mut d) = dead_session(model, exchanges, si, &initializes) {
+    for r in refusals.iter().filter(|r| r.served_after.is_empty()) {
+        if let Some(mut d) = dead_session(model, exchanges, r, &initializes) {
             d.first_link = d.reinit.is_some_and(|x| linked.insert(x));
             out.push(d);
         }
@@ -60,32 +67,18 @@ pub(crate) fn dead_sessions(model: &Model, exchanges: &[Exchange]) -> Vec<DeadSe
     out
 }
 
-/// Session `si` when the server declared it dead ([`DeadSession`]; `first_link` unset).
+/// The session of refusals `r` as a dead one ([`DeadSession`]; `first_link` unset).
 fn dead_session(
     model: &Model,
     exchanges: &[Exchange],
-    si: usize,
+    r: &Refusals,
     initializes: &HashMap<Option<std::net::IpAddr>, Vec<(i64, usize)>>,
 ) -> Option<DeadSession> {
+    let (si, sid) = (r.session, r.id.as_str());
     let s = &model.sessions[si];
-    let sid = s.id.as_deref()?;
-    if !s.era.stateful() {
-        return None;
-    }
     let carries = |e: &Exchange| e.req_header("mcp-session-id") == Some(sid);
-    // After the client's own successful DELETE a 404 is the expected answer.
-    let deleted = s
-        .exchanges
-        .iter()
-        .map(|&x| &exchanges[x])
-        .filter(|e| e.method() == "DELETE" && (200..300).contains(&e.status()))
-        .map(|e| e.ts())
-        .min()
-        .unwrap_or(i64::MAX);
-    let &dead = s.exchanges.iter().find(|&&x| {
-        let e = &exchanges[x];
-        carries(e) && e.status() == 404 && e.method() != "DELETE" && e.ts() < deleted
-    })?;
+    let deleted = r.deleted.unwrap_or(i64::MAX);
+    let dead = *r.refused.first()?;
     let d = &exchanges[dead];
     let t404 = d.ts_response.unwrap_or(d.ts());
     // The client's next initialize that started another session.
@@ -99,24 +92,19 @@ fn dead_session(
             })
     });
     let reinit_ts = reinit.map(|x| exchanges[x].ts()).unwrap_or(i64::MAX);
-    let later: Vec<usize> = s
+    let stale: Vec<usize> = s
         .exchanges
         .iter()
         .copied()
         .filter(|&x| {
             let e = &exchanges[x];
-            x != dead && e.ts() > t404 && e.client == d.client && carries(e)
+            x != dead
+                && e.ts() > t404
+                && e.client == d.client
+                && carries(e)
+                && e.method() != "DELETE"
+                && e.ts() < deleted
         })
-        .collect();
-    if later
-        .iter()
-        .any(|&x| (200..300).contains(&exchanges[x].status()))
-    {
-        return None;
-    }
-    let stale: Vec<usize> = later
-        .into_iter()
-        .filter(|&x| exchanges[x].method() != "DELETE" && exchanges[x].ts() < deleted)
         .collect();
     // Requests with the dead id after the re-initialise: not this client's recovery (another
     // application on the same address initialised), so no link and no all-clear.

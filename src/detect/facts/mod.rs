@@ -5,10 +5,12 @@
 
 pub(crate) mod backends;
 pub(crate) mod boundary;
+pub(crate) mod crossed;
 pub(crate) mod dead;
 pub(crate) mod duplicates;
 pub(crate) mod gaps;
 pub(crate) mod history;
+pub(crate) mod refusals;
 pub(crate) mod relation;
 pub(crate) mod replay;
 pub(crate) mod responses;

@@ -23,6 +23,9 @@ pub(crate) struct Unanswered<'a> {
     pub method: String,
     /// Why no response was seen.
     pub why: Why<'a>,
+    /// Another request with its id was in flight with it ([`super::crossed`]), whose stream
+    /// may carry a response with this id.
+    pub crossed: bool,
 }
 
 /// Why a request has no captured response.
@@ -30,6 +33,9 @@ pub(crate) struct Unanswered<'a> {
 pub(crate) enum Why<'a> {
     /// Nothing in or around the capture could hold it: lost.
     Nothing,
+    /// Its event stream broke without it, shortly before the capture ended, and carried no
+    /// event id: no resumption could bring it, whatever the client did next (lost).
+    Unresumable,
     /// The capture lost bytes of the session's responses (this exchange) that could hold it.
     CaptureLost(&'a Exchange),
     /// Its own stream broke shortly before the capture ended, and what the client did next is
@@ -51,7 +57,13 @@ pub(crate) fn unanswered<'a>(ctx: &Context<'a>, healed: &HashSet<usize>) -> Vec<
     let headless = Headless::build(model, exchanges, &ctx.responses);
     let mut out = Vec::new();
     for si in 0..model.sessions.len() {
-        let view = SessionView::new(model, exchanges, &ctx.responses, si);
+        let mut view = SessionView::new(model, exchanges, &ctx.responses, si);
+        view.crossed = ctx
+            .crossed
+            .iter()
+            .filter(|c| c.session == si)
+            .flat_map(|c| [c.first, c.second])
+            .collect();
         for &xi in &model.sessions[si].exchanges {
             let e = &exchanges[xi];
             if e.method() != "POST" || e.status() >= 300 {
@@ -157,6 +169,9 @@ struct SessionView<'v, 'a> {
     last_ts: Option<i64>,
     /// Requests re-sent (2026-07-28), indexed when a request needs it.
     sent: std::cell::OnceCell<Sent<'a>>,
+    /// The session's POSTs that sent a request while another with its id was in flight, or
+    /// were in flight when one was sent ([`super::crossed`]).
+    crossed: HashSet<usize>,
     /// The progress times of a stream's connections, read when a cancel needs them.
     paces: std::cell::RefCell<HashMap<(usize, usize), ProgressTimes<'a>>>,
 }
@@ -216,6 +231,7 @@ impl<'v, 'a> SessionView<'v, 'a> {
             last_ts: s.exchanges.iter().map(|&x| exchanges[x].ts()).max(),
             sent: std::cell::OnceCell::new(),
             paces: Default::default(),
+            crossed: HashSet::default(),
         };
         view.index_gaps();
         view.index_cancels();
@@ -317,7 +333,10 @@ impl<'v, 'a> SessionView<'v, 'a> {
         // without a session id": the key falls back to the flow and the client): the request's
         // own stream answers it, and GETs, which cannot be told apart by client (an
         // unattributed resumption); another client's POST does not.
-        let own: Option<HashSet<&str>> = self.s.id.is_none().then(|| {
+        // So do two requests in flight at once with one id: each is answered on its own
+        // stream or not at all ([`super::crossed`]).
+        let crossed = self.crossed.contains(&xi);
+        let own: Option<HashSet<&str>> = (self.s.id.is_none() || crossed).then(|| {
             let conns = model.exchange_stream[xi]
                 .map(|st| model.streams[st].connections.as_slice())
                 .unwrap_or(std::slice::from_ref(&xi));
@@ -334,7 +353,7 @@ impl<'v, 'a> SessionView<'v, 'a> {
         for m in e.req_messages.iter().filter(|m| m.kind == Kind::Request) {
             let Some(id) = m.id.as_deref() else { continue };
             let in_session = match &own {
-                Some(own) => own.contains(id) || self.answered_on_get.contains(id),
+                Some(own) => own.contains(id) || (!crossed && self.answered_on_get.contains(id)),
                 None => self.answered.contains(id),
             };
             if in_session
@@ -351,6 +370,7 @@ impl<'v, 'a> SessionView<'v, 'a> {
                 id,
                 method: m.method.as_deref().unwrap_or_default().to_string(),
                 why: self.why(xi, capture_end),
+                crossed,
             });
         }
     }
@@ -470,17 +490,39 @@ impl<'v, 'a> SessionView<'v, 'a> {
             )
     }
 
+    /// Whether the stream of POST `xi` (its connections) delivered an event with an id of its
+    /// own: a cursor to resume from.
+    fn stream_has_ids(&self, xi: usize) -> bool {
+        let own = [xi];
+        let conns: &[usize] = match self.model.exchange_stream[xi] {
+            Some(st) => &self.model.streams[st].connections,
+            None => &own,
+        };
+        conns.iter().any(|&c| {
+            self.exchanges[c]
+                .events
+                .briefs()
+                .any(|(_, b)| b.has_own_id && !b.truncated)
+        })
+    }
+
     /// Why POST `xi` shows no response (`capture_end`: the capture's last frame, µs).
     fn why(&self, xi: usize, capture_end: i64) -> Why<'a> {
         let e = &self.exchanges[xi];
         // A stream that broke without its response, with nothing more of the session in the
         // capture and the capture ending soon after: the client's reconnect may simply not
         // have been captured.
+        // An event stream without event ids cannot be resumed (MCP 2025-11-25 "Resumability
+        // and Redelivery"): nothing the client does next can bring its response (python-sdk
+        // #3441: the server died mid-call).
         let broke_at = e.ts_end.unwrap_or(e.ts());
         let followed = self.last_ts.is_some_and(|t| t > broke_at);
-        let broke_unseen = (e.response.is_none() || !e.resp_complete)
+        let broke_late = (e.response.is_none() || !e.resp_complete)
             && !followed
             && capture_end.saturating_sub(broke_at) < RECONNECT_HORIZON_US;
+        let unresumable =
+            broke_late && e.is_sse && e.response.is_some() && !self.stream_has_ids(xi);
+        let broke_unseen = broke_late && !unresumable;
         let open = if e.open_at_capture_end || broke_unseen {
             Some(e)
         } else {
@@ -489,6 +531,7 @@ impl<'v, 'a> SessionView<'v, 'a> {
         match (self.gap_for(xi), open) {
             (None, Some(o)) if std::ptr::eq(o, e) && !e.open_at_capture_end => Why::BrokeAtEnd,
             (None, Some(o)) => Why::StreamOpen(o),
+            (None, None) if unresumable => Why::Unresumable,
             (None, None) => Why::Nothing,
             (Some(g), _) => Why::CaptureLost(g),
         }

@@ -6,7 +6,9 @@
 //!   stream's response at its own pace (MCP "Cancellation").
 //! - Not when the client deleted the session, or closed the legacy stream, while it streamed.
 //! - Not in MCP 2026-07-28 when the client closed the stream or re-sent the request.
-//! - `response_unverifiable` instead where the capture lost bytes, or ended, around it.
+//! - `response_unverifiable` instead where the capture lost bytes, or ended, around it — but
+//!   not for an event stream without event ids that broke: it cannot be resumed (python-sdk
+//!   #3441).
 
 use super::{Check, Rule};
 use crate::detect::context::Context;
@@ -22,24 +24,34 @@ pub(crate) const RULE: Rule = Rule {
 };
 
 fn check(ctx: &Context, out: &mut Vec<Finding>) {
-    for u in ctx
-        .unanswered
-        .iter()
-        .filter(|u| matches!(u.why, Why::Nothing))
-    {
+    for u in &ctx.unanswered {
         let e = &ctx.exchanges[u.exchange];
+        let head = format!(
+            "Request {} ({}), sent in frame {} on flow {}, never received a JSON-RPC response",
+            u.id,
+            u.method,
+            e.frame(),
+            flow_id(e)
+        );
+        let detail = match u.why {
+            Why::Nothing if u.crossed => format!(
+                "{head} on its own stream by the end of the capture: another request with its id was in flight at once, and the response with that id came only on that one's stream."
+            ),
+            Why::Nothing => {
+                format!("{head} on any stream of the session by the end of the capture.")
+            }
+            Why::Unresumable => format!(
+                "{head}: its event stream ended without it in frame {} and carried no event id, so no resumption could bring it.",
+                e.frame_last.unwrap_or(e.frame())
+            ),
+            _ => continue,
+        };
         out.push(unanswered_finding(
             ctx,
             u,
             Kind::LostResponse,
             Severity::Error,
-            format!(
-                "Request {} ({}), sent in frame {} on flow {}, never received a JSON-RPC response on any stream of the session by the end of the capture.",
-                u.id,
-                u.method,
-                e.frame(),
-                flow_id(e)
-            ),
+            detail,
         ));
     }
 }

@@ -19,6 +19,7 @@ mod cross_session_replay;
 mod cross_stream_replay;
 mod duplicate_delivery;
 mod duplicate_event_id;
+mod duplicate_request_id;
 mod empty_resume_loop;
 mod id_gap;
 mod id_regression;
@@ -27,11 +28,13 @@ mod idle_cut;
 mod lost_in_transit;
 mod lost_response;
 mod missing_event_id;
+mod nonstandard_session_status;
 mod planned_poll;
 mod response_unverifiable;
 mod resume_ok;
 mod resume_rejected;
 mod resume_without_cursor;
+mod session_refused;
 mod session_reinitialized;
 mod stale_session_reuse;
 mod suspect_terminal;
@@ -101,6 +104,8 @@ pub static RULES: &[&Rule] = &[
     &suspect_terminal::RULE,
     &duplicate_delivery::RULE,
     &lost_response::RULE,
+    &session_refused::RULE,
+    &duplicate_request_id::RULE,
     &duplicate_event_id::RULE,
     &cross_stream_replay::RULE,
     &cross_session_replay::RULE,
@@ -111,6 +116,7 @@ pub static RULES: &[&Rule] = &[
     &empty_resume_loop::RULE,
     &concurrent_stream_connections::RULE,
     &stale_session_reuse::RULE,
+    &nonstandard_session_status::RULE,
     &idle_cut::RULE,
     &buffered_delivery::RULE,
     &response_unverifiable::RULE,

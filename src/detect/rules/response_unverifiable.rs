@@ -29,7 +29,7 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
             flow_id(e)
         );
         let detail = match u.why {
-            Why::Nothing => continue,
+            Why::Nothing | Why::Unresumable => continue,
             Why::BrokeAtEnd => format!(
                 "{head}; its stream ended without it in frame {}, shortly before the capture did, and what the client did next (a resumption, a retry) is not in the capture.",
                 e.frame_last.unwrap_or(e.frame())

@@ -1,4 +1,4 @@
-//! `session_reinitialized`: after a 404 for its session the client sent `initialize` from the
+//! `session_reinitialized`: after a 404 (or a status a server uses instead) for its session the client sent `initialize` from the
 //! same address, obtained another session id, and stopped using the dead one: the correct
 //! recovery (MCP 2025-03-26 … 2025-11-25 "Session Management"). Reported on the new session,
 //! once per `initialize`.
@@ -27,11 +27,12 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
             Severity::Info,
             e,
             format!(
-                "The client re-initialised in frame {} (flow {}) and obtained session {}, {} ms after the server answered 404 for session {} in frame {}.",
+                "The client re-initialised in frame {} (flow {}) and obtained session {}, {} ms after the server answered {} for session {} in frame {}.",
                 e.frame(),
                 flow_id(e),
                 new.label(),
                 e.ts().saturating_sub(dead.t404) / 1000,
+                d.status(),
                 dead.id,
                 d.frame_response.unwrap_or(0)
             ),

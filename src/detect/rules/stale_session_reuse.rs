@@ -1,12 +1,14 @@
-//! `stale_session_reuse`: after the server answered 404 for a session (to any request but a
-//! DELETE, and before the client's own successful DELETE), the client kept sending requests
-//! from the same address with the dead `Mcp-Session-Id` (MCP 2025-03-26 … 2025-11-25 "Session
-//! Management": it MUST start a new session). A warning: the error loop of python-sdk #1676 /
-//! typescript-sdk #1708.
+//! `stale_session_reuse`: after the server refused a session as unknown (404, or a status it
+//! uses instead: [`crate::detect::facts::refusals`]; to any request but a DELETE, and before
+//! the client's own successful DELETE), the client kept sending requests from the same address
+//! with the dead `Mcp-Session-Id` (MCP 2025-03-26 … 2025-11-25 "Session Management": it MUST
+//! start a new session). Those requests were lost: the error loop of python-sdk #1676 /
+//! typescript-sdk #1708 and #1476.
 //!
-//! - Info when the client then re-initialised and the dead id stopped: it recovered.
-//! - Not when a later request with that id got a 2xx: the session was not dead (replicas
-//!   without sticky routing).
+//! - A warning also when the client re-initialised later: the requests before it failed; the
+//!   detail names the re-initialisation.
+//! - Not when a later request with that id got a 2xx: the session was alive somewhere
+//!   (`session_refused`).
 
 use super::{Check, Rule};
 use crate::detect::context::Context;
@@ -15,7 +17,7 @@ use crate::detect::{flow_id, Finding, Kind, Severity};
 /// The rule.
 pub(crate) const RULE: Rule = Rule {
     kind: Kind::StaleSessionReuse,
-    severities: &[Severity::Warning, Severity::Info],
+    severities: &[Severity::Warning],
     summary: "After the server said its session was gone (404), the client kept sending requests with the dead session id.",
     checks: &[Check::Capture(check)],
 };
@@ -37,23 +39,18 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
                 c => c.to_string(),
             })
             .collect();
-        let (severity, tail) = match dead.reinit {
-            Some(x) => (
-                Severity::Info,
-                format!("; it re-initialised only in frame {}", exchanges[x].frame()),
-            ),
-            None => (
-                Severity::Warning,
-                " and never re-initialised in the capture".to_string(),
-            ),
+        let tail = match dead.reinit {
+            Some(x) => format!("; it re-initialised only in frame {}", exchanges[x].frame()),
+            None => " and never re-initialised in the capture".to_string(),
         };
         let mut f = Finding::at_exchange(
             ctx.label(dead.session),
             Kind::StaleSessionReuse,
-            severity,
+            Severity::Warning,
             e,
             format!(
-                "The server answered 404 for session {} in frame {} (flow {}), yet the client sent {} more request(s) with that session id from frame {} (answered {}){tail}.",
+                "The server answered {} for session {} in frame {} (flow {}), yet the client sent {} more request(s) with that session id from frame {} (answered {}){tail}.",
+                d.status(),
                 dead.id,
                 d.frame_response.unwrap_or(0),
                 flow_id(d),
@@ -62,7 +59,10 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
                 statuses.join("/"),
             ),
         );
-        f.expected = Some("initialize without Mcp-Session-Id after a 404".into());
+        f.expected = Some(format!(
+            "initialize without Mcp-Session-Id after the {}",
+            d.status()
+        ));
         f.observed = Some(format!(
             "{} request(s) with the dead session id",
             dead.stale.len()
