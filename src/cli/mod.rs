@@ -774,7 +774,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                     count(|c| c.frames), count(|c| c.not_tcp), count(|c| c.filtered), count(|c| c.tcp_segments), flows, exchanges.len(), analysis.model.sessions.len(), analysis.resumptions.len(), analysis.findings.len(),
                     anomaly_sets.iter().map(|a| a.total()).sum::<u64>());
                 for t in &selected() {
-                    let s = report::render(t)?;
+                    let s = report::render(t).map_err(|e| e.to_string())?;
                     let _ = writeln!(out, "{s}");
                 }
             }

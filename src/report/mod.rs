@@ -433,11 +433,29 @@ pub fn is_broken_pipe(e: &PolarsError) -> bool {
     }
 }
 
-/// Render a table for the terminal.
-pub fn render(t: &Table) -> Result<String, String> {
-    let df = t
-        .frame(false)
-        .map_err(|e| format!("table {}: {e}", t.name))?;
+/// A table that could not be rendered for the terminal ([`render`]): its columns do not make a
+/// DataFrame (columns of different lengths, or two of one name).
+///
+/// The message is `table <name>: <polars' reason>`; the polars error is in it, so it is not
+/// given again as the error's `source`.
+#[derive(Debug, thiserror::Error)]
+#[error("table {table}: {error}")]
+pub struct RenderError {
+    /// The table's name ([`Table::name`]).
+    pub table: &'static str,
+    /// Why polars refused its columns.
+    pub error: PolarsError,
+}
+
+/// Render a table for the terminal: its name and row count, then the polars rendering (times
+/// without a zone); the text ends with a newline.
+///
+/// Errors: [`RenderError`] when the columns do not make a DataFrame.
+pub fn render(t: &Table) -> Result<String, RenderError> {
+    let df = t.frame(false).map_err(|error| RenderError {
+        table: t.name,
+        error,
+    })?;
     Ok(format!("{} ({} rows)\n{}\n", t.name, t.height(), df))
 }
 
