@@ -173,7 +173,8 @@ fn times_are_utc_everywhere_and_the_terminal_table_prints() {
 /// the tables written whole, in CSV and Parquet: one header, every row once, in order.
 #[test]
 fn tables_in_pieces_equal_tables_whole() {
-    use mcpcap::report::{tables, write_chunks, Format};
+    use mcpcap::report::{tables, write_chunks_to, Format, Table};
+    use std::io::Write as _;
     let bytes = std::fs::read(
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp/fork_restart_client.pcap"),
     )
@@ -200,13 +201,20 @@ fn tables_in_pieces_equal_tables_whole() {
         assert_eq!(pieces.len(), whole.height().div_ceil(3));
         for format in [Format::Csv, Format::Parquet] {
             let (one, many) = (base.join("one"), base.join("many"));
-            write_chunks(name, [whole.clone()], &one, format).unwrap();
-            write_chunks(name, pieces.clone(), &many, format).unwrap();
             let ext = if format == Format::Csv {
                 "csv"
             } else {
                 "parquet"
             };
+            let write = |dir: &PathBuf, pieces: Vec<Table>| {
+                std::fs::create_dir_all(dir).unwrap();
+                let file = std::fs::File::create(dir.join(format!("{name}.{ext}"))).unwrap();
+                let mut file = std::io::BufWriter::new(file);
+                write_chunks_to(&mut file, pieces, format).unwrap();
+                file.flush().unwrap();
+            };
+            write(&one, vec![whole.clone()]);
+            write(&many, pieces.clone());
             let read = |dir: &PathBuf| {
                 let path = dir.join(format!("{name}.{ext}"));
                 if format == Format::Csv {

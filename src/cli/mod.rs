@@ -599,7 +599,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
                         "events" => Box::new(tables::events_chunks(&m, &ex, ROWS_PER_PIECE)),
                         _ => Box::new(tables::exchanges_chunks(&m, &ex, ROWS_PER_PIECE)),
                     };
-                    report::write_chunks(n, rows, &dir, format)
+                    write_chunks(n, rows, &dir, format)
                 })
             }))
         }
@@ -703,7 +703,7 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
         Format::Csv | Format::Parquet | Format::Ndjson => {
             let dir = args.out.as_ref().expect("checked above");
             let write = |n: &str| {
-                report::write_chunks(
+                write_chunks(
                     n,
                     pieces(n, &analysis, &exchanges, &flow_parts, &build),
                     dir,
@@ -806,6 +806,33 @@ fn run(which: &str, args: &AnalyzeArgs) -> Result<i32, String> {
     std::mem::forget(exchanges);
     std::mem::forget(vantages);
     Ok(if failed { EXIT_FINDINGS } else { EXIT_OK })
+}
+
+/// Write one table given as consecutive pieces to `<dir>/<name>.<ext>` (`dir` created if
+/// missing), one piece in memory at a time ([`report::write_chunks_to`]).
+///
+/// Errors: the directory or the file cannot be created or written (message names the path).
+fn write_chunks(
+    name: &str,
+    chunks: impl IntoIterator<Item = Table>,
+    dir: &std::path::Path,
+    format: Format,
+) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let ext = match format {
+        Format::Csv => "csv",
+        Format::Ndjson => "ndjson",
+        _ => "parquet",
+    };
+    let path = dir.join(format!("{name}.{ext}"));
+    // Buffered: the Parquet writer's metadata (Thrift) comes in writes of a few bytes each.
+    let mut file = std::io::BufWriter::with_capacity(
+        1 << 20,
+        std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?,
+    );
+    report::write_chunks_to(&mut file, chunks, format)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    file.flush().map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// The address pairs of the first `n` TCP segments of a capture file: (pair, SYN without ACK,

@@ -24,7 +24,6 @@ pub const TABLE_NAMES: [&str; 11] = [
 ];
 
 use std::io::Write;
-use std::path::Path;
 
 use polars::prelude::*;
 
@@ -203,36 +202,12 @@ pub enum Format {
     Ndjson,
 }
 
-/// Write one table given as consecutive pieces (same columns, rows in order) to
-/// `<dir>/<name>.<ext>`, one piece in memory at a time: CSV with one header, Parquet with a row
-/// group per piece, NDJSON one object per row. Callers give at least one (possibly empty) piece: without one, the file is
-/// left empty.
-///
-/// Errors: the directory or the file cannot be created or written (message names the path).
-pub fn write_chunks(
-    name: &str,
-    chunks: impl IntoIterator<Item = Table>,
-    dir: &Path,
-    format: Format,
-) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let ext = match format {
-        Format::Csv => "csv",
-        Format::Ndjson => "ndjson",
-        _ => "parquet",
-    };
-    let path = dir.join(format!("{name}.{ext}"));
-    // Buffered: the Parquet writer's metadata (Thrift) comes in writes of a few bytes each.
-    let mut file = std::io::BufWriter::with_capacity(
-        1 << 20,
-        std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?,
-    );
-    write_chunks_to(&mut file, chunks, format).map_err(|e| format!("{}: {e}", path.display()))?;
-    file.flush().map_err(|e| format!("{}: {e}", path.display()))
-}
-
-/// Write one table given as consecutive pieces to `w`, as [`write_chunks`] does to a file
-/// (`format` CSV, Parquet or NDJSON). Nothing is written without a piece.
+/// Write one table given as consecutive pieces (same columns, rows in order) to `w`, one piece
+/// in memory at a time: CSV (`format` [`Format::Csv`]) with one header, NDJSON
+/// ([`Format::Ndjson`]) one object per row, Parquet (any other format) with a row group per
+/// piece. Callers give at least one (possibly empty) piece: without one, nothing is written (not
+/// even CSV's header or Parquet's footer). `w` is written as it comes: a caller writing to a
+/// file buffers it (the Parquet writer's metadata comes in writes of a few bytes each).
 ///
 /// Errors: a piece cannot be made a DataFrame, or writing fails (the I/O error is kept, so a
 /// caller can tell a closed pipe).
