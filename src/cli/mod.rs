@@ -1,5 +1,6 @@
 //! Command line: argument parsing, file handling, exit codes. Nothing else.
 
+mod args;
 mod dump;
 mod progress;
 mod terminal;
@@ -7,11 +8,13 @@ mod terminal;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::Parser;
 
 use mcpcap::detect::Severity;
 use mcpcap::report::{self, tables, Format, Table};
 use mcpcap::{Analyzer, Options};
+
+use args::{AnalyzeArgs, Cli, Command, FailOn, FormatArg, SynthArgs};
 
 /// `eprintln!` that cannot panic: standard error may be a closed pipe too
 /// (`mcpcap … 2>&1 | head`), and a message that cannot be written is dropped.
@@ -28,62 +31,6 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_FINDINGS: i32 = 1;
 /// Exit status: bad usage or no capture could be read.
 pub const EXIT_USAGE: i32 = 2;
-
-#[derive(Parser, Debug)]
-#[command(
-    name = "mcpcap",
-    version,
-    about = "Find lost, duplicated and fabricated MCP messages across SSE resumptions in packet captures"
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// Reassemble, decode and judge every MCP session in the captures.
-    Analyze(AnalyzeArgs),
-    /// Print or write the flows table (one row per TCP connection).
-    Flows(AnalyzeArgs),
-    /// Print or write the exchanges table (one row per HTTP request/response).
-    Exchanges(AnalyzeArgs),
-    /// Print or write the events table (one row per SSE event).
-    Events(AnalyzeArgs),
-    /// Write a large synthetic capture for benchmarks (deterministic from the seed).
-    Synth(SynthArgs),
-}
-
-#[derive(clap::Args, Debug)]
-struct SynthArgs {
-    /// Output pcap file.
-    #[arg(long, short)]
-    out: PathBuf,
-    /// Size to reach, in bytes (suffixes K, M, G: powers of 1024).
-    #[arg(long, default_value = "100M", value_parser = parse_size)]
-    bytes: u64,
-    /// Seed of the pseudo-random choices.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Sessions running at once.
-    #[arg(long, default_value_t = 64)]
-    concurrent: usize,
-}
-
-fn parse_size(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let (num, mult) = match s.chars().last().map(|c| c.to_ascii_uppercase()) {
-        Some('K') => (&s[..s.len() - 1], 1u64 << 10),
-        Some('M') => (&s[..s.len() - 1], 1 << 20),
-        Some('G') => (&s[..s.len() - 1], 1 << 30),
-        _ => (s, 1),
-    };
-    num.trim()
-        .parse::<u64>()
-        .map_err(|e| format!("{s:?}: {e}"))?
-        .checked_mul(mult)
-        .ok_or_else(|| format!("{s:?}: too large"))
-}
 
 fn synth(args: &SynthArgs) -> Result<i32, String> {
     let file =
@@ -109,71 +56,6 @@ fn synth(args: &SynthArgs) -> Result<i32, String> {
         s.forks
     );
     Ok(EXIT_OK)
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-enum FormatArg {
-    Table,
-    Csv,
-    Parquet,
-    Ndjson,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-enum FailOn {
-    Error,
-    Warning,
-    Info,
-    Never,
-}
-
-#[derive(clap::Args, Debug)]
-struct AnalyzeArgs {
-    /// Capture files (pcap or pcapng) or directories of them, or `-` for one capture on standard
-    /// input. Files whose times follow each other are one vantage point (rotation); files whose
-    /// times overlap are separate vantage points.
-    #[arg(required_unless_present = "vantage")]
-    captures: Vec<PathBuf>,
-    /// Threads for reassembly and HTTP, the reading thread included (flows sharded after
-    /// decoding); 0: all cores. The output is the same for any value. `--dump-streams` runs on
-    /// one thread.
-    #[arg(long, default_value_t = 0)]
-    threads: usize,
-    /// No progress bar (it is shown only on a terminal, for runs over a second).
-    #[arg(long, short)]
-    quiet: bool,
-    /// With `--format table` on a terminal: list every intact session and its findings (more
-    /// than 20 collapse into one line otherwise).
-    #[arg(long)]
-    all: bool,
-    /// Put FILE in vantage point NAME (repeatable; several files of one NAME are rotated parts).
-    /// Other vantage points are named v1, v2, … in order of their first frame.
-    #[arg(long = "vantage", value_name = "NAME=FILE")]
-    vantage: Vec<String>,
-    /// Output format (default: table on a terminal, ndjson otherwise).
-    #[arg(long, value_enum)]
-    format: Option<FormatArg>,
-    /// Directory for csv/parquet files (one file per table); without it, csv writes the one
-    /// table of the command (findings for `analyze`) to standard output.
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Exit 1 when a finding of this severity or worse exists.
-    #[arg(long, value_enum, default_value = "error")]
-    fail_on: FailOn,
-    /// Keep only TCP connections with this port on either side (repeatable).
-    #[arg(long = "port")]
-    ports: Vec<u16>,
-    /// JSON pointer to an application sequence field in JSON-RPC messages (repeatable).
-    #[arg(long = "app-seq")]
-    app_seq: Vec<String>,
-    /// Response header naming the backend that served a response (repeatable; checked before
-    /// X-Backend, X-Served-By and X-Upstream).
-    #[arg(long = "backend-header", value_name = "NAME")]
-    backend_headers: Vec<String>,
-    /// Write each direction's reassembled bytes to DIR/<flow_id>.orig.bin and .resp.bin
-    /// (gaps are holes of the missing length, so file offsets are stream offsets).
-    #[arg(long = "dump-streams", value_name = "DIR")]
-    dump_streams: Option<PathBuf>,
 }
 
 /// Run the command line; returns the exit status.

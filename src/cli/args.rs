@@ -1,0 +1,140 @@
+//! The command line as clap parses it: the subcommands and their arguments, checked for form
+//! only. What they mean together is decided in [`super::plan`].
+//!
+//! The types here carry `//` comments, not doc comments, where they had none: clap turns doc
+//! comments into help text.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+// The whole command line.
+#[derive(Parser, Debug)]
+#[command(
+    name = "mcpcap",
+    version,
+    about = "Find lost, duplicated and fabricated MCP messages across SSE resumptions in packet captures"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+// The subcommands; each doc comment below is its help text.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Reassemble, decode and judge every MCP session in the captures.
+    Analyze(AnalyzeArgs),
+    /// Print or write the flows table (one row per TCP connection).
+    Flows(AnalyzeArgs),
+    /// Print or write the exchanges table (one row per HTTP request/response).
+    Exchanges(AnalyzeArgs),
+    /// Print or write the events table (one row per SSE event).
+    Events(AnalyzeArgs),
+    /// Write a large synthetic capture for benchmarks (deterministic from the seed).
+    Synth(SynthArgs),
+}
+
+// `mcpcap synth`.
+#[derive(clap::Args, Debug)]
+pub struct SynthArgs {
+    /// Output pcap file.
+    #[arg(long, short)]
+    pub out: PathBuf,
+    /// Size to reach, in bytes (suffixes K, M, G: powers of 1024).
+    #[arg(long, default_value = "100M", value_parser = parse_size)]
+    pub bytes: u64,
+    /// Seed of the pseudo-random choices.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Sessions running at once.
+    #[arg(long, default_value_t = 64)]
+    pub concurrent: usize,
+}
+
+/// A size in bytes: a number with an optional suffix K, M or G (powers of 1024, either case).
+///
+/// Errors: the number does not parse, or the size does not fit in a `u64`; the message quotes
+/// the value (clap prefixes it with the argument).
+fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, mult) = match s.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&s[..s.len() - 1], 1u64 << 10),
+        Some('M') => (&s[..s.len() - 1], 1 << 20),
+        Some('G') => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    num.trim()
+        .parse::<u64>()
+        .map_err(|e| format!("{s:?}: {e}"))?
+        .checked_mul(mult)
+        .ok_or_else(|| format!("{s:?}: too large"))
+}
+
+// `--format`.
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum FormatArg {
+    Table,
+    Csv,
+    Parquet,
+    Ndjson,
+}
+
+// `--fail-on`.
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum FailOn {
+    Error,
+    Warning,
+    Info,
+    Never,
+}
+
+// The arguments of `analyze`, `flows`, `exchanges` and `events`.
+#[derive(clap::Args, Debug)]
+pub struct AnalyzeArgs {
+    /// Capture files (pcap or pcapng) or directories of them, or `-` for one capture on standard
+    /// input. Files whose times follow each other are one vantage point (rotation); files whose
+    /// times overlap are separate vantage points.
+    #[arg(required_unless_present = "vantage")]
+    pub captures: Vec<PathBuf>,
+    /// Threads for reassembly and HTTP, the reading thread included (flows sharded after
+    /// decoding); 0: all cores. The output is the same for any value. `--dump-streams` runs on
+    /// one thread.
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// No progress bar (it is shown only on a terminal, for runs over a second).
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// With `--format table` on a terminal: list every intact session and its findings (more
+    /// than 20 collapse into one line otherwise).
+    #[arg(long)]
+    pub all: bool,
+    /// Put FILE in vantage point NAME (repeatable; several files of one NAME are rotated parts).
+    /// Other vantage points are named v1, v2, … in order of their first frame.
+    #[arg(long = "vantage", value_name = "NAME=FILE")]
+    pub vantage: Vec<String>,
+    /// Output format (default: table on a terminal, ndjson otherwise).
+    #[arg(long, value_enum)]
+    pub format: Option<FormatArg>,
+    /// Directory for csv/parquet files (one file per table); without it, csv writes the one
+    /// table of the command (findings for `analyze`) to standard output.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Exit 1 when a finding of this severity or worse exists.
+    #[arg(long, value_enum, default_value = "error")]
+    pub fail_on: FailOn,
+    /// Keep only TCP connections with this port on either side (repeatable).
+    #[arg(long = "port")]
+    pub ports: Vec<u16>,
+    /// JSON pointer to an application sequence field in JSON-RPC messages (repeatable).
+    #[arg(long = "app-seq")]
+    pub app_seq: Vec<String>,
+    /// Response header naming the backend that served a response (repeatable; checked before
+    /// X-Backend, X-Served-By and X-Upstream).
+    #[arg(long = "backend-header", value_name = "NAME")]
+    pub backend_headers: Vec<String>,
+    /// Write each direction's reassembled bytes to DIR/<flow_id>.orig.bin and .resp.bin
+    /// (gaps are holes of the missing length, so file offsets are stream offsets).
+    #[arg(long = "dump-streams", value_name = "DIR")]
+    pub dump_streams: Option<PathBuf>,
+}
