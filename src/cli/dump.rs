@@ -22,8 +22,10 @@ pub struct Dump {
 
 impl Dump {
     /// A sink writing into `dir` (created if missing).
-    pub fn new(dir: &Path) -> Result<Dump, String> {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    ///
+    /// Errors: the directory cannot be created (the message names it).
+    pub fn new(dir: &Path) -> anyhow::Result<Dump> {
+        std::fs::create_dir_all(dir).map_err(|e| super::at(dir, e))?;
         Ok(Dump {
             dir: dir.to_path_buf(),
             open: HashMap::new(),
@@ -32,10 +34,13 @@ impl Dump {
         })
     }
 
+    /// The file of direction `d` of `flow` while the capture is read (`F<n>.d<d>.bin`).
     fn path(&self, flow: usize, d: usize) -> PathBuf {
         self.dir.join(format!("{}.d{d}.bin", FlowId(flow)))
     }
 
+    /// Append a chunk of direction `d` of `flow` to its file (opened at its first chunk): data
+    /// is written, a gap moves the file offset past its length.
     fn write(&mut self, flow: usize, d: usize, chunk: Chunk<'_>) -> std::io::Result<()> {
         if !self.open.contains_key(&(flow, d)) {
             let f = File::create(self.path(flow, d))?;
@@ -56,6 +61,7 @@ impl Dump {
         Ok(())
     }
 
+    /// Close both files of `flow`, each extended to its stream's length.
     fn close(&mut self, flow: usize) -> std::io::Result<()> {
         for d in 0..2 {
             if let Some((f, len)) = self.open.remove(&(flow, d)) {
@@ -68,7 +74,10 @@ impl Dump {
 
     /// Close everything and name each file by the side that sent it; `client` gives the
     /// client's direction of a flow.
-    pub fn finish(mut self, client: impl Fn(usize) -> usize) -> Result<(), String> {
+    ///
+    /// Errors: the first write error (`--dump-streams DIR: …`), or a file that cannot be
+    /// renamed (the message names its new name).
+    pub fn finish(mut self, client: impl Fn(usize) -> usize) -> anyhow::Result<()> {
         let open: Vec<usize> = self.open.keys().map(|k| k.0).collect();
         for flow in open {
             if let Err(e) = self.close(flow) {
@@ -76,19 +85,19 @@ impl Dump {
             }
         }
         if let Some(e) = self.error.take() {
-            return Err(format!("--dump-streams {}: {e}", self.dir.display()));
+            anyhow::bail!("--dump-streams {}: {e}", self.dir.display());
         }
         for &(flow, d) in &self.written {
             let side = if d == client(flow) { "orig" } else { "resp" };
             let to = self.dir.join(format!("{}.{side}.bin", FlowId(flow)));
-            std::fs::rename(self.path(flow, d), &to)
-                .map_err(|e| format!("{}: {e}", to.display()))?;
+            std::fs::rename(self.path(flow, d), &to).map_err(|e| super::at(&to, e))?;
         }
         Ok(())
     }
 }
 
 impl StreamSink for Dump {
+    /// Write a chunk or close a flow's files; after the first error nothing more is written.
     fn event(&mut self, flow: FlowMeta, ev: StreamEvent<'_>, _ts: i64, _frame: u64) {
         if self.error.is_some() {
             return;

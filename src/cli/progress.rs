@@ -16,6 +16,7 @@ pub struct Counting<R> {
 }
 
 impl<R> Counting<R> {
+    /// `inner`, counted from 0.
     pub fn new(inner: R) -> Self {
         Counting {
             inner,
@@ -29,6 +30,7 @@ impl<R> Counting<R> {
 }
 
 impl<R: Read> Read for Counting<R> {
+    /// Read from the inner reader and count what it gave.
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let k = self.inner.read(buf)?;
         self.n.fetch_add(k as u64, Ordering::Relaxed);
@@ -36,6 +38,7 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
+/// The progress bar (hidden until a run has lasted a second; absent when not enabled).
 pub struct Progress {
     bar: Option<ProgressBar>,
     start: Instant,
@@ -43,6 +46,7 @@ pub struct Progress {
 }
 
 impl Progress {
+    /// A bar over `total` bytes, when `enabled`.
     pub fn new(enabled: bool, total: u64) -> Self {
         let bar = enabled.then(|| {
             let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
@@ -60,6 +64,7 @@ impl Progress {
         }
     }
 
+    /// Move the bar to `position` bytes; once shown, its message is `message()`.
     pub fn update(&mut self, position: u64, message: impl FnOnce() -> String) {
         let Some(b) = &self.bar else { return };
         if !self.shown && self.start.elapsed() >= Duration::from_secs(1) {
@@ -84,6 +89,7 @@ impl Progress {
         }
     }
 
+    /// Clear the bar from the terminal.
     pub fn finish(&self) {
         if let Some(b) = &self.bar {
             b.finish_and_clear();

@@ -1,0 +1,280 @@
+//! Arguments → plan: every check of an analysing command's arguments and every decision they
+//! imply (format, destination, tables, threads, exit threshold, progress bar, terminal style),
+//! made here once, before anything is created or read. [`super::run`] then carries the plan out.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use anyhow::{anyhow, bail};
+
+use mcpcap::detect::Severity;
+use mcpcap::report::{self, Format};
+use mcpcap::Options;
+
+use super::args::{AnalyzeArgs, FailOn, FormatArg};
+use super::terminal;
+
+/// What an analysing command produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `analyze`: every table, the terminal report, and an exit status by `--fail-on`.
+    Analyze,
+    /// `flows`, `exchanges`, `events`: the one table of that name (exit 0 once written).
+    Table(&'static str),
+}
+
+impl Mode {
+    /// The table written to standard output as CSV or NDJSON: `findings` for `analyze`, else
+    /// the command's own table.
+    pub fn stdout_table(self) -> &'static str {
+        match self {
+            Mode::Analyze => "findings",
+            Mode::Table(name) => name,
+        }
+    }
+
+    /// The tables written to files (or shown, for the single-table commands), in order.
+    fn tables(self) -> Vec<&'static str> {
+        match self {
+            Mode::Analyze => report::TABLE_NAMES.to_vec(),
+            Mode::Table(name) => vec![name],
+        }
+    }
+}
+
+/// The captures of a run, as named on the command line.
+#[derive(Debug, Clone)]
+pub enum Inputs {
+    /// One capture read once, as it comes, never reopened: standard input (`-`, `stdin` true),
+    /// or a path that is neither a regular file nor a directory (a FIFO, `/dev/stdin`, `<(…)`):
+    /// ordering files reads each one's start first, which would use up a pipe's bytes.
+    Stream {
+        /// The path as given (`-` for standard input).
+        path: PathBuf,
+        /// Read standard input rather than open `path`.
+        stdin: bool,
+    },
+    /// Capture files and directories of them (the positional arguments, then the `--vantage`
+    /// files), read in time order ([`super::inputs::capture_order`]).
+    Files(Vec<PathBuf>),
+}
+
+/// Where the tables go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    /// Standard output: the terminal report (`--format table`), or the one table of
+    /// [`Mode::stdout_table`] as CSV or NDJSON.
+    Stdout,
+    /// One file per table, `<dir>/<table>.<csv|parquet|ndjson>` (the directory is created if
+    /// missing).
+    Dir(PathBuf),
+}
+
+/// Everything an analysing command will do, decided from its arguments.
+#[derive(Debug)]
+pub struct Plan {
+    /// The command.
+    pub mode: Mode,
+    /// The captures.
+    pub inputs: Inputs,
+    /// `--vantage NAME=FILE`: (vantage point name, file), in argument order. Every other file
+    /// joins a vantage point by time and connections ([`super::read`]).
+    pub named: Vec<(String, PathBuf)>,
+    /// Output format (never [`Format::Parquet`] with [`Destination::Stdout`]).
+    pub format: Format,
+    /// Where the tables go ([`Destination::Stdout`] always for [`Format::Table`]).
+    pub destination: Destination,
+    /// The tables written, in order (file stems).
+    pub tables: Vec<&'static str>,
+    /// Of `tables`, those written on a thread of their own while the detectors run (`events`
+    /// and `exchanges`, which need only the session model): with files and more than one
+    /// thread only.
+    pub beside: Vec<&'static str>,
+    /// Exit [`super::EXIT_FINDINGS`] when a finding of this severity or worse exists; `None`:
+    /// never (`--fail-on never`, or a single-table command, which does not judge).
+    pub fail_on: Option<Severity>,
+    /// Threads for reassembly and HTTP, the reading thread included; 0: no shards, every stage
+    /// on the reading thread (for `--dump-streams`, whose tap sees the streams there, and for
+    /// `--threads 1` on one input).
+    pub threads: usize,
+    /// Response header names that identify a backend (`--backend-header`).
+    pub backend_headers: Vec<String>,
+    /// `--dump-streams DIR`.
+    pub dump_streams: Option<PathBuf>,
+    /// Show the progress bar (stderr is a terminal, no `--quiet`).
+    pub progress: bool,
+    /// The progress bar leaves before the output is written (no `--out`: the output is on the
+    /// terminal or standard output). With `--format table --out DIR` it stays to the end.
+    pub progress_leaves_first: bool,
+    /// How the terminal report looks (`--format table` of `analyze`).
+    pub style: terminal::Style,
+    /// `--port` and `--app-seq` as [`Options`]; [`Plan::options`] completes them.
+    options: Options,
+}
+
+impl Plan {
+    /// Check the arguments of `mode` and decide what the run does.
+    ///
+    /// Errors (the one-line message, in this order of checks): an `--app-seq` that is not a
+    /// JSON pointer, `--format parquet` without `--out`, a `--vantage` that is not `NAME=FILE`,
+    /// standard input or a pipe among other captures.
+    pub fn new(mode: Mode, args: &AnalyzeArgs) -> anyhow::Result<Plan> {
+        check_app_seq(&args.app_seq)?;
+        let format = format(args.format);
+        if format == Format::Parquet && args.out.is_none() {
+            bail!("--format parquet needs --out DIR");
+        }
+        let named = named(&args.vantage)?;
+        let mut paths = args.captures.clone();
+        paths.extend(named.iter().map(|(_, f)| f.clone()));
+        let threads = threads(args.threads, paths.len(), args.dump_streams.is_some());
+        let inputs = inputs(paths)?;
+        let destination = match &args.out {
+            Some(dir) if format != Format::Table => Destination::Dir(dir.clone()),
+            _ => Destination::Stdout,
+        };
+        let tables = mode.tables();
+        Ok(Plan {
+            mode,
+            inputs,
+            named,
+            format,
+            beside: beside(&tables, &destination, threads),
+            destination,
+            tables,
+            fail_on: match mode {
+                Mode::Analyze => threshold(args.fail_on),
+                Mode::Table(_) => None,
+            },
+            threads,
+            backend_headers: args.backend_headers.clone(),
+            dump_streams: args.dump_streams.clone(),
+            progress: !args.quiet && std::io::stderr().is_terminal(),
+            progress_leaves_first: args.out.is_none(),
+            style: style(args.all),
+            options: Options {
+                ports: args.ports.clone(),
+                app_seq: args.app_seq.clone(),
+                ..Default::default()
+            },
+        })
+    }
+
+    /// The analyzers' options, once the inputs are known to be `files` capture files: with one
+    /// file and no `--vantage`, no later file can continue its connections, so they are not
+    /// tracked ([`Options::single_file`]).
+    pub fn options(&self, files: usize) -> Options {
+        Options {
+            single_file: files == 1 && self.named.is_empty(),
+            ..self.options.clone()
+        }
+    }
+}
+
+/// Each `--app-seq` is empty (the whole message) or a JSON pointer (RFC 6901).
+fn check_app_seq(pointers: &[String]) -> anyhow::Result<()> {
+    match pointers
+        .iter()
+        .find(|p| !p.is_empty() && !p.starts_with('/'))
+    {
+        Some(p) => bail!("--app-seq {p:?}: a JSON pointer starts with '/' (RFC 6901)"),
+        None => Ok(()),
+    }
+}
+
+/// `--format`, or by default the terminal report on a terminal and NDJSON otherwise.
+fn format(arg: Option<FormatArg>) -> Format {
+    match arg {
+        Some(FormatArg::Table) => Format::Table,
+        Some(FormatArg::Csv) => Format::Csv,
+        Some(FormatArg::Parquet) => Format::Parquet,
+        Some(FormatArg::Ndjson) => Format::Ndjson,
+        None if std::io::stdout().is_terminal() => Format::Table,
+        None => Format::Ndjson,
+    }
+}
+
+/// The `--vantage NAME=FILE` arguments as (name, file); neither side may be empty.
+fn named(args: &[String]) -> anyhow::Result<Vec<(String, PathBuf)>> {
+    args.iter()
+        .map(|v| match v.split_once('=') {
+            Some((n, f)) if !n.is_empty() && !f.is_empty() => Ok((n.to_string(), PathBuf::from(f))),
+            _ => Err(anyhow!("--vantage {v:?}: expected NAME=FILE")),
+        })
+        .collect()
+}
+
+/// The threads of the run (see [`Plan::threads`]) from `--threads` (0: all cores), the number
+/// of inputs named, and whether `--dump-streams` is given.
+///
+/// Shards number their flows when they finish, which keeps the numbering of several vantage
+/// points' interleaved files independent of `--threads`; one file is one vantage point,
+/// numbered alike either way, so `--threads 1` on it needs no shard.
+fn threads(arg: usize, inputs: usize, dump: bool) -> usize {
+    match (arg, dump) {
+        (_, true) => 0,
+        (1, _) if inputs == 1 => 0,
+        (0, _) => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        (n, _) => n,
+    }
+}
+
+/// The inputs as a stream (`-` or a pipe, which must then be the only input) or as files.
+fn inputs(paths: Vec<PathBuf>) -> anyhow::Result<Inputs> {
+    let stdin = paths.iter().any(|p| p.as_os_str() == "-");
+    let pipe = paths
+        .iter()
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| !m.is_file() && !m.is_dir()));
+    if stdin && paths.len() > 1 {
+        bail!("standard input (-) is read only as the one capture");
+    }
+    if let (Some(p), true) = (pipe, paths.len() > 1) {
+        bail!(
+            "{}: not a regular file (a pipe?): it is read only as the one capture",
+            p.display()
+        );
+    }
+    let stream = stdin || pipe.is_some();
+    Ok(match paths.first() {
+        Some(path) if stream => Inputs::Stream {
+            path: path.clone(),
+            stdin,
+        },
+        _ => Inputs::Files(paths),
+    })
+}
+
+/// The tables written beside the detectors (see [`Plan::beside`]): the events, then the
+/// exchanges, of those the command writes.
+fn beside(tables: &[&'static str], destination: &Destination, threads: usize) -> Vec<&'static str> {
+    match destination {
+        Destination::Dir(_) if threads > 1 => ["events", "exchanges"]
+            .into_iter()
+            .filter(|n| tables.contains(n))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The severity `--fail-on` names (`None` for `never`).
+fn threshold(fail_on: FailOn) -> Option<Severity> {
+    match fail_on {
+        FailOn::Error => Some(Severity::Error),
+        FailOn::Warning => Some(Severity::Warning),
+        FailOn::Info => Some(Severity::Info),
+        FailOn::Never => None,
+    }
+}
+
+/// The terminal report's style: colour on a terminal unless `NO_COLOR` is set (not empty) or
+/// `TERM` is `dumb`; `all` is `--all`.
+fn style(all: bool) -> terminal::Style {
+    let terminal = std::io::stdout().is_terminal();
+    terminal::Style {
+        color: terminal
+            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            && std::env::var_os("TERM").is_none_or(|t| t != "dumb"),
+        terminal,
+        all,
+    }
+}
