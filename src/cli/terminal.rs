@@ -26,6 +26,7 @@ pub struct Style {
 }
 
 impl Style {
+    /// `s` in the ANSI colour `code` (SGR parameters), when colours are on.
     fn paint(&self, code: &str, s: &str) -> String {
         if self.color {
             format!("\x1b[{code}m{s}\x1b[0m")
@@ -33,6 +34,7 @@ impl Style {
             s.to_string()
         }
     }
+    /// A severity in its colour: errors bold red, warnings yellow, the rest cyan.
     fn severity(&self, s: &str) -> String {
         let code = match s {
             "error" => "1;31",
@@ -41,6 +43,7 @@ impl Style {
         };
         self.paint(code, s)
     }
+    /// A verdict in its colour: broken bold red, suspect yellow, unverifiable cyan, intact green.
     fn verdict(&self, v: &str) -> String {
         let code = match v {
             "broken" | "forked" | "gap" => "1;31",
@@ -228,6 +231,7 @@ pub fn verdict_line(a: &Analysis, sessions: &Table, style: Style) -> String {
     parts.join(", ")
 }
 
+/// `n` and the noun for that many: `1 exchange`, `2 exchanges`.
 fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
@@ -267,8 +271,41 @@ pub struct Report<'a> {
     pub calls: Table,
 }
 
-/// Write the report.
+/// Write the report: the verdict line, the capture line and (several files) the files; the
+/// sessions worst first; each session that is not intact with its findings, resumptions and
+/// (broken or suspect) its failed and slowest calls; then how many info findings the collapsed
+/// intact sessions have. Write errors are ignored.
 pub fn render(out: &mut impl Write, r: &Report<'_>, style: Style) {
+    head(out, r, style);
+    let order = SessionOrder::of(&r.sessions, style);
+    sessions(out, &r.sessions, &order, style);
+    // Per session: its findings, resumptions and calls.
+    let of = Sessions {
+        findings: texts(&r.findings, "session_id"),
+        resumptions: texts(&r.resumptions, "session_id"),
+        calls: texts(&r.calls, "session_id"),
+    };
+    for &i in &order.listed {
+        session(out, r, &of, i, style);
+    }
+    if order.collapse {
+        let hidden = order
+            .intact
+            .iter()
+            .map(|&i| raw(&r.sessions, "session_id", i))
+            .map(|sid| of.findings.iter().filter(|x| **x == sid).count())
+            .sum::<usize>();
+        if hidden > 0 {
+            let _ = writeln!(
+                out,
+                "\n{hidden} info findings of intact sessions not shown (--all shows them)"
+            );
+        }
+    }
+}
+
+/// The verdict line, the capture line, and the files when there are several.
+fn head(out: &mut impl Write, r: &Report<'_>, style: Style) {
     let _ = writeln!(out, "{}", verdict_line(r.analysis, &r.sessions, style));
     let _ = writeln!(out, "{}\n", r.capture_line);
     if let Some(f) = &r.files {
@@ -284,22 +321,48 @@ pub fn render(out: &mut impl Write, r: &Report<'_>, style: Style) {
         );
         let _ = writeln!(out);
     }
-    let s = &r.sessions;
-    let mut order: Vec<usize> = (0..s.height()).collect();
-    order.sort_by_key(|&i| (rank(&raw(s, "verdict", i)), i));
-    let intact: Vec<usize> = order
-        .iter()
-        .copied()
-        .filter(|&i| raw(s, "verdict", i) == "intact")
-        .collect();
-    let collapse = style.terminal && !style.all && intact.len() > INTACT_SHOWN;
-    let listed: Vec<usize> = order
-        .iter()
-        .copied()
-        .filter(|i| !(collapse && intact.contains(i)))
-        .collect();
+}
+
+/// The rows of the sessions table in the order shown.
+struct SessionOrder {
+    /// Rows listed: worst verdict first (then in table order), without the intact ones when
+    /// they collapse.
+    listed: Vec<usize>,
+    /// Rows of intact sessions, in the order shown.
+    intact: Vec<usize>,
+    /// Whether the intact sessions collapse into one line: more than [`INTACT_SHOWN`] of them
+    /// on a terminal without `--all`.
+    collapse: bool,
+}
+
+impl SessionOrder {
+    /// The order of sessions table `s` in `style`.
+    fn of(s: &Table, style: Style) -> SessionOrder {
+        let mut order: Vec<usize> = (0..s.height()).collect();
+        order.sort_by_key(|&i| (rank(&raw(s, "verdict", i)), i));
+        let intact: Vec<usize> = order
+            .iter()
+            .copied()
+            .filter(|&i| raw(s, "verdict", i) == "intact")
+            .collect();
+        let collapse = style.terminal && !style.all && intact.len() > INTACT_SHOWN;
+        let listed: Vec<usize> = order
+            .iter()
+            .copied()
+            .filter(|i| !(collapse && intact.contains(i)))
+            .collect();
+        SessionOrder {
+            listed,
+            intact,
+            collapse,
+        }
+    }
+}
+
+/// The sessions, worst first, as `order` lists them; collapsed intact ones as one line.
+fn sessions(out: &mut impl Write, s: &Table, order: &SessionOrder, style: Style) {
     let _ = writeln!(out, "sessions, worst first");
-    if listed.is_empty() && !collapse {
+    if order.listed.is_empty() && !order.collapse {
         let _ = writeln!(out, "  (none)");
     } else {
         grid(
@@ -316,132 +379,134 @@ pub fn render(out: &mut impl Write, r: &Report<'_>, style: Style) {
                 "errors",
                 "warnings",
             ],
-            &listed,
+            &order.listed,
             "  ",
-            &|c, v| {
-                if c == "verdict" {
-                    style.verdict(v)
-                } else {
-                    v.to_string()
-                }
-            },
+            &|c, v| verdict_cell(style, c, v),
         );
     }
-    if collapse {
+    if order.collapse {
         let _ = writeln!(
             out,
             "  … and {} intact sessions (--all lists them)",
-            intact.len()
+            order.intact.len()
         );
     }
-    // Per session: its findings, resumptions and calls.
-    let f_sessions = texts(&r.findings, "session_id");
-    let r_sessions = texts(&r.resumptions, "session_id");
-    let c_sessions = texts(&r.calls, "session_id");
-    for &i in &listed {
-        let verdict = raw(s, "verdict", i);
-        let sid = raw(s, "session_id", i);
-        let findings: Vec<usize> = (0..r.findings.height())
-            .filter(|&k| f_sessions[k] == sid)
-            .collect();
-        if verdict == "intact" && findings.is_empty() || verdict == "not_mcp" {
-            continue;
-        }
-        let n = |c: &str| cell(s, c, i).parse::<usize>().unwrap_or(0);
+}
+
+/// The full session id of each row of the findings, resumptions and calls tables.
+struct Sessions {
+    /// Per row of the findings.
+    findings: Vec<String>,
+    /// Per row of the resumptions.
+    resumptions: Vec<String>,
+    /// Per row of the calls.
+    calls: Vec<String>,
+}
+
+/// Row `i` of the sessions table under its own heading, unless it is intact without findings
+/// or not MCP: its findings, its resumptions and, broken or suspect, its failed and slowest
+/// calls (`of`: the session of each of their rows).
+fn session(out: &mut impl Write, r: &Report<'_>, of: &Sessions, i: usize, style: Style) {
+    let s = &r.sessions;
+    let verdict = raw(s, "verdict", i);
+    let sid = raw(s, "session_id", i);
+    let findings: Vec<usize> = (0..r.findings.height())
+        .filter(|&k| of.findings[k] == sid)
+        .collect();
+    if verdict == "intact" && findings.is_empty() || verdict == "not_mcp" {
+        return;
+    }
+    let n = |c: &str| cell(s, c, i).parse::<usize>().unwrap_or(0);
+    let _ = writeln!(
+        out,
+        "\n{} session {} ({}, {})",
+        style.verdict(&verdict),
+        raw(s, "session_id", i),
+        plural(n("exchanges"), "exchange", "exchanges"),
+        plural(n("resumptions"), "resumption", "resumptions")
+    );
+    for &k in &findings {
+        let f = &r.findings;
         let _ = writeln!(
             out,
-            "\n{} session {} ({}, {})",
-            style.verdict(&verdict),
-            raw(s, "session_id", i),
-            plural(n("exchanges"), "exchange", "exchanges"),
-            plural(n("resumptions"), "resumption", "resumptions")
+            "  [{}] {} {} (frame {}, {}): {}",
+            cell(f, "finding", k),
+            style.severity(&raw(f, "severity", k)),
+            raw(f, "kind", k),
+            cell(f, "frame", k),
+            cell(f, "flow_id", k),
+            raw(f, "detail", k)
         );
-        for &k in &findings {
-            let f = &r.findings;
-            let _ = writeln!(
-                out,
-                "  [{}] {} {} (frame {}, {}): {}",
-                cell(f, "finding", k),
-                style.severity(&raw(f, "severity", k)),
-                raw(f, "kind", k),
-                cell(f, "frame", k),
-                cell(f, "flow_id", k),
-                raw(f, "detail", k)
-            );
-        }
-        let res: Vec<usize> = (0..r.resumptions.height())
-            .filter(|&k| r_sessions[k] == sid)
-            .collect();
-        if !res.is_empty() {
-            let _ = writeln!(out, "  resumptions");
-            grid(
-                out,
-                &r.resumptions,
-                &[
-                    "ts",
-                    "flow_id",
-                    "frame",
-                    "last_event_id",
-                    "stream_id",
-                    "status",
-                    "first_event_id",
-                    "events",
-                    "verdict",
-                ],
-                &res,
-                "    ",
-                &|c, v| {
-                    if c == "verdict" {
-                        style.verdict(v)
-                    } else {
-                        v.to_string()
-                    }
-                },
-            );
-        }
-        if matches!(verdict.as_str(), "broken" | "suspect") {
-            let calls = slow_and_failed(&r.calls, &c_sessions, &sid);
-            if !calls.is_empty() {
-                let _ = writeln!(out, "  calls: failed, then the slowest");
-                grid(
-                    out,
-                    &r.calls,
-                    &[
-                        "ts_request",
-                        "flow_id",
-                        "frame",
-                        "method",
-                        "name",
-                        "request_id",
-                        "outcome",
-                        "latency_us",
-                        "progress",
-                        "connections",
-                        "findings",
-                    ],
-                    &calls,
-                    "    ",
-                    &|c, v| match (c, v) {
-                        ("outcome", "result") => v.to_string(),
-                        ("outcome", _) => style.paint("1;31", v),
-                        _ => v.to_string(),
-                    },
-                );
-            }
-        }
     }
-    if collapse {
-        let hidden = intact
-            .iter()
-            .map(|&i| raw(s, "session_id", i))
-            .map(|sid| f_sessions.iter().filter(|x| **x == sid).count())
-            .sum::<usize>();
-        if hidden > 0 {
-            let _ = writeln!(
-                out,
-                "\n{hidden} info findings of intact sessions not shown (--all shows them)"
-            );
-        }
+    let res: Vec<usize> = (0..r.resumptions.height())
+        .filter(|&k| of.resumptions[k] == sid)
+        .collect();
+    if !res.is_empty() {
+        let _ = writeln!(out, "  resumptions");
+        grid(
+            out,
+            &r.resumptions,
+            &[
+                "ts",
+                "flow_id",
+                "frame",
+                "last_event_id",
+                "stream_id",
+                "status",
+                "first_event_id",
+                "events",
+                "verdict",
+            ],
+            &res,
+            "    ",
+            &|c, v| verdict_cell(style, c, v),
+        );
+    }
+    if matches!(verdict.as_str(), "broken" | "suspect") {
+        let rows = slow_and_failed(&r.calls, &of.calls, &sid);
+        calls(out, &r.calls, &rows, style);
+    }
+}
+
+/// Rows `rows` of the calls table under their heading (nothing without rows); an outcome other
+/// than a result in red.
+fn calls(out: &mut impl Write, calls: &Table, rows: &[usize], style: Style) {
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "  calls: failed, then the slowest");
+    grid(
+        out,
+        calls,
+        &[
+            "ts_request",
+            "flow_id",
+            "frame",
+            "method",
+            "name",
+            "request_id",
+            "outcome",
+            "latency_us",
+            "progress",
+            "connections",
+            "findings",
+        ],
+        rows,
+        "    ",
+        &|c, v| match (c, v) {
+            ("outcome", "result") => v.to_string(),
+            ("outcome", _) => style.paint("1;31", v),
+            _ => v.to_string(),
+        },
+    );
+}
+
+/// A cell `v` of column `c` as shown: coloured by its verdict in the `verdict` column.
+fn verdict_cell(style: Style, c: &str, v: &str) -> String {
+    if c == "verdict" {
+        style.verdict(v)
+    } else {
+        v.to_string()
     }
 }
 
@@ -501,6 +566,7 @@ mod tests {
         }
     }
 
+    /// A table `name` with text columns `cols` and no rows.
     fn empty(name: &'static str, cols: &[&'static str]) -> Table {
         Table {
             name,
@@ -511,6 +577,7 @@ mod tests {
         }
     }
 
+    /// The report of sessions table `s` (no findings, resumptions or calls) in `style`.
     fn render_text(s: Table, style: Style) -> String {
         let a = Analysis::default();
         let r = Report {
