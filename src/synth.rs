@@ -257,133 +257,42 @@ fn json_response(sid: Option<&str>, body: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-/// The scripts of one session: (standalone GET lane, POST lane).
-fn session(rng: &mut Rng, n: u64) -> (VecDeque<ConnScript>, VecDeque<ConnScript>) {
-    let sid = format!("{:016x}{:016x}", rng.next(), n);
-    let msg = |from_client, bytes, pause_us| Msg {
+/// A message of `bytes` from the client (`from_client`) or the server, sent `pause_us` after the
+/// one before it, adding nothing to the summary.
+fn msg(from_client: bool, bytes: Vec<u8>, pause_us: u64) -> Msg {
+    Msg {
         from_client,
         bytes,
         pause_us,
         tally: Tally::default(),
-    };
-    let with = |m: Msg, tally: Tally| Msg { tally, ..m };
-    // POST lane: initialize, initialized, then calls on one keep-alive connection.
+    }
+}
+
+impl Msg {
+    /// The message, adding `tally` to the summary once it is written.
+    fn with(self, tally: Tally) -> Msg {
+        Msg { tally, ..self }
+    }
+}
+
+/// The scripts of one session: (standalone GET lane, POST lane). The session's id comes first
+/// from `rng`, then the POST lane's choices, then the GET lane's: the order is part of what a
+/// seed generates.
+fn session(rng: &mut Rng, n: u64) -> (VecDeque<ConnScript>, VecDeque<ConnScript>) {
+    let sid = format!("{:016x}{:016x}", rng.next(), n);
+    let posts = post_lane(rng, &sid);
+    let get = get_lane(rng, &sid);
+    (get, posts)
+}
+
+/// The POST lane of session `sid`: initialize, initialized, then 2 to 8 calls on one keep-alive
+/// connection (a cut stream moves the rest of the lane to new connections after its
+/// resumption), then DELETE.
+fn post_lane(rng: &mut Rng, sid: &str) -> VecDeque<ConnScript> {
     let mut posts = VecDeque::new();
-    let mut first = VecDeque::new();
-    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"synth","version":"1"}}}"#;
-    first.push_back(msg(true, http_post(None, init), 0));
-    let init_result = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"synth","version":"1"}}}"#;
-    first.push_back(msg(false, json_response(Some(&sid), init_result), 2_000));
-    first.push_back(msg(
-        true,
-        http_post(
-            Some(&sid),
-            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-        ),
-        500,
-    ));
-    first.push_back(msg(
-        false,
-        b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n".to_vec(),
-        500,
-    ));
-    let calls = rng.range(2, 8);
-    let mut conn = first;
-    for c in 1..=calls {
-        let id = c;
-        let arg = filler(rng, 10, 400);
-        let body = format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"work","arguments":{{"q":"{arg}"}},"_meta":{{"progressToken":{id}}}}}}}"#
-        );
-        conn.push_back(msg(
-            true,
-            http_post(Some(&sid), &body),
-            rng.range(1_000, 50_000),
-        ));
-        let result = format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"{}"}}]}}}}"#,
-            filler(rng, 50, 1500)
-        );
-        if rng.chance(0.3) {
-            conn.push_back(msg(
-                false,
-                json_response(None, &result),
-                rng.range(1_000, 20_000),
-            ));
-            continue;
-        }
-        // An SSE stream: a priming event, progress, the result.
-        let steps = rng.range(3, 40);
-        let prefix = format!("{sid}-{id}");
-        let ev = |k: u64, data: &str| format!("id: {prefix}_{k}\nevent: message\ndata: {data}\n\n");
-        let progress = |k: u64, text: &str| {
-            format!(
-                r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":{id},"progress":{k},"total":{steps},"message":"{text}"}}}}"#
-            )
-        };
-        let mut events: Vec<String> = vec![format!("id: {prefix}_0\nretry: 1000\ndata: \n\n")];
-        for k in 1..=steps {
-            let text = filler(rng, 40, 2900);
-            events.push(ev(k, &progress(k, &text)));
-        }
-        events.push(ev(steps + 1, &result));
-        let cut = rng.chance(0.08);
-        let cut_at = if cut {
-            rng.range(2, steps) as usize
-        } else {
-            events.len()
-        };
-        let mut head = SSE_HEAD.as_bytes().to_vec();
-        head.extend(chunk(&events[0]));
-        conn.push_back(with(
-            msg(false, head, rng.range(500, 5_000)),
-            Tally::events(1),
-        ));
-        for e in &events[1..cut_at] {
-            conn.push_back(with(
-                msg(false, chunk(e), rng.range(2_000, 30_000)),
-                Tally::events(1),
-            ));
-        }
-        if !cut {
-            conn.push_back(msg(false, b"0\r\n\r\n".to_vec(), 100));
-            continue;
-        }
-        // The server cuts the stream; the client resumes on a new connection.
-        posts.push_back(ConnScript {
-            msgs: std::mem::take(&mut conn),
-        });
-        let last = format!("{prefix}_{}", cut_at - 1);
-        let mut resume = VecDeque::new();
-        resume.push_back(msg(
-            true,
-            http_get(&sid, Some(&last)),
-            rng.range(200_000, 1_200_000),
-        ));
-        let mut body = SSE_HEAD.as_bytes().to_vec();
-        let mut tally = Tally {
-            resumption: true,
-            ..Tally::default()
-        };
-        if rng.chance(0.1) {
-            // A replica without the stream's log (a fork): it opens a fresh one under the same
-            // stream, numbered from 1, and runs the call again from its start.
-            tally.fork = true;
-            for k in 1..=steps {
-                let text = filler(rng, 40, 2900);
-                body.extend(chunk(&ev(k, &progress(k, &text))));
-            }
-            body.extend(chunk(&ev(steps + 1, &result)));
-            tally.events = steps + 1;
-        } else {
-            for e in &events[cut_at..] {
-                body.extend(chunk(e));
-            }
-            tally.events = (events.len() - cut_at) as u64;
-        }
-        body.extend_from_slice(b"0\r\n\r\n");
-        resume.push_back(with(msg(false, body, rng.range(500, 5_000)), tally));
-        posts.push_back(ConnScript { msgs: resume });
+    let mut conn = handshake(sid);
+    for id in 1..=rng.range(2, 8) {
+        call(rng, sid, id, &mut conn, &mut posts);
     }
     // The session ends with DELETE.
     conn.push_back(msg(
@@ -398,10 +307,189 @@ fn session(rng: &mut Rng, n: u64) -> (VecDeque<ConnScript>, VecDeque<ConnScript>
         500,
     ));
     posts.push_back(ConnScript { msgs: conn });
-    // GET lane: the standalone stream with notifications and keep-alives.
+    posts
+}
+
+/// `initialize` and its result (which gives the session id `sid`), then
+/// `notifications/initialized` and its 202.
+fn handshake(sid: &str) -> VecDeque<Msg> {
+    let mut first = VecDeque::new();
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"synth","version":"1"}}}"#;
+    first.push_back(msg(true, http_post(None, init), 0));
+    let init_result = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"synth","version":"1"}}}"#;
+    first.push_back(msg(false, json_response(Some(sid), init_result), 2_000));
+    first.push_back(msg(
+        true,
+        http_post(
+            Some(sid),
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        ),
+        500,
+    ));
+    first.push_back(msg(
+        false,
+        b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n".to_vec(),
+        500,
+    ));
+    first
+}
+
+/// `tools/call` number `id` of session `sid` on connection `conn`, answered by JSON (30%) or by
+/// an SSE stream ([`sse_answer`]), which may move the lane to new connections (`posts` gets
+/// the connections done).
+fn call(
+    rng: &mut Rng,
+    sid: &str,
+    id: u64,
+    conn: &mut VecDeque<Msg>,
+    posts: &mut VecDeque<ConnScript>,
+) {
+    let arg = filler(rng, 10, 400);
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"work","arguments":{{"q":"{arg}"}},"_meta":{{"progressToken":{id}}}}}}}"#
+    );
+    conn.push_back(msg(
+        true,
+        http_post(Some(sid), &body),
+        rng.range(1_000, 50_000),
+    ));
+    let result = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"{}"}}]}}}}"#,
+        filler(rng, 50, 1500)
+    );
+    if rng.chance(0.3) {
+        conn.push_back(msg(
+            false,
+            json_response(None, &result),
+            rng.range(1_000, 20_000),
+        ));
+        return;
+    }
+    sse_answer(rng, sid, id, &result, conn, posts);
+}
+
+/// The events of one call's SSE stream: `<sid>-<id>_<k>`, progress `k` of `steps`.
+struct Stream {
+    /// Event id prefix, `<sid>-<id>`.
+    prefix: String,
+    /// The call's request id, also its progress token.
+    id: u64,
+    /// Progress notifications before the result.
+    steps: u64,
+}
+
+impl Stream {
+    /// Event `k` of the stream carrying `data`.
+    fn event(&self, k: u64, data: &str) -> String {
+        format!("id: {}_{k}\nevent: message\ndata: {data}\n\n", self.prefix)
+    }
+
+    /// Progress notification `k` with message `text`.
+    fn progress(&self, k: u64, text: &str) -> String {
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":{},"progress":{k},"total":{},"message":"{text}"}}}}"#,
+            self.id, self.steps
+        )
+    }
+}
+
+/// The SSE answer to call `id` of session `sid` on `conn`: a priming event, progress, the
+/// `result`. The server cuts 8% of the streams; `conn` then goes to `posts`, followed by the
+/// connection the client resumes on ([`resume`]), and the lane's later messages start a new
+/// connection.
+fn sse_answer(
+    rng: &mut Rng,
+    sid: &str,
+    id: u64,
+    result: &str,
+    conn: &mut VecDeque<Msg>,
+    posts: &mut VecDeque<ConnScript>,
+) {
+    let steps = rng.range(3, 40);
+    let stream = Stream {
+        prefix: format!("{sid}-{id}"),
+        id,
+        steps,
+    };
+    let mut events: Vec<String> = vec![format!("id: {}_0\nretry: 1000\ndata: \n\n", stream.prefix)];
+    for k in 1..=steps {
+        let text = filler(rng, 40, 2900);
+        events.push(stream.event(k, &stream.progress(k, &text)));
+    }
+    events.push(stream.event(steps + 1, result));
+    let cut = rng.chance(0.08);
+    let cut_at = if cut {
+        rng.range(2, steps) as usize
+    } else {
+        events.len()
+    };
+    let mut head = SSE_HEAD.as_bytes().to_vec();
+    head.extend(chunk(&events[0]));
+    conn.push_back(msg(false, head, rng.range(500, 5_000)).with(Tally::events(1)));
+    for e in &events[1..cut_at] {
+        conn.push_back(msg(false, chunk(e), rng.range(2_000, 30_000)).with(Tally::events(1)));
+    }
+    if !cut {
+        conn.push_back(msg(false, b"0\r\n\r\n".to_vec(), 100));
+        return;
+    }
+    // The server cuts the stream; the client resumes on a new connection.
+    posts.push_back(ConnScript {
+        msgs: std::mem::take(conn),
+    });
+    posts.push_back(resume(rng, sid, &stream, &events, cut_at, result));
+}
+
+/// The connection resuming `stream` of session `sid` after the server cut it before
+/// `events[cut_at]`: `GET` with `Last-Event-ID`, answered by the rest of the events — or, one
+/// time in ten, by a replica without the stream's log (a fork), which opens a fresh one under
+/// the same stream, numbered from 1, and runs the call (ending in `result`) again from its
+/// start.
+fn resume(
+    rng: &mut Rng,
+    sid: &str,
+    stream: &Stream,
+    events: &[String],
+    cut_at: usize,
+    result: &str,
+) -> ConnScript {
+    let last = format!("{}_{}", stream.prefix, cut_at - 1);
+    let mut resume = VecDeque::new();
+    resume.push_back(msg(
+        true,
+        http_get(sid, Some(&last)),
+        rng.range(200_000, 1_200_000),
+    ));
+    let mut body = SSE_HEAD.as_bytes().to_vec();
+    let mut tally = Tally {
+        resumption: true,
+        ..Tally::default()
+    };
+    if rng.chance(0.1) {
+        tally.fork = true;
+        for k in 1..=stream.steps {
+            let text = filler(rng, 40, 2900);
+            body.extend(chunk(&stream.event(k, &stream.progress(k, &text))));
+        }
+        body.extend(chunk(&stream.event(stream.steps + 1, result)));
+        tally.events = stream.steps + 1;
+    } else {
+        for e in &events[cut_at..] {
+            body.extend(chunk(e));
+        }
+        tally.events = (events.len() - cut_at) as u64;
+    }
+    body.extend_from_slice(b"0\r\n\r\n");
+    resume.push_back(msg(false, body, rng.range(500, 5_000)).with(tally));
+    ConnScript { msgs: resume }
+}
+
+/// The GET lane of session `sid`: the standalone stream with 5 to 60 notifications and
+/// keep-alive comments.
+fn get_lane(rng: &mut Rng, sid: &str) -> VecDeque<ConnScript> {
     let mut get = VecDeque::new();
     let mut g = VecDeque::new();
-    g.push_back(msg(true, http_get(&sid, None), 5_000));
+    g.push_back(msg(true, http_get(sid, None), 5_000));
     let mut body = SSE_HEAD.as_bytes().to_vec();
     body.extend(chunk(": ok\n\n"));
     g.push_back(msg(false, body, 1_000));
@@ -410,17 +498,14 @@ fn session(rng: &mut Rng, n: u64) -> (VecDeque<ConnScript>, VecDeque<ConnScript>
         let e = format!(
             "id: {sid}-get_{k}\nevent: message\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{{\"level\":\"info\",\"data\":\"{text}\"}}}}\n\n"
         );
-        g.push_back(with(
-            msg(false, chunk(&e), rng.range(5_000, 80_000)),
-            Tally::events(1),
-        ));
+        g.push_back(msg(false, chunk(&e), rng.range(5_000, 80_000)).with(Tally::events(1)));
         if rng.chance(0.1) {
             g.push_back(msg(false, chunk(": keepalive\n\n"), 15_000));
         }
     }
     g.push_back(msg(false, b"0\r\n\r\n".to_vec(), 1_000));
     get.push_back(ConnScript { msgs: g });
-    (get, posts)
+    get
 }
 
 /// Generate a capture into `w` (see the module docs).
