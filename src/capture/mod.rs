@@ -12,6 +12,7 @@
 use std::io::Read;
 
 use pcap_parser::pcapng::Block;
+use pcap_parser::traits::PcapReaderIterator;
 use pcap_parser::{create_reader, PcapBlockOwned, PcapError};
 
 use crate::anomaly::{Anomalies, Anomaly};
@@ -111,184 +112,33 @@ pub fn first_timestamp<R: Read + Send>(input: R) -> Result<Option<i64>, CaptureE
 }
 
 /// As [`read_capture`], but `sink` returns whether to go on; reading stops after the first `false`.
+///
+/// The loop takes one block at a time from the parser: a block it gives is handed to
+/// [`FileState::block`]; one it refuses is asked more bytes for, a larger buffer, or, refused
+/// for good, skipped or made the end of the file ([`FileState::refused`]).
 pub fn read_capture_while<R: Read + Send>(
-    mut input: R,
+    input: R,
     first_number: u64,
     anomalies: &mut Anomalies,
     mut sink: impl FnMut(Frame<'_>) -> bool,
 ) -> Result<FileSummary, CaptureError> {
-    // The reader recognises the format on its first read alone. A pipe may hand over fewer
-    // bytes than a header (`tcpdump -w - | mcpcap analyze -`), so the first bytes are gathered
-    // here until `HEAD_BYTES` or the end of the input, and given to it in one read.
-    let mut head = Vec::with_capacity(HEAD_BYTES);
-    if let Err(e) = (&mut input).take(HEAD_BYTES as u64).read_to_end(&mut head) {
-        return Err(CaptureError::Io(e.to_string()));
-    }
-    let cut_header = truncated_header(&head).then_some(head.len());
-    let input = std::io::Cursor::new(head).chain(input);
-    let mut reader = match create_reader(BLOCK_BUFFER, input) {
-        Ok(r) => r,
-        Err(PcapError::Eof) => return Err(CaptureError::Empty),
-        Err(PcapError::ReadError) => return Err(CaptureError::Io("read failed".into())),
-        Err(_) => {
-            return Err(match cut_header {
-                Some(len) => CaptureError::TruncatedHeader(len),
-                None => CaptureError::NotACapture,
-            })
-        }
-    };
-    let mut summary = FileSummary::default();
-    let mut legacy_linktype = 1i32;
-    let mut legacy_nanos = false;
-    let mut ifaces: Vec<Iface> = Vec::new();
-    // The byte order of the current pcapng section (`None` for a pcap file).
-    let mut ng_big_endian: Option<bool> = None;
-    let mut number = first_number;
-    let mut position: u64 = 0;
-    let mut capacity = BLOCK_BUFFER;
-    let mut go_on = true;
+    let mut reader = open(input)?;
+    let mut file = FileState::new(first_number);
     loop {
         // pcap-parser compares a block's two length fields for some block types only: every
         // block is checked here before it is parsed, once it is whole in the buffer.
-        if let Some(stop) = ng_big_endian.and_then(|be| ng_lengths_wrong(reader.data(), be)) {
-            summary.truncated = Some(stop);
-            summary.stopped_at = Some(position);
+        if let Some(stop) = file
+            .ng_big_endian
+            .and_then(|be| ng_lengths_wrong(reader.data(), be))
+        {
+            file.stop(stop);
             break;
         }
         // Why the parser refused the block at `position`, when it did.
         let refused: String = match reader.next() {
             Ok((offset, block)) => {
-                match block {
-                    PcapBlockOwned::LegacyHeader(h) => {
-                        legacy_linktype = h.network.0;
-                        legacy_nanos = h.is_nanosecond_precision();
-                    }
-                    PcapBlockOwned::Legacy(b) => {
-                        let (sub, unit) = if legacy_nanos {
-                            (b.ts_usec as i64 / 1000, 1_000_000_000)
-                        } else {
-                            (b.ts_usec as i64, 1_000_000)
-                        };
-                        if i64::from(b.ts_usec) >= unit {
-                            anomalies.add(Anomaly::new(
-                                "pcap.bad_fraction",
-                                Some(number),
-                                None,
-                                format!(
-                                    "the record's fraction of a second is {} {}; taken as given (past the next second)",
-                                    b.ts_usec,
-                                    if legacy_nanos { "ns" } else { "µs" }
-                                ),
-                            ));
-                        }
-                        let ts = (b.ts_sec as i64) * 1_000_000 + sub;
-                        let caplen = (b.caplen as usize).min(b.data.len());
-                        go_on = sink(Frame {
-                            number,
-                            ts,
-                            linktype: legacy_linktype,
-                            data: &b.data[..caplen],
-                            orig_len: b.origlen,
-                        });
-                        number += 1;
-                        summary.frames += 1;
-                    }
-                    PcapBlockOwned::NG(Block::SectionHeader(shb)) => {
-                        ifaces.clear();
-                        ng_big_endian = Some(shb.big_endian());
-                    }
-                    PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
-                        // Link type, reserved, snaplen: 8 bytes after the block's 8.
-                        let region = (idb.block_len1 as usize).saturating_sub(20);
-                        options_cut(&idb.options, region, None, "IDB", anomalies);
-                        let resolution = ts_resolution(idb.if_tsresol).unwrap_or_else(|| {
-                            anomalies.add(Anomaly::new(
-                                "pcapng.bad_tsresol",
-                                None,
-                                None,
-                                format!("if_tsresol {}", idb.if_tsresol),
-                            ));
-                            1_000_000
-                        });
-                        ifaces.push(Iface {
-                            linktype: Some(idb.linktype.0),
-                            resolution: resolution.max(1),
-                            offset: idb.if_tsoffset,
-                        });
-                    }
-                    PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
-                        // Interface, time, lengths: 20 bytes after the block's 8, then the
-                        // padded data.
-                        let data = (epb.caplen as usize).next_multiple_of(4);
-                        let region = (epb.block_len1 as usize).saturating_sub(32 + data);
-                        options_cut(&epb.options, region, Some(number), "EPB", anomalies);
-                        match ifaces.get(epb.if_id as usize).and_then(|i| Some((i, i.linktype?))) {
-                            Some((iface, linktype)) => {
-                                let raw = ((epb.ts_high as u64) << 32) | epb.ts_low as u64;
-                                let mut ts = ts_to_micros(raw, iface.resolution, iface.offset);
-                                if !(TS_MIN_US..=TS_MAX_US).contains(&ts) {
-                                    anomalies.add(Anomaly::new(
-                                        "capture.ts_out_of_range",
-                                        Some(number),
-                                        None,
-                                        format!("timestamp {ts} µs is outside the years 1 to 9999; taken as the nearest end"),
-                                    ));
-                                    ts = clamp_ts(ts);
-                                }
-                                let caplen = (epb.caplen as usize).min(epb.data.len());
-                                go_on = sink(Frame {
-                                    number,
-                                    ts,
-                                    linktype,
-                                    data: &epb.data[..caplen],
-                                    orig_len: epb.origlen,
-                                });
-                            }
-                            None => anomalies.add(Anomaly::new(
-                                "pcapng.unknown_interface",
-                                Some(number),
-                                None,
-                                if (epb.if_id as usize) < ifaces.len() {
-                                    format!("EPB names interface {}, whose description block was malformed", epb.if_id)
-                                } else {
-                                    format!("EPB names interface {} of {}", epb.if_id, ifaces.len())
-                                },
-                            )),
-                        }
-                        number += 1;
-                        summary.frames += 1;
-                    }
-                    PcapBlockOwned::NG(Block::SimplePacket(spb)) => {
-                        // RFC draft pcapng §4.4: SPBs belong to interface 0 and carry no timestamp.
-                        match ifaces.first().and_then(|i| i.linktype) {
-                            Some(linktype) => {
-                                let caplen = (spb.origlen as usize).min(spb.data.len());
-                                go_on = sink(Frame {
-                                    number,
-                                    ts: 0,
-                                    linktype,
-                                    data: &spb.data[..caplen],
-                                    orig_len: spb.origlen,
-                                });
-                            }
-                            None => anomalies.add(Anomaly::new(
-                                "pcapng.unknown_interface",
-                                Some(number),
-                                None,
-                                if ifaces.is_empty() {
-                                    "SPB before any IDB".into()
-                                } else {
-                                    "SPB of interface 0, whose description block was malformed"
-                                        .into()
-                                },
-                            )),
-                        }
-                        number += 1;
-                        summary.frames += 1;
-                    }
-                    PcapBlockOwned::NG(_) => {}
-                }
-                position += offset as u64;
+                let go_on = file.block(block, anomalies, &mut sink);
+                file.position += offset as u64;
                 // No shift here: `refill` moves the unparsed rest to the front once per read,
                 // where `consume` would move half the buffer each time it passes the middle.
                 reader.consume_noshift(offset);
@@ -298,83 +148,430 @@ pub fn read_capture_while<R: Read + Send>(
                 continue;
             }
             Err(PcapError::Eof) => break,
-            Err(PcapError::Incomplete(_)) => {
-                if ng_big_endian.is_some_and(|be| ng_framing(reader.data(), be).is_some()) {
-                    // The whole block, by its length, is in the buffer, yet the parser asks for
-                    // more: something inside it (a captured length, an option) runs past its end.
-                    INSIDE_PAST_END.into()
-                } else {
-                    let before = reader.data().len();
-                    if reader.refill().is_err() {
-                        summary.truncated = Some("read error".into());
-                        summary.stopped_at = Some(position);
-                        break;
-                    }
-                    if reader.data().len() > before {
-                        continue;
-                    }
-                    if before == 0 {
-                        // Clean end of file between blocks.
-                        break;
-                    }
-                    // Nothing more was read: either the buffer is full (a block larger than it) or the file ended.
-                    if before >= capacity && grow(&mut *reader, &mut capacity) {
-                        continue;
-                    }
-                    summary.truncated = Some(if before >= capacity {
-                        format!("block larger than {MAX_BLOCK} bytes")
-                    } else {
-                        format!("file ends inside a block ({before} bytes left over)")
-                    });
-                    summary.stopped_at = Some(position);
-                    break;
-                }
-            }
+            Err(PcapError::Incomplete(_)) => match file.incomplete(&mut *reader) {
+                Next::Retry => continue,
+                Next::Stop => break,
+                Next::Refused(why) => why,
+            },
             Err(PcapError::UnexpectedEof) => {
-                summary.truncated = Some("file ends inside a block".into());
-                summary.stopped_at = Some(position);
+                file.stop("file ends inside a block".into());
                 break;
             }
-            // A pcapng block larger than the buffer (pcap-parser says so before asking for its
-            // bytes): the buffer grows for it, up to `MAX_BLOCK` — unless the block, by its own
-            // length, is already whole in the buffer (a length inside it is what is too large:
-            // it is refused). A pcap record has no second length to check a large one by: it
-            // stops the file, as tshark does past 256 KiB.
-            Err(PcapError::BufferTooSmall) if ng_big_endian.is_some() => {
-                let be = ng_big_endian.unwrap_or(false);
-                if ng_framing(reader.data(), be).is_some() {
-                    INSIDE_PAST_END.into()
-                } else if grow(&mut *reader, &mut capacity) {
-                    continue;
-                } else {
-                    format!("block larger than {MAX_BLOCK} bytes")
+            Err(PcapError::BufferTooSmall) if file.ng_big_endian.is_some() => {
+                match file.too_small(&mut *reader) {
+                    Next::Retry => continue,
+                    Next::Stop => break,
+                    Next::Refused(why) => why,
                 }
             }
             Err(e) => short_err(&e),
         };
-        let numbered = number;
-        match bad_block(
-            &refused,
-            reader.data(),
-            ng_big_endian,
-            position,
-            &mut number,
-            &mut ifaces,
-            anomalies,
-        ) {
+        if !file.refused(&refused, &mut *reader, anomalies) {
+            break;
+        }
+    }
+    Ok(file.summary)
+}
+
+/// A pcap-parser reader over `input`, which recognises the format on its first read alone. A
+/// pipe may hand over fewer bytes than a header (`tcpdump -w - | mcpcap analyze -`), so the
+/// first bytes are gathered here until [`HEAD_BYTES`] or the end of the input, and given to it
+/// in one read.
+///
+/// Errors: the input is empty, cannot be read, or does not start like a capture (or ends
+/// inside its header).
+fn open<'a, R: Read + Send + 'a>(
+    mut input: R,
+) -> Result<Box<dyn PcapReaderIterator + Send + 'a>, CaptureError> {
+    let mut head = Vec::with_capacity(HEAD_BYTES);
+    if let Err(e) = (&mut input).take(HEAD_BYTES as u64).read_to_end(&mut head) {
+        return Err(CaptureError::Io(e.to_string()));
+    }
+    let cut_header = truncated_header(&head).then_some(head.len());
+    let input = std::io::Cursor::new(head).chain(input);
+    match create_reader(BLOCK_BUFFER, input) {
+        Ok(r) => Ok(r),
+        Err(PcapError::Eof) => Err(CaptureError::Empty),
+        Err(PcapError::ReadError) => Err(CaptureError::Io("read failed".into())),
+        Err(_) => Err(match cut_header {
+            Some(len) => CaptureError::TruncatedHeader(len),
+            None => CaptureError::NotACapture,
+        }),
+    }
+}
+
+/// The state of reading one capture file, from block to block.
+struct FileState {
+    /// What the file gave so far.
+    summary: FileSummary,
+    /// A pcap file's link type (its header's).
+    legacy_linktype: i32,
+    /// Whether a pcap file's records give nanoseconds (else microseconds).
+    legacy_nanos: bool,
+    /// The interfaces of the current pcapng section, by index.
+    ifaces: Vec<Iface>,
+    /// The byte order of the current pcapng section (`None` for a pcap file).
+    ng_big_endian: Option<bool>,
+    /// The next frame's number.
+    number: u64,
+    /// Byte offset in the file of the block at the front of the buffer.
+    position: u64,
+    /// The read buffer's size, in bytes.
+    capacity: usize,
+}
+
+/// What to do once the parser refused the block at the front of the buffer for want of bytes.
+enum Next {
+    /// Ask for the block again: more bytes are in the buffer, or it grew.
+    Retry,
+    /// The file ends here ([`FileSummary::truncated`] set when it ends inside a block).
+    Stop,
+    /// The block is refused for this reason: skip it or stop ([`FileState::refused`]).
+    Refused(String),
+}
+
+impl FileState {
+    /// The state before the first block; the first frame will be numbered `first_number`.
+    fn new(first_number: u64) -> FileState {
+        FileState {
+            summary: FileSummary::default(),
+            legacy_linktype: 1,
+            legacy_nanos: false,
+            ifaces: Vec::new(),
+            ng_big_endian: None,
+            number: first_number,
+            position: 0,
+            capacity: BLOCK_BUFFER,
+        }
+    }
+
+    /// End the file at the current block, for reason `why`.
+    fn stop(&mut self, why: String) {
+        self.summary.truncated = Some(why);
+        self.summary.stopped_at = Some(self.position);
+    }
+
+    /// Take in one block the parser gave; returns what `sink` returned for its frame (true
+    /// without a frame).
+    fn block(
+        &mut self,
+        block: PcapBlockOwned<'_>,
+        anomalies: &mut Anomalies,
+        sink: &mut impl FnMut(Frame<'_>) -> bool,
+    ) -> bool {
+        match block {
+            PcapBlockOwned::LegacyHeader(h) => {
+                self.legacy_linktype = h.network.0;
+                self.legacy_nanos = h.is_nanosecond_precision();
+                true
+            }
+            PcapBlockOwned::Legacy(b) => self.legacy_packet(&b, anomalies, sink),
+            PcapBlockOwned::NG(Block::SectionHeader(shb)) => {
+                self.ifaces.clear();
+                self.ng_big_endian = Some(shb.big_endian());
+                true
+            }
+            PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
+                self.interface(&idb, anomalies);
+                true
+            }
+            PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
+                self.enhanced_packet(&epb, anomalies, sink)
+            }
+            PcapBlockOwned::NG(Block::SimplePacket(spb)) => {
+                self.simple_packet(&spb, anomalies, sink)
+            }
+            PcapBlockOwned::NG(_) => true,
+        }
+    }
+
+    /// A pcap record: its frame to `sink` (whose answer is returned). A fraction of a second
+    /// that is a whole second or more is counted (`pcap.bad_fraction`) and taken as given.
+    fn legacy_packet(
+        &mut self,
+        b: &pcap_parser::LegacyPcapBlock<'_>,
+        anomalies: &mut Anomalies,
+        sink: &mut impl FnMut(Frame<'_>) -> bool,
+    ) -> bool {
+        let (sub, unit) = if self.legacy_nanos {
+            (b.ts_usec as i64 / 1000, 1_000_000_000)
+        } else {
+            (b.ts_usec as i64, 1_000_000)
+        };
+        if i64::from(b.ts_usec) >= unit {
+            anomalies.add(Anomaly::new(
+                "pcap.bad_fraction",
+                Some(self.number),
+                None,
+                format!(
+                    "the record's fraction of a second is {} {}; taken as given (past the next second)",
+                    b.ts_usec,
+                    if self.legacy_nanos { "ns" } else { "µs" }
+                ),
+            ));
+        }
+        let ts = (b.ts_sec as i64) * 1_000_000 + sub;
+        let caplen = (b.caplen as usize).min(b.data.len());
+        let go_on = sink(Frame {
+            number: self.number,
+            ts,
+            linktype: self.legacy_linktype,
+            data: &b.data[..caplen],
+            orig_len: b.origlen,
+        });
+        self.number += 1;
+        self.summary.frames += 1;
+        go_on
+    }
+
+    /// A pcapng interface description: the next interface of the section, with its link type,
+    /// time resolution (a bad `if_tsresol` counted and taken as microseconds) and offset.
+    fn interface(
+        &mut self,
+        idb: &pcap_parser::pcapng::InterfaceDescriptionBlock<'_>,
+        anomalies: &mut Anomalies,
+    ) {
+        // Link type, reserved, snaplen: 8 bytes after the block's 8.
+        let region = (idb.block_len1 as usize).saturating_sub(20);
+        options_cut(&idb.options, region, None, "IDB", anomalies);
+        let resolution = ts_resolution(idb.if_tsresol).unwrap_or_else(|| {
+            anomalies.add(Anomaly::new(
+                "pcapng.bad_tsresol",
+                None,
+                None,
+                format!("if_tsresol {}", idb.if_tsresol),
+            ));
+            1_000_000
+        });
+        self.ifaces.push(Iface {
+            linktype: Some(idb.linktype.0),
+            resolution: resolution.max(1),
+            offset: idb.if_tsoffset,
+        });
+    }
+
+    /// A pcapng enhanced packet: its frame to `sink` (whose answer is returned), at its
+    /// interface's time (clamped to the years 1 to 9999, counted when it had to be), or counted
+    /// as `pcapng.unknown_interface` when its interface is not known. It is numbered either way.
+    fn enhanced_packet(
+        &mut self,
+        epb: &pcap_parser::pcapng::EnhancedPacketBlock<'_>,
+        anomalies: &mut Anomalies,
+        sink: &mut impl FnMut(Frame<'_>) -> bool,
+    ) -> bool {
+        let number = self.number;
+        // Interface, time, lengths: 20 bytes after the block's 8, then the padded data.
+        let data = (epb.caplen as usize).next_multiple_of(4);
+        let region = (epb.block_len1 as usize).saturating_sub(32 + data);
+        options_cut(&epb.options, region, Some(number), "EPB", anomalies);
+        let iface = self.ifaces.get(epb.if_id as usize);
+        let go_on = match iface.and_then(|i| Some((i, i.linktype?))) {
+            Some((iface, linktype)) => {
+                let raw = ((epb.ts_high as u64) << 32) | epb.ts_low as u64;
+                let mut ts = ts_to_micros(raw, iface.resolution, iface.offset);
+                if !(TS_MIN_US..=TS_MAX_US).contains(&ts) {
+                    anomalies.add(Anomaly::new(
+                        "capture.ts_out_of_range",
+                        Some(number),
+                        None,
+                        format!("timestamp {ts} µs is outside the years 1 to 9999; taken as the nearest end"),
+                    ));
+                    ts = clamp_ts(ts);
+                }
+                let caplen = (epb.caplen as usize).min(epb.data.len());
+                sink(Frame {
+                    number,
+                    ts,
+                    linktype,
+                    data: &epb.data[..caplen],
+                    orig_len: epb.origlen,
+                })
+            }
+            None => {
+                anomalies.add(Anomaly::new(
+                    "pcapng.unknown_interface",
+                    Some(number),
+                    None,
+                    if (epb.if_id as usize) < self.ifaces.len() {
+                        format!(
+                            "EPB names interface {}, whose description block was malformed",
+                            epb.if_id
+                        )
+                    } else {
+                        format!("EPB names interface {} of {}", epb.if_id, self.ifaces.len())
+                    },
+                ));
+                true
+            }
+        };
+        self.number += 1;
+        self.summary.frames += 1;
+        go_on
+    }
+
+    /// A pcapng simple packet (RFC draft pcapng §4.4: of interface 0, without a timestamp):
+    /// its frame to `sink` (whose answer is returned) at time 0, or counted as
+    /// `pcapng.unknown_interface` without a usable interface 0. It is numbered either way.
+    fn simple_packet(
+        &mut self,
+        spb: &pcap_parser::pcapng::SimplePacketBlock<'_>,
+        anomalies: &mut Anomalies,
+        sink: &mut impl FnMut(Frame<'_>) -> bool,
+    ) -> bool {
+        let go_on = match self.ifaces.first().and_then(|i| i.linktype) {
+            Some(linktype) => {
+                let caplen = (spb.origlen as usize).min(spb.data.len());
+                sink(Frame {
+                    number: self.number,
+                    ts: 0,
+                    linktype,
+                    data: &spb.data[..caplen],
+                    orig_len: spb.origlen,
+                })
+            }
+            None => {
+                anomalies.add(Anomaly::new(
+                    "pcapng.unknown_interface",
+                    Some(self.number),
+                    None,
+                    if self.ifaces.is_empty() {
+                        "SPB before any IDB".into()
+                    } else {
+                        "SPB of interface 0, whose description block was malformed".into()
+                    },
+                ));
+                true
+            }
+        };
+        self.number += 1;
+        self.summary.frames += 1;
+        go_on
+    }
+
+    /// The parser wants more bytes than the buffer holds for the block at its front: read
+    /// more, grow the buffer for a block larger than it, or end the file (cleanly between
+    /// blocks, else inside one). A pcapng block whole in the buffer by its own length that
+    /// still wants more has a length inside it that runs past its end: it is refused.
+    fn incomplete(&mut self, reader: &mut dyn PcapReaderIterator) -> Next {
+        if self
+            .ng_big_endian
+            .is_some_and(|be| ng_framing(reader.data(), be).is_some())
+        {
+            return Next::Refused(INSIDE_PAST_END.into());
+        }
+        let before = reader.data().len();
+        if reader.refill().is_err() {
+            self.stop("read error".into());
+            return Next::Stop;
+        }
+        if reader.data().len() > before {
+            return Next::Retry;
+        }
+        if before == 0 {
+            // Clean end of file between blocks.
+            return Next::Stop;
+        }
+        // Nothing more was read: either the buffer is full (a block larger than it) or the
+        // file ended.
+        if before >= self.capacity && grow(reader, &mut self.capacity) {
+            return Next::Retry;
+        }
+        self.stop(if before >= self.capacity {
+            format!("block larger than {MAX_BLOCK} bytes")
+        } else {
+            format!("file ends inside a block ({before} bytes left over)")
+        });
+        Next::Stop
+    }
+
+    /// A pcapng block larger than the buffer (pcap-parser says so before asking for its
+    /// bytes): the buffer grows for it, up to [`MAX_BLOCK`] — unless the block, by its own
+    /// length, is already whole in the buffer (a length inside it is what is too large: it is
+    /// refused). A pcap record has no second length to check a large one by: it is not
+    /// asked here, and stops the file, as tshark does past 256 KiB.
+    fn too_small(&mut self, reader: &mut dyn PcapReaderIterator) -> Next {
+        let be = self.ng_big_endian.unwrap_or(false);
+        if ng_framing(reader.data(), be).is_some() {
+            Next::Refused(INSIDE_PAST_END.into())
+        } else if grow(reader, &mut self.capacity) {
+            Next::Retry
+        } else {
+            Next::Refused(format!("block larger than {MAX_BLOCK} bytes"))
+        }
+    }
+
+    /// The parser refused the block at the front of `reader`'s buffer for `reason`: skip it
+    /// ([`FileState::bad_block`]) and return true, or end the file and return false.
+    fn refused(
+        &mut self,
+        reason: &str,
+        reader: &mut dyn PcapReaderIterator,
+        anomalies: &mut Anomalies,
+    ) -> bool {
+        let numbered = self.number;
+        match self.bad_block(reason, reader.data(), anomalies) {
             Ok(len) => {
-                position += len as u64;
-                summary.frames += number - numbered;
+                self.position += len as u64;
+                self.summary.frames += self.number - numbered;
                 reader.consume_noshift(len);
+                true
             }
             Err(stop) => {
-                summary.truncated = Some(stop);
-                summary.stopped_at = Some(position);
-                break;
+                self.stop(stop);
+                false
             }
         }
     }
-    Ok(summary)
+
+    /// What to do with a block at the start of `data` that the parser refused (`reason`), in
+    /// the current pcapng section (a pcap file's records have no second length to check them
+    /// by): `Ok(length)` to skip it, when both length fields agree and it is not a section
+    /// header (whose byte order and options the rest depends on), counted as
+    /// `pcapng.bad_block`; a packet block keeps its frame number (the next frame's number moves
+    /// past it), an interface block its place (an interface without a link type, whose frames
+    /// are counted). `Err(reason)` to stop reading the file, saying why.
+    fn bad_block(
+        &mut self,
+        reason: &str,
+        data: &[u8],
+        anomalies: &mut Anomalies,
+    ) -> Result<usize, String> {
+        const SHB: u32 = 0x0A0D_0D0A;
+        let Some((kind, len, len2)) = self.ng_big_endian.and_then(|be| ng_framing(data, be)) else {
+            return Err(format!("malformed block: {reason}"));
+        };
+        if len2 as usize != len {
+            return Err(format!(
+                "malformed block: its length fields disagree ({len} bytes at its start, {len2} at its end)"
+            ));
+        }
+        if kind == SHB {
+            return Err(format!("malformed section header block: {reason}"));
+        }
+        let packet = matches!(kind, 2 | 3 | 6);
+        anomalies.add(Anomaly::new(
+            "pcapng.bad_block",
+            packet.then_some(self.number),
+            None,
+            format!(
+                "block type {kind:#x} of {len} bytes at byte {} is malformed ({reason}); skipped",
+                self.position
+            ),
+        ));
+        if packet {
+            self.number += 1;
+        }
+        if kind == 1 {
+            // Its place is kept, so that later blocks name the right interfaces; its link type
+            // is not guessed.
+            self.ifaces.push(Iface {
+                linktype: None,
+                resolution: 1_000_000,
+                offset: 0,
+            });
+        }
+        Ok(len)
+    }
 }
 
 /// Why a pcapng block whole in the buffer by its own length was refused: a length inside it (a
@@ -383,7 +580,7 @@ const INSIDE_PAST_END: &str = "a length inside it runs past its end";
 
 /// Doubles the read buffer (`capacity`, bytes) for a block larger than it, up to [`MAX_BLOCK`];
 /// false when it is that large already, or could not grow.
-fn grow(reader: &mut dyn pcap_parser::traits::PcapReaderIterator, capacity: &mut usize) -> bool {
+fn grow(reader: &mut dyn PcapReaderIterator, capacity: &mut usize) -> bool {
     if *capacity >= MAX_BLOCK {
         return false;
     }
@@ -491,56 +688,6 @@ fn ng_lengths_wrong(data: &[u8], big_endian: bool) -> Option<String> {
         )),
         _ => None,
     }
-}
-
-/// What to do with a block at the start of `data` that the parser refused (`reason`), in a
-/// pcapng section of the given byte order (`None`: a pcap file, whose records have no second
-/// length to check them by): `Ok(length)` to skip it, when both length fields agree and it is not a
-/// section header (whose byte order and options the rest depends on), counted as
-/// `pcapng.bad_block`; a packet block keeps its frame number (`number` moves past it), an
-/// interface block its place (an interface without a link type, whose frames are counted).
-/// `Err(reason)` to stop reading the file, saying why.
-fn bad_block(
-    reason: &str,
-    data: &[u8],
-    big_endian: Option<bool>,
-    position: u64,
-    number: &mut u64,
-    ifaces: &mut Vec<Iface>,
-    anomalies: &mut Anomalies,
-) -> Result<usize, String> {
-    const SHB: u32 = 0x0A0D_0D0A;
-    let Some((kind, len, len2)) = big_endian.and_then(|be| ng_framing(data, be)) else {
-        return Err(format!("malformed block: {reason}"));
-    };
-    if len2 as usize != len {
-        return Err(format!(
-            "malformed block: its length fields disagree ({len} bytes at its start, {len2} at its end)"
-        ));
-    }
-    if kind == SHB {
-        return Err(format!("malformed section header block: {reason}"));
-    }
-    let packet = matches!(kind, 2 | 3 | 6);
-    anomalies.add(Anomaly::new(
-        "pcapng.bad_block",
-        packet.then_some(*number),
-        None,
-        format!("block type {kind:#x} of {len} bytes at byte {position} is malformed ({reason}); skipped"),
-    ));
-    if packet {
-        *number += 1;
-    }
-    if kind == 1 {
-        // Its place is kept, so that later blocks name the right interfaces; its link type
-        // is not guessed.
-        ifaces.push(Iface {
-            linktype: None,
-            resolution: 1_000_000,
-            offset: 0,
-        });
-    }
-    Ok(len)
 }
 
 fn short_err(e: &PcapError<&[u8]>) -> String {
