@@ -384,16 +384,19 @@ pub fn analyze_exchanges_with(
         exchanges,
         app_seq,
         capture_end,
+        &[],
     )
 }
 
-/// Stage 6 alone: the detectors, on the `model` [`model_of`] made of `exchanges` (other
-/// arguments as [`analyze_exchanges`]).
+/// Stage 6 alone: the detectors, on the `model` [`model_of`] made of `exchanges`, with the
+/// capture's refused connection attempts (`refused`, in time order:
+/// [`detect::RefusedConnect::of`] each flow row; other arguments as [`analyze_exchanges`]).
 pub fn analyze_model(
     model: mcp::Model,
     exchanges: &[http::Exchange],
     app_seq: &[String],
     capture_end: Option<i64>,
+    refused: &[detect::RefusedConnect],
 ) -> detect::Analysis {
     let end = capture_end.unwrap_or_else(|| {
         exchanges
@@ -402,7 +405,7 @@ pub fn analyze_model(
             .max()
             .unwrap_or(0)
     });
-    detect::run(model, exchanges, app_seq, end)
+    detect::run(model, exchanges, app_seq, end, refused)
 }
 
 /// Stage 5 alone: the session model of `exchanges` (sorted by time), with their hops

@@ -39,7 +39,25 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     let model = mcpcap::model_of(&merged.exchanges, &plan.backend_headers);
     let exchanges = Arc::new(merged.exchanges);
     let beside = output::spawn_beside(plan, &model, &exchanges);
-    let analysis = mcpcap::analyze_model(model, &exchanges, &merged.app_seq, merged.capture_end);
+    let refused = refused_connects(&capture.vantages, &merged.offsets, &exchanges);
+    let mut analysis = mcpcap::analyze_model(
+        model,
+        &exchanges,
+        &merged.app_seq,
+        merged.capture_end,
+        &refused.kept,
+    );
+    if refused.not_kept > 0 {
+        analysis.anomalies.add(mcpcap::anomaly::Anomaly::new(
+            "detect.refused_connects",
+            None,
+            None,
+            format!(
+                "{} refused connection attempts to the servers of the capture's exchanges were not kept past the first {MAX_REFUSED_CONNECTS}: connection_refused reads only those",
+                refused.not_kept
+            ),
+        ));
+    }
     progress.say(format!(
         "{} sessions, {} findings; writing tables",
         analysis.model.sessions.len(),
@@ -63,6 +81,46 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     std::mem::forget(exchanges);
     std::mem::forget(capture);
     Ok(if failed { EXIT_FINDINGS } else { EXIT_OK })
+}
+
+/// How many refused connection attempts are kept for the detectors (about 70 bytes each).
+const MAX_REFUSED_CONNECTS: usize = 65_536;
+
+/// The refused connection attempts kept for the detectors, and how many were not.
+struct Refused {
+    kept: Vec<mcpcap::detect::RefusedConnect>,
+    not_kept: u64,
+}
+
+/// The refused connection attempts ([`mcpcap::detect::RefusedConnect::of`]) of every vantage
+/// point to a server of `exchanges`, on the first vantage point's clock, in time order; at most
+/// [`MAX_REFUSED_CONNECTS`], the earliest.
+fn refused_connects(
+    vantages: &[read::Vantage],
+    offsets: &[ClockOffset],
+    exchanges: &[Exchange],
+) -> Refused {
+    let servers: std::collections::HashSet<(std::net::IpAddr, u16)> =
+        exchanges.iter().filter_map(|e| e.server).collect();
+    let mut kept = Vec::new();
+    for (v, o) in vantages.iter().zip(offsets) {
+        let shift = o.offset_us.unwrap_or(0);
+        kept.extend(
+            v.analyzer
+                .flows
+                .rows()
+                .filter_map(|row| mcpcap::detect::RefusedConnect::of(&row))
+                .filter(|r| servers.contains(&r.server))
+                .map(|mut r| {
+                    r.ts -= shift;
+                    r
+                }),
+        );
+    }
+    kept.sort_unstable_by_key(|r| (r.ts, r.flow_index));
+    let not_kept = kept.len().saturating_sub(MAX_REFUSED_CONNECTS) as u64;
+    kept.truncate(MAX_REFUSED_CONNECTS);
+    Refused { kept, not_kept }
 }
 
 /// The bytes of the files of `order`, for the progress bar (0 for what cannot be measured:

@@ -14,6 +14,7 @@ use super::facts::responses::{self, Responses};
 use super::facts::streams;
 use super::facts::unanswered::{self, Unanswered};
 use super::{ResumptionResult, Verdict};
+use crate::detect::RefusedConnect;
 use crate::http::Exchange;
 use crate::mcp::Model;
 
@@ -53,6 +54,8 @@ pub(crate) struct Context<'a> {
     pub crossed: Vec<Crossed<'a>>,
     /// Requests without a captured response; empty until [`Context::judged`].
     pub unanswered: Vec<Unanswered<'a>>,
+    /// The capture's refused connection attempts, in time order.
+    pub refused: &'a [RefusedConnect],
 }
 
 impl<'a> Context<'a> {
@@ -62,6 +65,7 @@ impl<'a> Context<'a> {
         exchanges: &'a [Exchange],
         app_seq: &'a [String],
         capture_end: i64,
+        refused: &'a [RefusedConnect],
     ) -> Context<'a> {
         let mut requests: FastMap<usize, Requests> = FastMap::default();
         for r in &model.resumptions {
@@ -80,6 +84,7 @@ impl<'a> Context<'a> {
             exchanges,
             app_seq,
             capture_end,
+            refused,
             replays: ReplayIndex::build(model, exchanges),
             int_ids: IntIds::default(),
             requests,

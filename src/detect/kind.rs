@@ -67,8 +67,20 @@ kinds! {
     UnknownLastEventId => "unknown_last_event_id",
     /// A broken stream reopened without its cursor.
     ResumeWithoutCursor => "resume_without_cursor",
+    /// A resumption from a cursor an empty `id:` line had reset.
+    CursorResetIgnored => "cursor_reset_ignored",
     /// Resumptions from one cursor answered empty, again and again.
     EmptyResumeLoop => "empty_resume_loop",
+    /// A stateless server's standalone GET stream that never carried a byte.
+    DeadListenStream => "dead_listen_stream",
+    /// Standalone GETs answered empty and over at once, again and again.
+    ListenReconnectLoop => "listen_reconnect_loop",
+    /// New connections to the server of a broken stream refused with RST.
+    ConnectionRefused => "connection_refused",
+    /// A resumed standalone stream the server no longer writes to.
+    ResumeOrphaned => "resume_orphaned",
+    /// A reopened standalone stream refused 409 while the server held a stale one.
+    StaleStreamConflict => "stale_stream_conflict",
     /// Two live connections of one logical stream.
     ConcurrentStreamConnections => "concurrent_stream_connections",
     /// Requests with a session id the server declared gone.

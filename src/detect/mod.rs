@@ -11,6 +11,7 @@
 //! explained on `docs/findings.md`.
 
 pub mod calls;
+mod connects;
 pub(crate) mod context;
 pub(crate) mod facts;
 mod finding;
@@ -18,6 +19,7 @@ mod kind;
 pub mod rules;
 pub(crate) mod verdict;
 
+pub use connects::RefusedConnect;
 pub(crate) use finding::{flow_id, fmt_num};
 pub use finding::{Finding, Severity};
 pub use kind::Kind;
@@ -51,12 +53,19 @@ pub struct Analysis {
 }
 
 /// Run every rule over `model` and its `exchanges` (`app_seq`: the `--app-seq` pointers;
-/// `capture_end`: time of the capture's last frame, µs since the Unix epoch).
-pub fn run(model: Model, exchanges: &[Exchange], app_seq: &[String], capture_end: i64) -> Analysis {
+/// `capture_end`: time of the capture's last frame, µs since the Unix epoch; `refused`: the
+/// capture's refused connection attempts, in time order).
+pub fn run(
+    model: Model,
+    exchanges: &[Exchange],
+    app_seq: &[String],
+    capture_end: i64,
+    refused: &[RefusedConnect],
+) -> Analysis {
     let mut findings = Vec::new();
     let mut walk = Walk::default();
     let (results, id_gapped) = {
-        let mut ctx = Context::new(&model, exchanges, app_seq, capture_end);
+        let mut ctx = Context::new(&model, exchanges, app_seq, capture_end, refused);
         for check in rules::checks() {
             if let Check::Connections(f) = check {
                 f(&ctx, &mut findings);

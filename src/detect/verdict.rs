@@ -110,6 +110,8 @@ pub enum Cause {
     Continued,
     /// `duplicate_delivery` at the resumption (no effect: the events came, twice).
     Duplicated,
+    /// `cursor_reset_ignored` (no effect: the client's cursor, not the server's log).
+    CursorReset,
 }
 
 /// How a `suspect_terminal` was judged ([`Cause::Terminal`]).
@@ -153,6 +155,7 @@ impl Cause {
             Cause::Terminal(_) => 12,
             Cause::Continued => 13,
             Cause::Duplicated => 14,
+            Cause::CursorReset => 15,
         }
     }
 
@@ -167,7 +170,7 @@ impl Cause {
             Cause::Terminal(Terminal::NoAppSeq | Terminal::NoProgress) => Effect::Gap,
             Cause::Terminal(Terminal::OtherBackend | Terminal::OneShort) => Effect::Unverified,
             Cause::SharedCounter | Cause::IdsJumpedAhead => Effect::None,
-            Cause::Continued | Cause::Duplicated => Effect::None,
+            Cause::Continued | Cause::Duplicated | Cause::CursorReset => Effect::None,
         }
     }
 
@@ -197,6 +200,7 @@ impl Cause {
             Cause::Terminal(Terminal::NoProgress) => "terminal result without the progress under way",
             Cause::Continued => "",
             Cause::Duplicated => "events the client already had were delivered again",
+            Cause::CursorReset => "the client resumed from a cursor an empty id had reset",
         }
     }
 }

@@ -100,6 +100,8 @@ impl Flow {
             wire_bytes: self.wire_bytes,
             ts_first: self.ts_first,
             ts_last: self.ts_last,
+            frame_first: self.frame_first,
+            frame_last: self.frame_last,
             missed: stat(|s| s.missed),
             retransmitted: stat(|s| s.retransmitted),
             out_of_order: stat(|s| s.out_of_order),

@@ -60,6 +60,10 @@ pub struct FlowRow {
     pub ts_first: i64,
     /// Last packet time.
     pub ts_last: i64,
+    /// Frame numbers (1-based, in the capture) of the first and last packet.
+    pub frame_first: u64,
+    /// Frame of the last packet.
+    pub frame_last: u64,
     /// Bytes reported as gaps, per direction (Zeek's `missed_bytes`).
     pub missed: [u64; 2],
     /// Segments retransmitted, per direction.
@@ -119,6 +123,8 @@ impl FlowRow {
         }
         out.extend_from_slice(&self.ts_first.to_le_bytes());
         varint(out, zigzag(self.ts_last.wrapping_sub(self.ts_first)));
+        varint(out, self.frame_first);
+        varint(out, self.frame_last.wrapping_sub(self.frame_first));
         for pair in [
             self.packets,
             self.wire_bytes,
@@ -151,6 +157,8 @@ impl FlowRow {
         }
         let ts_first = i64::from_le_bytes(r.take(8)?.try_into().ok()?);
         let ts_last = ts_first.wrapping_add(unzigzag(r.varint()?));
+        let frame_first = r.varint()?;
+        let frame_last = frame_first.wrapping_add(r.varint()?);
         let mut pairs = [[0u64; 2]; 5];
         for p in &mut pairs {
             *p = [r.varint()?, r.varint()?];
@@ -168,6 +176,8 @@ impl FlowRow {
             wire_bytes: pairs[1],
             ts_first,
             ts_last,
+            frame_first,
+            frame_last,
             missed: pairs[2],
             retransmitted: pairs[3],
             out_of_order: pairs[4],
@@ -233,7 +243,7 @@ mod tests {
             ports in any::<[u16; 2]>(),
             ts in any::<i64>(),
             dt in any::<i64>(),
-            counts in any::<[u64; 10]>(),
+            counts in any::<[u64; 12]>(),
             flags in any::<[bool; 7]>(),
             letters in prop::collection::vec((0usize..2, prop::sample::select(vec!['s', 'h', 'd', 'f', 'r'])), 0..12),
         ) {
@@ -254,6 +264,8 @@ mod tests {
                 wire_bytes: [counts[2], counts[3]],
                 ts_first: ts,
                 ts_last: ts.wrapping_add(dt),
+                frame_first: counts[10],
+                frame_last: counts[10].wrapping_add(counts[11]),
                 missed: [counts[4], counts[5]],
                 retransmitted: [counts[6], counts[7]],
                 out_of_order: [counts[8], counts[9]],

@@ -144,17 +144,28 @@ fn after_l_text(d: &Duplicates, leid: &str, exchanges: &[Exchange]) -> String {
         return String::new();
     };
     let own = originals.iter().filter(|o| o.2.sse.has_own_id).count();
+    // An empty `id:` line resets the cursor (WHATWG "server-sent events"): no id of its own.
+    let reset = originals
+        .iter()
+        .filter(|o| o.2.sse.has_own_id && o.2.sse.id == Some(""))
+        .count();
+    let own = own - reset;
     let mut parts = Vec::new();
+    if reset > 0 {
+        parts.push(format!(
+            "{reset} it had read after {leid} in events with an empty id line, which resets the last event ID (the client should then have resumed without one: cursor_reset_ignored)"
+        ));
+    }
     if own > 0 {
         parts.push(format!(
             "{own} it had already read after {} in events with ids of their own, so its Last-Event-ID was behind what it had (a client that resumes from an older cursor than its last event gets those events again)",
             leid
         ));
     }
-    if originals.len() > own {
+    if originals.len() > own + reset {
         parts.push(format!(
             "{} it had read after {} in events without an id of their own (its cursor rightly stayed at {}), and the server replayed them",
-            originals.len() - own,
+            originals.len() - own - reset,
             leid,
             leid
         ));

@@ -15,8 +15,11 @@ mod backend_switch;
 mod batch_outside_era;
 mod buffered_delivery;
 mod concurrent_stream_connections;
+mod connection_refused;
 mod cross_session_replay;
 mod cross_stream_replay;
+mod cursor_reset_ignored;
+mod dead_listen_stream;
 mod duplicate_delivery;
 mod duplicate_event_id;
 mod duplicate_request_id;
@@ -25,6 +28,7 @@ mod id_gap;
 mod id_regression;
 mod id_restart;
 mod idle_cut;
+mod listen_reconnect_loop;
 mod lost_in_transit;
 mod lost_response;
 mod missing_event_id;
@@ -32,11 +36,13 @@ mod nonstandard_session_status;
 mod planned_poll;
 mod response_unverifiable;
 mod resume_ok;
+mod resume_orphaned;
 mod resume_rejected;
 mod resume_without_cursor;
 mod session_refused;
 mod session_reinitialized;
 mod stale_session_reuse;
+mod stale_stream_conflict;
 mod suspect_terminal;
 mod unknown_last_event_id;
 
@@ -112,9 +118,15 @@ pub static RULES: &[&Rule] = &[
     &lost_in_transit::RULE,
     &backend_switch::RULE,
     &unknown_last_event_id::RULE,
+    &connection_refused::RULE,
     &resume_without_cursor::RULE,
+    &cursor_reset_ignored::RULE,
     &empty_resume_loop::RULE,
+    &listen_reconnect_loop::RULE,
+    &resume_orphaned::RULE,
     &concurrent_stream_connections::RULE,
+    &stale_stream_conflict::RULE,
+    &dead_listen_stream::RULE,
     &stale_session_reuse::RULE,
     &nonstandard_session_status::RULE,
     &idle_cut::RULE,
