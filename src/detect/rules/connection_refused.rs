@@ -13,6 +13,9 @@ use super::{Check, Rule};
 use crate::detect::context::Context;
 use crate::detect::facts::streams::describe;
 use crate::detect::{flow_id, Finding, Kind, RefusedConnect, Severity};
+use std::net::IpAddr;
+
+use crate::hash::FastMap as HashMap;
 use crate::http::Exchange;
 use crate::tcp::FlowId;
 
@@ -30,22 +33,40 @@ fn broke(e: &Exchange) -> bool {
     e.response.is_some() && !e.resp_complete && !e.open_at_capture_end && e.ts_end.is_some()
 }
 
+/// When each server answered, µs, sorted: to find when one answered again after a break.
+type Answered = HashMap<(IpAddr, u16), Vec<i64>>;
+
+fn answered(exchanges: &[Exchange]) -> Answered {
+    let mut by: Answered = HashMap::default();
+    for e in exchanges {
+        if let (Some(server), Some(t)) = (e.server, e.ts_response) {
+            by.entry(server).or_default().push(t);
+        }
+    }
+    by.values_mut().for_each(|v| v.sort_unstable());
+    by
+}
+
 /// The refused attempts after broken exchange `b` of the session: from its client's address to
-/// its server, after it broke and before that server answered anything again.
-fn refused_after<'a>(ctx: &'a Context, b: &Exchange) -> Vec<&'a RefusedConnect> {
+/// its server, after it broke and before that server answered anything again (`refused` is in
+/// time order).
+fn refused_after<'a>(
+    ctx: &'a Context,
+    answered: &Answered,
+    b: &Exchange,
+) -> Vec<&'a RefusedConnect> {
     let (Some(client), Some(server), Some(end)) = (b.client, b.server, b.ts_end) else {
         return Vec::new();
     };
-    let back = ctx
-        .exchanges
-        .iter()
-        .filter(|x| x.server == Some(server))
-        .filter_map(|x| x.ts_response.filter(|&t| t > end))
-        .min()
+    let back = answered
+        .get(&server)
+        .and_then(|ts| ts.get(ts.partition_point(|&t| t <= end)).copied())
         .unwrap_or(i64::MAX);
-    ctx.refused
+    let from = ctx.refused.partition_point(|r| r.ts < end);
+    ctx.refused[from..]
         .iter()
-        .filter(|r| r.client.0 == client && r.server == server && r.ts >= end && r.ts < back)
+        .take_while(|r| r.ts < back)
+        .filter(|r| r.client.0 == client && r.server == server)
         .collect()
 }
 
@@ -54,6 +75,7 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
         return;
     }
     let exchanges = ctx.exchanges;
+    let answered = answered(exchanges);
     for (si, s) in ctx.model.sessions.iter().enumerate() {
         // The last stream to break before refused attempts followed.
         let Some((e, refused)) = s
@@ -61,7 +83,7 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
             .iter()
             .map(|&x| &exchanges[x])
             .filter(|e| broke(e))
-            .map(|e| (e, refused_after(ctx, e)))
+            .map(|e| (e, refused_after(ctx, &answered, e)))
             .filter(|(_, r)| !r.is_empty())
             .max_by_key(|(e, _)| (e.ts_end, e.frame_last))
         else {

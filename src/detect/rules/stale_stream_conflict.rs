@@ -35,15 +35,18 @@ fn bare_conflict(e: &Exchange) -> bool {
 
 fn check(ctx: &Context, out: &mut Vec<Finding>) {
     let (model, exchanges) = (ctx.model, ctx.exchanges);
+    // Each session's standalone stream (its first).
+    let mut get_stream: Vec<Option<usize>> = vec![None; model.sessions.len()];
+    for (i, st) in model.streams.iter().enumerate() {
+        if st.kind == StreamKind::Get {
+            get_stream[st.session].get_or_insert(i);
+        }
+    }
     for (si, s) in model.sessions.iter().enumerate() {
         if s.id.is_none() {
             continue;
         }
-        let Some(st) = model
-            .streams
-            .iter()
-            .find(|st| st.session == si && st.kind == StreamKind::Get)
-        else {
+        let Some(st) = get_stream[si].map(|i| &model.streams[i]) else {
             continue;
         };
         // Refusals while no connection of the stream was open on the client's side.
