@@ -785,219 +785,273 @@ impl DirParser {
     }
 
     /// Parse as much of `input` as possible; returns the bytes consumed.
+    ///
+    /// One step per state ([`Step`]): each reads from where the last one stopped and says how
+    /// far it got and whether the bytes so far are all it can use now.
     fn parse(&mut self, input: &[u8], out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule) -> usize {
         let mut pos = 0;
         loop {
             let rest = &input[pos..];
-            match self.state {
-                State::Tunnel => return input.len(),
-                State::Resync => {
-                    match find_start_line(rest, self.is_request, self.line_start) {
-                        Some(i) => {
-                            self.skipped += i as u64;
-                            self.report_skipped("to the next start line", false, out);
-                            pos += i;
-                            self.state = State::Head;
-                        }
-                        None => {
-                            // Keep the start of the last line, short enough to be a split start
-                            // line; anything else cannot begin a message.
-                            const KEEP: usize = 16;
-                            let (tail, at_start) = match memchr::memrchr(b'\n', rest) {
-                                Some(nl) => (&rest[nl + 1..], true),
-                                None => (rest, self.line_start),
-                            };
-                            let keep = if at_start && tail.len() <= KEEP {
-                                tail.len()
-                            } else {
-                                0
-                            };
-                            self.line_start = keep > 0 || rest.last() == Some(&b'\n');
-                            self.skipped += (rest.len() - keep) as u64;
-                            return input.len() - keep;
-                        }
-                    }
-                }
-                State::Head => {
-                    if rest.is_empty() {
-                        return pos;
-                    }
-                    // Tolerate stray CRLFs between messages (RFC 9112 §2.2).
-                    if rest[0] == b'\r' || rest[0] == b'\n' {
-                        pos += 1;
-                        continue;
-                    }
-                    if self.head_tried > 0 && rest.len() >= self.head_searched {
-                        // (The bytes searched before, less the 2 that could begin a blank line.)
-                        let tail = &rest[self.head_searched.saturating_sub(2)..];
-                        let ended = memchr::memmem::find(tail, b"\n\n").is_some()
-                            || memchr::memmem::find(tail, b"\n\r\n").is_some();
-                        let grown = rest.len() - self.head_tried;
-                        let half = self.head_tried / 2;
-                        let new_line =
-                            grown >= half.max(256) && memchr::memchr(b'\n', tail).is_some();
-                        if !ended && !new_line && grown < half.max(4096) {
-                            self.head_searched = rest.len();
-                            return pos;
-                        }
-                    }
-                    match self.parse_head(rest, out) {
-                        HeadResult::Partial => {
-                            self.head_tried = rest.len();
-                            self.head_searched = rest.len();
-                            return pos;
-                        }
-                        HeadResult::Bad => {
-                            self.head_tried = 0;
-                            self.state = State::Resync;
-                            self.line_start = false;
-                            self.skipped += 1;
-                            pos += 1;
-                        }
-                        HeadResult::Done(n) => {
-                            self.head_tried = 0;
-                            pos += n;
-                        }
-                    }
-                }
-                State::Length(rem) => {
-                    if rest.is_empty() {
-                        return pos;
-                    }
-                    let n = (rem.min(rest.len() as u64)) as usize;
-                    out(HttpEvent::Body(&rest[..n]));
-                    pos += n;
-                    if rem == n as u64 {
-                        self.end_message(true, out);
-                    } else {
-                        self.state = State::Length(rem - n as u64);
-                    }
-                }
+            let step = match self.state {
+                State::Tunnel => Step::Stop(rest.len()),
+                State::Resync => self.resync_step(rest, out),
+                State::Head => self.head_step(rest, out),
+                State::Length(rem) => self.length_step(rem, rest, out),
                 State::UntilClose => {
                     if !rest.is_empty() {
                         out(HttpEvent::Body(rest));
                     }
-                    return input.len();
+                    Step::Stop(rest.len())
                 }
-                State::Chunked(Chunk::Data(rem)) => {
-                    if rest.is_empty() {
-                        return pos;
-                    }
-                    let n = (rem.min(rest.len() as u64)) as usize;
-                    out(HttpEvent::Body(&rest[..n]));
-                    pos += n;
-                    self.state = State::Chunked(if rem == n as u64 {
-                        Chunk::DataEnd
-                    } else {
-                        Chunk::Data(rem - n as u64)
-                    });
-                }
-                State::Chunked(Chunk::DataEnd) => {
-                    // CRLF after chunk data.
-                    if rest.len() < 2 {
-                        if rest.first() == Some(&b'\n') {
-                            pos += 1;
-                            self.state = State::Chunked(Chunk::Size);
-                            continue;
-                        }
-                        return pos;
-                    }
-                    if &rest[..2] == b"\r\n" {
-                        pos += 2;
-                    } else if rest[0] == b'\n' {
-                        pos += 1;
-                    } else {
-                        out(HttpEvent::Anomaly(
-                            "http.bad_chunk_end",
-                            "chunk data not followed by CRLF".into(),
-                        ));
-                    }
-                    self.state = State::Chunked(Chunk::Size);
-                }
-                State::Chunked(Chunk::Size) => {
-                    let Some(nl) = memchr::memchr(b'\n', rest) else {
-                        return pos;
-                    };
-                    let line = trim_cr(&rest[..nl]);
-                    pos += nl + 1;
-                    match parse_chunk_size(line) {
-                        Some(0) => self.state = State::Chunked(Chunk::Trailer),
-                        Some(n) => self.state = State::Chunked(Chunk::Data(n)),
-                        None => {
-                            out(HttpEvent::Anomaly(
-                                "http.bad_chunk_size",
-                                format!(
-                                    "chunk-size line {:?}",
-                                    String::from_utf8_lossy(&line[..line.len().min(32)])
-                                ),
-                            ));
-                            self.enter_resync(out);
-                        }
-                    }
-                }
-                State::Chunked(Chunk::Lost) => {
-                    let chunk = find_chunk_line(rest, self.line_start);
-                    // The body's end may have been in the gap: a start line at a line start
-                    // before the next chunk begins the next message.
-                    let start = find_start_line(rest, self.is_request, self.line_start)
-                        .filter(|&h| !matches!(chunk, ChunkLine::At(i) if i.saturating_sub(2) < h));
-                    if let Some(h) = start {
-                        if h > 0 {
-                            out(HttpEvent::Body(&rest[..h]));
-                        }
-                        out(HttpEvent::Anomaly(
-                            "http.chunk_resync",
-                            format!("a start line {h} bytes after a gap in chunked framing ends the body"),
-                        ));
-                        pos += h;
-                        self.end_message(false, out);
-                        continue;
-                    }
-                    match chunk {
-                        ChunkLine::At(i) => {
-                            // Before it, the tail of a chunk's data, then the CRLF that ended it
-                            // (none when the size line starts the bytes after the gap).
-                            let data = i.saturating_sub(2);
-                            if data > 0 {
-                                out(HttpEvent::Body(&rest[..data]));
-                            }
-                            out(HttpEvent::Anomaly(
-                                "http.chunk_resync",
-                                format!("chunked framing found again after a gap, {data} bytes on"),
-                            ));
-                            pos += i;
-                            self.state = State::Chunked(Chunk::Size);
-                        }
-                        // What may begin a size line, or a start line split here, is kept for
-                        // the next bytes; the rest is data.
-                        ChunkLine::From(k) => {
-                            const KEEP: usize = 16;
-                            let line = match memchr::memrchr(b'\n', rest) {
-                                Some(nl) if rest.len() - (nl + 1) <= KEEP => nl + 1,
-                                None if self.line_start && rest.len() <= KEEP => 0,
-                                _ => rest.len(),
-                            };
-                            let keep = k.min(line);
-                            if keep > 0 {
-                                out(HttpEvent::Body(&rest[..keep]));
-                                self.line_start = rest[keep - 1] == b'\n';
-                            }
-                            return pos + keep;
-                        }
-                    }
-                }
-                State::Chunked(Chunk::Trailer) => {
-                    let Some(nl) = memchr::memchr(b'\n', rest) else {
-                        return pos;
-                    };
-                    let line = trim_cr(&rest[..nl]);
-                    pos += nl + 1;
-                    if line.is_empty() {
-                        self.end_message(true, out);
-                    }
-                }
+                State::Chunked(Chunk::Data(rem)) => self.chunk_data_step(rem, rest, out),
+                State::Chunked(Chunk::DataEnd) => self.chunk_end_step(rest, out),
+                State::Chunked(Chunk::Size) => self.chunk_size_step(rest, out),
+                State::Chunked(Chunk::Lost) => self.chunk_lost_step(rest, out),
+                State::Chunked(Chunk::Trailer) => self.trailer_step(rest, out),
+            };
+            match step {
+                Step::Advance(n) => pos += n,
+                Step::Stop(n) => return pos + n,
             }
         }
+    }
+
+    /// Resync: pass over bytes up to the next start line at a line start.
+    fn resync_step(&mut self, rest: &[u8], out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule) -> Step {
+        match find_start_line(rest, self.is_request, self.line_start) {
+            Some(i) => {
+                self.skipped += i as u64;
+                self.report_skipped("to the next start line", false, out);
+                self.state = State::Head;
+                Step::Advance(i)
+            }
+            None => {
+                // Keep the start of the last line, short enough to be a split start line;
+                // anything else cannot begin a message.
+                const KEEP: usize = 16;
+                let (tail, at_start) = match memchr::memrchr(b'\n', rest) {
+                    Some(nl) => (&rest[nl + 1..], true),
+                    None => (rest, self.line_start),
+                };
+                let keep = if at_start && tail.len() <= KEEP {
+                    tail.len()
+                } else {
+                    0
+                };
+                self.line_start = keep > 0 || rest.last() == Some(&b'\n');
+                self.skipped += (rest.len() - keep) as u64;
+                Step::Stop(rest.len() - keep)
+            }
+        }
+    }
+
+    /// Head: a message head, parsed once its end may have arrived.
+    fn head_step(&mut self, rest: &[u8], out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule) -> Step {
+        if rest.is_empty() {
+            return Step::Stop(0);
+        }
+        // Tolerate stray CRLFs between messages (RFC 9112 §2.2).
+        if rest[0] == b'\r' || rest[0] == b'\n' {
+            return Step::Advance(1);
+        }
+        if self.head_tried > 0 && rest.len() >= self.head_searched {
+            // (The bytes searched before, less the 2 that could begin a blank line.)
+            let tail = &rest[self.head_searched.saturating_sub(2)..];
+            let ended = memchr::memmem::find(tail, b"\n\n").is_some()
+                || memchr::memmem::find(tail, b"\n\r\n").is_some();
+            let grown = rest.len() - self.head_tried;
+            let half = self.head_tried / 2;
+            let new_line = grown >= half.max(256) && memchr::memchr(b'\n', tail).is_some();
+            if !ended && !new_line && grown < half.max(4096) {
+                self.head_searched = rest.len();
+                return Step::Stop(0);
+            }
+        }
+        match self.parse_head(rest, out) {
+            HeadResult::Partial => {
+                self.head_tried = rest.len();
+                self.head_searched = rest.len();
+                Step::Stop(0)
+            }
+            HeadResult::Bad => {
+                self.head_tried = 0;
+                self.state = State::Resync;
+                self.line_start = false;
+                self.skipped += 1;
+                Step::Advance(1)
+            }
+            HeadResult::Done(n) => {
+                self.head_tried = 0;
+                Step::Advance(n)
+            }
+        }
+    }
+
+    /// Length: `rem` more bytes of a body framed by Content-Length.
+    fn length_step(
+        &mut self,
+        rem: u64,
+        rest: &[u8],
+        out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule,
+    ) -> Step {
+        if rest.is_empty() {
+            return Step::Stop(0);
+        }
+        let n = (rem.min(rest.len() as u64)) as usize;
+        out(HttpEvent::Body(&rest[..n]));
+        if rem == n as u64 {
+            self.end_message(true, out);
+        } else {
+            self.state = State::Length(rem - n as u64);
+        }
+        Step::Advance(n)
+    }
+
+    /// Chunk data: `rem` more bytes of the current chunk.
+    fn chunk_data_step(
+        &mut self,
+        rem: u64,
+        rest: &[u8],
+        out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule,
+    ) -> Step {
+        if rest.is_empty() {
+            return Step::Stop(0);
+        }
+        let n = (rem.min(rest.len() as u64)) as usize;
+        out(HttpEvent::Body(&rest[..n]));
+        self.state = State::Chunked(if rem == n as u64 {
+            Chunk::DataEnd
+        } else {
+            Chunk::Data(rem - n as u64)
+        });
+        Step::Advance(n)
+    }
+
+    /// The CRLF after chunk data (a bare LF tolerated; anything else named and passed over).
+    fn chunk_end_step(
+        &mut self,
+        rest: &[u8],
+        out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule,
+    ) -> Step {
+        if rest.len() < 2 {
+            if rest.first() == Some(&b'\n') {
+                self.state = State::Chunked(Chunk::Size);
+                return Step::Advance(1);
+            }
+            return Step::Stop(0);
+        }
+        let n = if &rest[..2] == b"\r\n" {
+            2
+        } else if rest[0] == b'\n' {
+            1
+        } else {
+            out(HttpEvent::Anomaly(
+                "http.bad_chunk_end",
+                "chunk data not followed by CRLF".into(),
+            ));
+            0
+        };
+        self.state = State::Chunked(Chunk::Size);
+        Step::Advance(n)
+    }
+
+    /// A chunk-size line (RFC 9112 §7.1).
+    fn chunk_size_step(
+        &mut self,
+        rest: &[u8],
+        out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule,
+    ) -> Step {
+        let Some(nl) = memchr::memchr(b'\n', rest) else {
+            return Step::Stop(0);
+        };
+        let line = trim_cr(&rest[..nl]);
+        match parse_chunk_size(line) {
+            Some(0) => self.state = State::Chunked(Chunk::Trailer),
+            Some(n) => self.state = State::Chunked(Chunk::Data(n)),
+            None => {
+                out(HttpEvent::Anomaly(
+                    "http.bad_chunk_size",
+                    format!(
+                        "chunk-size line {:?}",
+                        String::from_utf8_lossy(&line[..line.len().min(32)])
+                    ),
+                ));
+                self.enter_resync(out);
+            }
+        }
+        Step::Advance(nl + 1)
+    }
+
+    /// Chunked framing lost to a gap: data up to the next `CRLF chunk-size CRLF`, or up to a
+    /// start line that shows the body ended in the gap.
+    fn chunk_lost_step(
+        &mut self,
+        rest: &[u8],
+        out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule,
+    ) -> Step {
+        let chunk = find_chunk_line(rest, self.line_start);
+        // The body's end may have been in the gap: a start line at a line start before the next
+        // chunk begins the next message.
+        let start = find_start_line(rest, self.is_request, self.line_start)
+            .filter(|&h| !matches!(chunk, ChunkLine::At(i) if i.saturating_sub(2) < h));
+        if let Some(h) = start {
+            if h > 0 {
+                out(HttpEvent::Body(&rest[..h]));
+            }
+            out(HttpEvent::Anomaly(
+                "http.chunk_resync",
+                format!("a start line {h} bytes after a gap in chunked framing ends the body"),
+            ));
+            self.end_message(false, out);
+            return Step::Advance(h);
+        }
+        match chunk {
+            ChunkLine::At(i) => {
+                // Before it, the tail of a chunk's data, then the CRLF that ended it (none when
+                // the size line starts the bytes after the gap).
+                let data = i.saturating_sub(2);
+                if data > 0 {
+                    out(HttpEvent::Body(&rest[..data]));
+                }
+                out(HttpEvent::Anomaly(
+                    "http.chunk_resync",
+                    format!("chunked framing found again after a gap, {data} bytes on"),
+                ));
+                self.state = State::Chunked(Chunk::Size);
+                Step::Advance(i)
+            }
+            // What may begin a size line, or a start line split here, is kept for the next
+            // bytes; the rest is data.
+            ChunkLine::From(k) => {
+                const KEEP: usize = 16;
+                let line = match memchr::memrchr(b'\n', rest) {
+                    Some(nl) if rest.len() - (nl + 1) <= KEEP => nl + 1,
+                    None if self.line_start && rest.len() <= KEEP => 0,
+                    _ => rest.len(),
+                };
+                let keep = k.min(line);
+                if keep > 0 {
+                    out(HttpEvent::Body(&rest[..keep]));
+                    self.line_start = rest[keep - 1] == b'\n';
+                }
+                Step::Stop(keep)
+            }
+        }
+    }
+
+    /// Trailer fields after the last chunk, up to the blank line that ends the message.
+    fn trailer_step(
+        &mut self,
+        rest: &[u8],
+        out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule,
+    ) -> Step {
+        let Some(nl) = memchr::memchr(b'\n', rest) else {
+            return Step::Stop(0);
+        };
+        if trim_cr(&rest[..nl]).is_empty() {
+            self.end_message(true, out);
+        }
+        Step::Advance(nl + 1)
     }
 
     fn parse_head(
@@ -1127,6 +1181,14 @@ impl DirParser {
         out(HttpEvent::Anomaly(code, format!("{e}")));
         HeadResult::Bad
     }
+}
+
+/// How far one step of [`DirParser::parse`] got.
+enum Step {
+    /// It consumed this many bytes; the next step reads on.
+    Advance(usize),
+    /// It consumed this many bytes and needs more input before going on.
+    Stop(usize),
 }
 
 enum HeadResult {

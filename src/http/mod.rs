@@ -479,6 +479,19 @@ impl HeadlessScan {
 }
 
 impl Conn {
+    /// A new exchange at the next position on this connection (its depth already counted),
+    /// with the connection's ends when the client side is known.
+    fn new_exchange(&self, fi: usize) -> Exchange {
+        Exchange {
+            flow_index: fi,
+            client: self.client_dir.map(|d| self.ends[d].0),
+            client_port: self.client_dir.map(|d| self.ends[d].1),
+            server: self.client_dir.map(|d| self.ends[1 - d.min(1)]),
+            trans_depth: self.depth,
+            ..Default::default()
+        }
+    }
+
     /// The HTTP state of a connection before its first byte: with both parsers when a SYN told
     /// the client (direction 0), else with its roles still to be probed.
     fn new(flow: &FlowMeta, limits: HttpLimits) -> Conn {
@@ -533,214 +546,268 @@ impl StreamSink for HttpLayer {
                     return;
                 }
                 let limits = self.options.limits;
-                let conn = self
-                    .conns
+                self.conns
                     .entry(fi)
                     .or_insert_with(|| Box::new(Conn::new(&flow, limits)));
                 match chunk {
-                    Chunk::Data { bytes, .. } => {
-                        if conn.parsers[d].is_none() && conn.scan[d].is_some() {
-                            self.scan_headless(&flow, d, bytes, ts, frame);
-                        } else if conn.parsers[d].is_none() {
-                            conn.probe[d].extend_from_slice(bytes);
-                            let p = &conn.probe[d];
-                            let role = if framing::looks_like_request(p) {
-                                Some(true)
-                            } else if framing::looks_like_response(p) {
-                                Some(false)
-                            } else if p.len() >= PROBE_BYTES {
-                                None
-                            } else {
-                                return;
-                            };
-                            match role {
-                                Some(is_req) => {
-                                    let client = if is_req { d } else { 1 - d };
-                                    conn.client_dir = Some(client);
-                                    self.client_dir.insert(fi, client);
-                                    conn.parsers[d] =
-                                        Some(DirParser::new(is_req, self.options.limits));
-                                    if conn.parsers[1 - d].is_none() {
-                                        conn.parsers[1 - d] =
-                                            Some(DirParser::new(!is_req, self.options.limits));
-                                    }
-                                    let held = std::mem::take(&mut conn.probe[d]);
-                                    let searched = conn.scan[1 - d].take();
-                                    if let Some(sc) = searched {
-                                        // The other side: the client's when this one answers.
-                                        self.skipped_search(&flow, !is_req, &sc, frame);
-                                    }
-                                    self.push(fi, d, &held, ts, frame);
-                                    let other = self
-                                        .conns
-                                        .get_mut(&fi)
-                                        .map(|c| std::mem::take(&mut c.probe[1 - d]))
-                                        .unwrap_or_default();
-                                    if !other.is_empty() {
-                                        self.push(fi, 1 - d, &other, ts, frame);
-                                    }
-                                }
-                                // Text that is no HTTP start, on a side no SYN named the
-                                // client's: maybe an event stream the capture began inside.
-                                None if self.client_dir.get(&fi) != Some(&d)
-                                    && framing::plausible_text(p) =>
-                                {
-                                    let held = std::mem::take(&mut conn.probe[d]);
-                                    conn.scan[d] = Some(Box::new(HeadlessScan {
-                                        at_start: true,
-                                        frame,
-                                        charge: crate::budget::Charge::new(&self.options.held),
-                                        ..Default::default()
-                                    }));
-                                    self.scan_headless(&flow, d, &held, ts, frame);
-                                }
-                                None => self.give_up(&flow, not_http(&flow, frame)),
-                            }
-                        } else {
-                            self.push(fi, d, bytes, ts, frame);
-                        }
-                    }
-                    Chunk::Gap { len, .. } => {
-                        if conn.parsers[d].is_none() && conn.scan[d].is_some() {
-                            // What was held is read if an event stream starts in it; else the
-                            // search goes on after the gap, where a chunk or an event may begin.
-                            if !self.settle_headless(&flow, d) {
-                                if let Some(sc) =
-                                    self.conns.get_mut(&fi).and_then(|c| c.scan[d].as_mut())
-                                {
-                                    sc.clear();
-                                }
-                                return;
-                            }
-                        }
-                        let Some(conn) = self.conns.get_mut(&fi) else {
-                            return;
-                        };
-                        if conn.parsers[d].is_none() {
-                            conn.probe[d].clear();
-                            return;
-                        }
-                        if conn.client_dir.is_some_and(|c| c != d)
-                            && conn.parsers[d].as_ref().is_some_and(|p| p.outside_body())
-                        {
-                            conn.resp_lost_at = conn.resp_lost_at.max(Some(ts));
-                        }
-                        self.with_parser(fi, d, ts, frame, |p, out| p.gap(len, out));
-                    }
+                    Chunk::Data { bytes, .. } => self.on_data(&flow, d, bytes, ts, frame),
+                    Chunk::Gap { len, .. } => self.on_gap(&flow, d, len, ts, frame),
                 }
             }
             StreamEvent::End {
-                dir: d,
+                dir,
                 fin,
                 reset,
                 peer_acked,
                 acked_by_peer,
             } => {
-                // A direction that ends while searched: read from where an event stream starts
-                // in what it held, else given up.
-                if let Some(at) = self
-                    .conns
-                    .get(&fi)
-                    .and_then(|c| c.scan[d].as_ref())
-                    .map(|sc| sc.frame)
-                {
-                    if !self.settle_headless(&flow, d) {
-                        self.give_up(&flow, not_http(&flow, at));
-                        return;
-                    }
-                }
-                if let Some(conn) = self.conns.get_mut(&fi) {
-                    if conn.client_dir.is_some_and(|c| c != d) {
-                        conn.server_ended = true;
-                        conn.server_fin = fin && !reset;
-                        conn.server_reset_acked = reset && acked_by_peer;
-                    } else if conn.client_dir == Some(d) && conn.server_ended {
-                        // The client's reply to the server's FIN: a FIN, with every byte
-                        // before the server's acknowledged, says it read the response the FIN
-                        // cut to its end.
-                        match conn.fin_cut.take().filter(|_| fin && !reset && peer_acked) {
-                            Some(FinCut::Held(depth)) => {
-                                if let Some(e) =
-                                    conn.exchanges.iter_mut().find(|e| e.trans_depth == depth)
-                                {
-                                    e.resp_read = Some(ReadEnd::Fin);
-                                }
-                            }
-                            Some(FinCut::Emitted(i)) => {
-                                if let Some(e) = self.exchanges.get_mut(i) {
-                                    e.resp_read = Some(ReadEnd::Fin);
-                                }
-                            }
-                            None => {}
-                        }
-                    } else if conn.client_dir == Some(d) && (fin || reset) && !conn.server_ended {
-                        // The client hung up on a response that was streaming (not one that never
-                        // began, and not in reply to the server's own close).
-                        if let Some(e) = conn.resp_idx.and_then(|i| conn.exchanges.get_mut(i)) {
-                            if !e.resp_complete && e.request.is_some() && e.response.is_some() {
-                                e.client_closed = true;
-                            }
-                        }
-                    }
-                }
-                if let Some(conn) = self.conns.get(&fi).filter(|c| c.parsers[d].is_some()) {
-                    // A body delimited by the close is cut by a reset; at the end of the capture
-                    // it is taken as it stands (what followed is unknown either way).
-                    let orderly = fin || conn.open_at_end;
-                    let before = self.exchanges.len();
-                    self.with_parser(fi, d, ts, frame, |p, out| p.end(orderly, out));
-                    // The exchange the server's FIN cut, if emitted now: where it went.
-                    let exchanges = &self.exchanges;
-                    if let Some(conn) = self.conns.get_mut(&fi) {
-                        if let Some(FinCut::Held(depth)) = conn.fin_cut {
-                            if let Some(k) = exchanges
-                                .iter_from(before)
-                                .position(|e| e.flow_index == fi && e.trans_depth == depth)
-                            {
-                                conn.fin_cut = Some(FinCut::Emitted(before + k));
-                            }
-                        }
-                    }
-                }
+                let end = DirEnd {
+                    fin,
+                    reset,
+                    peer_acked,
+                    acked_by_peer,
+                };
+                self.on_end(&flow, dir, end, ts, frame);
             }
             StreamEvent::CaptureEnd => {
                 if let Some(conn) = self.conns.get_mut(&fi) {
                     conn.open_at_end = true;
                 }
             }
-            StreamEvent::Close => {
-                self.not_http.remove(&fi);
-                if let Some(mut conn) = self.conns.remove(&fi) {
-                    // A search for an event stream that never ended in one (its direction did
-                    // not end first): the connection was not HTTP.
-                    if conn.parsers.iter().all(Option::is_none) {
-                        if let Some(at) = conn.scan.iter().flatten().map(|sc| sc.frame).min() {
-                            self.anomalies.add(not_http(&flow, at));
-                        }
-                    }
-                    // Requests never answered stay as exchanges without a response; when the
-                    // capture lost response bytes after the last response began (no later head
-                    // told whose they were), their responses may be in that gap.
-                    let lost = conn.resp_lost_at;
-                    for mut e in conn.exchanges.drain(conn.emitted..) {
-                        // A body still held here was never parsed (its message did not end):
-                        // its bytes go, and its part of the held-bytes budget with them.
-                        (e.req_body, e.resp_body) = (None, None);
-                        e.open_at_capture_end |= conn.open_at_end;
-                        if e.response.is_none()
-                            && lost.is_some_and(|at| e.ts_request.is_some_and(|t| t <= at))
-                        {
-                            e.resp_gap = true;
-                        }
-                        self.exchanges.push(e);
-                    }
-                }
-            }
+            StreamEvent::Close => self.on_close(&flow),
         }
     }
 }
 
+/// How a direction ended ([`StreamEvent::End`]).
+#[derive(Debug, Clone, Copy)]
+struct DirEnd {
+    fin: bool,
+    reset: bool,
+    peer_acked: bool,
+    acked_by_peer: bool,
+}
+
 impl HttpLayer {
+    /// Bytes of direction `d`: to its parser, or, while its role is unknown, held and probed
+    /// (a request or status line decides both directions' roles), or searched for an event
+    /// stream the capture began inside.
+    fn on_data(&mut self, flow: &FlowMeta, d: Dir, bytes: &[u8], ts: i64, frame: u64) {
+        let fi = flow.index;
+        let Some(conn) = self.conns.get_mut(&fi) else {
+            return;
+        };
+        if conn.parsers[d].is_some() {
+            self.push(fi, d, bytes, ts, frame);
+            return;
+        }
+        if conn.scan[d].is_some() {
+            self.scan_headless(flow, d, bytes, ts, frame);
+            return;
+        }
+        conn.probe[d].extend_from_slice(bytes);
+        let p = &conn.probe[d];
+        let role = if framing::looks_like_request(p) {
+            Some(true)
+        } else if framing::looks_like_response(p) {
+            Some(false)
+        } else if p.len() >= PROBE_BYTES {
+            None
+        } else {
+            return;
+        };
+        match role {
+            Some(is_req) => self.start_parsers(flow, d, is_req, ts, frame),
+            // Text that is no HTTP start, on a side no SYN named the client's: maybe an event
+            // stream the capture began inside.
+            None if self.client_dir.get(&fi) != Some(&d) && framing::plausible_text(p) => {
+                let held = std::mem::take(&mut conn.probe[d]);
+                conn.scan[d] = Some(Box::new(HeadlessScan {
+                    at_start: true,
+                    frame,
+                    charge: crate::budget::Charge::new(&self.options.held),
+                    ..Default::default()
+                }));
+                self.scan_headless(flow, d, &held, ts, frame);
+            }
+            None => self.give_up(flow, not_http(flow, frame)),
+        }
+    }
+
+    /// The probe of direction `d` found a request (`is_req`) or a response: both directions
+    /// get their parsers, and what each held is parsed.
+    fn start_parsers(&mut self, flow: &FlowMeta, d: Dir, is_req: bool, ts: i64, frame: u64) {
+        let fi = flow.index;
+        let limits = self.options.limits;
+        let Some(conn) = self.conns.get_mut(&fi) else {
+            return;
+        };
+        let client = if is_req { d } else { 1 - d };
+        conn.client_dir = Some(client);
+        self.client_dir.insert(fi, client);
+        conn.parsers[d] = Some(DirParser::new(is_req, limits));
+        if conn.parsers[1 - d].is_none() {
+            conn.parsers[1 - d] = Some(DirParser::new(!is_req, limits));
+        }
+        let held = std::mem::take(&mut conn.probe[d]);
+        let searched = conn.scan[1 - d].take();
+        if let Some(sc) = searched {
+            // The other side: the client's when this one answers.
+            self.skipped_search(flow, !is_req, &sc, frame);
+        }
+        self.push(fi, d, &held, ts, frame);
+        let other = self
+            .conns
+            .get_mut(&fi)
+            .map(|c| std::mem::take(&mut c.probe[1 - d]))
+            .unwrap_or_default();
+        if !other.is_empty() {
+            self.push(fi, 1 - d, &other, ts, frame);
+        }
+    }
+
+    /// `len` bytes of direction `d` missing from the capture.
+    fn on_gap(&mut self, flow: &FlowMeta, d: Dir, len: u64, ts: i64, frame: u64) {
+        let fi = flow.index;
+        let searching = self
+            .conns
+            .get(&fi)
+            .is_some_and(|c| c.parsers[d].is_none() && c.scan[d].is_some());
+        // What was held is read if an event stream starts in it; else the search goes on after
+        // the gap, where a chunk or an event may begin.
+        if searching && !self.settle_headless(flow, d) {
+            if let Some(sc) = self.conns.get_mut(&fi).and_then(|c| c.scan[d].as_mut()) {
+                sc.clear();
+            }
+            return;
+        }
+        let Some(conn) = self.conns.get_mut(&fi) else {
+            return;
+        };
+        if conn.parsers[d].is_none() {
+            conn.probe[d].clear();
+            return;
+        }
+        if conn.client_dir.is_some_and(|c| c != d)
+            && conn.parsers[d].as_ref().is_some_and(|p| p.outside_body())
+        {
+            conn.resp_lost_at = conn.resp_lost_at.max(Some(ts));
+        }
+        self.with_parser(fi, d, ts, frame, |p, out| p.gap(len, out));
+    }
+
+    /// Direction `d` ended (`end`: FIN or reset, and what was acknowledged): how the server's
+    /// end and the client's reply to it bear on the response they cut, then the parser's end.
+    fn on_end(&mut self, flow: &FlowMeta, d: Dir, end: DirEnd, ts: i64, frame: u64) {
+        let fi = flow.index;
+        // A direction that ends while searched: read from where an event stream starts in what
+        // it held, else given up.
+        if let Some(at) = self
+            .conns
+            .get(&fi)
+            .and_then(|c| c.scan[d].as_ref())
+            .map(|sc| sc.frame)
+        {
+            if !self.settle_headless(flow, d) {
+                self.give_up(flow, not_http(flow, at));
+                return;
+            }
+        }
+        self.note_end(fi, d, end);
+        let Some(conn) = self.conns.get(&fi).filter(|c| c.parsers[d].is_some()) else {
+            return;
+        };
+        // A body delimited by the close is cut by a reset; at the end of the capture it is
+        // taken as it stands (what followed is unknown either way).
+        let orderly = end.fin || conn.open_at_end;
+        let before = self.exchanges.len();
+        self.with_parser(fi, d, ts, frame, |p, out| p.end(orderly, out));
+        // The exchange the server's FIN cut, if emitted now: where it went.
+        let exchanges = &self.exchanges;
+        if let Some(conn) = self.conns.get_mut(&fi) {
+            if let Some(FinCut::Held(depth)) = conn.fin_cut {
+                if let Some(k) = exchanges
+                    .iter_from(before)
+                    .position(|e| e.flow_index == fi && e.trans_depth == depth)
+                {
+                    conn.fin_cut = Some(FinCut::Emitted(before + k));
+                }
+            }
+        }
+    }
+
+    /// What the end of direction `d` tells before its parser ends: the server's end is noted;
+    /// the client's FIN in reply to it, with every byte before acknowledged, says the client
+    /// read the response the server's FIN cut; the client hanging up first marks the
+    /// streaming response it left.
+    fn note_end(&mut self, fi: usize, d: Dir, end: DirEnd) {
+        let Some(conn) = self.conns.get_mut(&fi) else {
+            return;
+        };
+        if conn.client_dir.is_some_and(|c| c != d) {
+            conn.server_ended = true;
+            conn.server_fin = end.fin && !end.reset;
+            conn.server_reset_acked = end.reset && end.acked_by_peer;
+        } else if conn.client_dir == Some(d) && conn.server_ended {
+            match conn
+                .fin_cut
+                .take()
+                .filter(|_| end.fin && !end.reset && end.peer_acked)
+            {
+                Some(FinCut::Held(depth)) => {
+                    if let Some(e) = conn.exchanges.iter_mut().find(|e| e.trans_depth == depth) {
+                        e.resp_read = Some(ReadEnd::Fin);
+                    }
+                }
+                Some(FinCut::Emitted(i)) => {
+                    if let Some(e) = self.exchanges.get_mut(i) {
+                        e.resp_read = Some(ReadEnd::Fin);
+                    }
+                }
+                None => {}
+            }
+        } else if conn.client_dir == Some(d) && (end.fin || end.reset) && !conn.server_ended {
+            // The client hung up on a response that was streaming (not one that never began,
+            // and not in reply to the server's own close).
+            if let Some(e) = conn.resp_idx.and_then(|i| conn.exchanges.get_mut(i)) {
+                if !e.resp_complete && e.request.is_some() && e.response.is_some() {
+                    e.client_closed = true;
+                }
+            }
+        }
+    }
+
+    /// The connection is closed: what it still holds is emitted.
+    fn on_close(&mut self, flow: &FlowMeta) {
+        let fi = flow.index;
+        self.not_http.remove(&fi);
+        let Some(mut conn) = self.conns.remove(&fi) else {
+            return;
+        };
+        // A search for an event stream that never ended in one (its direction did not end
+        // first): the connection was not HTTP.
+        if conn.parsers.iter().all(Option::is_none) {
+            if let Some(at) = conn.scan.iter().flatten().map(|sc| sc.frame).min() {
+                self.anomalies.add(not_http(flow, at));
+            }
+        }
+        // Requests never answered stay as exchanges without a response; when the capture lost
+        // response bytes after the last response began (no later head told whose they were),
+        // their responses may be in that gap.
+        let lost = conn.resp_lost_at;
+        for mut e in conn.exchanges.drain(conn.emitted..) {
+            // A body still held here was never parsed (its message did not end): its bytes go,
+            // and its part of the held-bytes budget with them.
+            (e.req_body, e.resp_body) = (None, None);
+            e.open_at_capture_end |= conn.open_at_end;
+            if e.response.is_none() && lost.is_some_and(|at| e.ts_request.is_some_and(|t| t <= at))
+            {
+                e.resp_gap = true;
+            }
+            self.exchanges.push(e);
+        }
+    }
+
     fn push(&mut self, fi: usize, d: Dir, bytes: &[u8], ts: i64, frame: u64) {
         self.with_parser(fi, d, ts, frame, |p, out| p.push(bytes, out));
     }
@@ -947,15 +1014,19 @@ impl HttpLayer {
         let opts = &self.options;
         // (What the parser holds of a head or line counts against the held-bytes budget.)
         parser.draw_on(&opts.held);
-        let anomalies = &mut self.anomalies;
-        let flow_id = FlowId(fi);
         let mut done: Vec<Exchange> = Vec::new();
         {
-            let mut out = |ev: HttpEvent<'_>| -> BodyRule {
-                on_event(
-                    conn, fi, is_request, ev, ts, frame, opts, anomalies, flow_id, &mut done,
-                )
+            let mut cx = Ctx {
+                fi,
+                is_request,
+                ts,
+                frame,
+                opts,
+                anomalies: &mut self.anomalies,
+                flow_id: FlowId(fi),
+                done: &mut done,
             };
+            let mut out = |ev: HttpEvent<'_>| -> BodyRule { on_event(conn, ev, &mut cx) };
             f(&mut parser, &mut out);
         }
         if !is_request && std::mem::take(&mut conn.switched) {
@@ -971,414 +1042,483 @@ impl HttpLayer {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn on_event(
-    conn: &mut Conn,
+/// What every step of [`on_event`] needs besides the connection: where the event came from
+/// (flow, direction role, capture time and frame), the options, and where anomalies and
+/// finished exchanges go.
+struct Ctx<'a> {
     fi: usize,
     is_request: bool,
-    ev: HttpEvent<'_>,
     ts: i64,
     frame: u64,
-    opts: &HttpOptions,
-    anomalies: &mut Anomalies,
+    opts: &'a HttpOptions,
+    anomalies: &'a mut Anomalies,
     flow_id: FlowId,
-    done: &mut Vec<Exchange>,
-) -> BodyRule {
+    done: &'a mut Vec<Exchange>,
+}
+
+impl Ctx<'_> {
+    fn anomaly(&mut self, code: &'static str, detail: String) {
+        self.anomalies.add(Anomaly::new(
+            code,
+            Some(self.frame),
+            Some(self.flow_id.to_string()),
+            detail,
+        ));
+    }
+}
+
+/// One framing event of a direction, applied to its connection's exchanges: the sink of
+/// [`DirParser`], answering how the body of a head just read is framed.
+fn on_event(conn: &mut Conn, ev: HttpEvent<'_>, cx: &mut Ctx<'_>) -> BodyRule {
     match ev {
         HttpEvent::Anomaly(code, detail) => {
             // A response head that cannot be read still began a response: whose it was is told
             // by the next head, or at the close (as for response bytes lost to the capture).
-            if !is_request
+            if !cx.is_request
                 && matches!(
                     code,
                     "http.bad_head" | "http.too_many_headers" | "http.header_too_long"
                 )
             {
-                conn.resp_lost_at = conn.resp_lost_at.max(Some(ts));
+                conn.resp_lost_at = conn.resp_lost_at.max(Some(cx.ts));
             }
-            anomalies.add(Anomaly::new(
-                code,
-                Some(frame),
-                Some(flow_id.to_string()),
-                detail,
-            ));
+            cx.anomaly(code, detail);
             BodyRule::ByHeaders
         }
-        HttpEvent::Head(head) if is_request => {
-            conn.depth += 1;
-            if conn.next_resp >= conn.exchanges.len() {
-                // None waiting: the earlier requests cannot be paired any more.
-                conn.request_lows.clear();
-            }
-            while conn.request_lows.last().is_some_and(|&(_, t)| t >= ts) {
-                conn.request_lows.pop();
-            }
-            conn.request_lows.push((conn.exchanges.len(), ts));
-            conn.exchanges.push(Exchange {
-                flow_index: fi,
-                client: conn.client_dir.map(|d| conn.ends[d].0),
-                client_port: conn.client_dir.map(|d| conn.ends[d].1),
-                server: conn.client_dir.map(|d| conn.ends[1 - d.min(1)]),
-                trans_depth: conn.depth,
-                request: Some(head),
-                ts_request: Some(ts),
-                frame_request: Some(frame),
-                ..Default::default()
-            });
-            conn.req_idx = Some(conn.exchanges.len() - 1);
-            conn.req_decoder = None;
-            let enc = conn
-                .exchanges
-                .last()
-                .and_then(|e| e.req_header("content-encoding"))
-                .map(str::to_string);
-            if let Some(enc) = enc {
-                conn.req_decoder =
-                    coding::BodyDecoder::for_encoding(&enc, opts.limits.max_decoded, &opts.held);
-                if conn.req_decoder.is_none() && !enc.trim().eq_ignore_ascii_case("identity") {
-                    anomalies.add(Anomaly::new(
-                        "http.content_encoding_unsupported",
-                        Some(frame),
-                        Some(flow_id.to_string()),
-                        format!("request Content-Encoding {enc} not decoded"),
-                    ));
-                    if let Some(e) = conn.exchanges.last_mut() {
-                        e.req_gap = true;
-                    }
-                }
-            }
+        HttpEvent::Head(head) if cx.is_request => on_request_head(conn, head, cx),
+        HttpEvent::Head(head) => on_response_head(conn, head, cx),
+        HttpEvent::Body(bytes) if cx.is_request => {
+            on_request_body(conn, bytes, cx);
             BodyRule::ByHeaders
-        }
-        HttpEvent::Head(head) => {
-            let status = head.status;
-            if (100..200).contains(&status) && status != 101 {
-                conn.resp_interim = true;
-                if let Some(e) = conn.exchanges.get_mut(conn.next_resp) {
-                    e.interim.push(status);
-                }
-                return BodyRule::None;
-            }
-            conn.resp_interim = false;
-            if conn.resp_lost_at.take().is_some() {
-                // Responses lost in the gap: this one answers the latest request sent before it
-                // (a client that does not pipeline sends the next request only after the previous
-                // answer); the requests skipped lost their responses to the capture.
-                // The latest request sent by now: every request after it was sent later, so it
-                // is the last of `request_lows` sent by now (if it still awaits a response).
-                let sent = conn.request_lows.partition_point(|&(_, t)| t <= ts);
-                let latest = sent
-                    .checked_sub(1)
-                    .map(|k| conn.request_lows[k].0)
-                    .filter(|&i| i >= conn.next_resp && i < conn.exchanges.len());
-                if let Some(latest) = latest {
-                    for i in conn.next_resp..latest {
-                        conn.exchanges[i].resp_gap = true;
-                    }
-                    if latest > conn.next_resp {
-                        anomalies.add(Anomaly::new(
-                            "http.responses_lost_in_gap",
-                            Some(frame),
-                            Some(flow_id.to_string()),
-                            format!(
-                                "{} response(s) lost in a capture gap; this one is paired with the request in frame {}",
-                                latest - conn.next_resp,
-                                conn.exchanges[latest].frame_request.unwrap_or(0)
-                            ),
-                        ));
-                    }
-                    conn.next_resp = latest;
-                }
-            }
-            let idx = if conn.next_resp < conn.exchanges.len() {
-                conn.next_resp
-            } else {
-                // A response without a captured request (one-sided capture, mid-stream start).
-                conn.depth += 1;
-                conn.exchanges.push(Exchange {
-                    flow_index: fi,
-                    client: conn.client_dir.map(|d| conn.ends[d].0),
-                    client_port: conn.client_dir.map(|d| conn.ends[d].1),
-                    server: conn.client_dir.map(|d| conn.ends[1 - d.min(1)]),
-                    trans_depth: conn.depth,
-                    ..Default::default()
-                });
-                conn.exchanges.len() - 1
-            };
-            conn.next_resp = idx + 1;
-            conn.resp_idx = Some(idx);
-            let e = &mut conn.exchanges[idx];
-            let method = e.method().to_string();
-            let ct = head
-                .header("content-type")
-                .unwrap_or("")
-                .to_ascii_lowercase();
-            e.is_sse = ct.starts_with("text/event-stream");
-            conn.decoder = None;
-            conn.undecodable = false;
-            if let Some(enc) = body_codings(&head) {
-                conn.decoder =
-                    coding::BodyDecoder::for_encoding(&enc, opts.limits.max_decoded, &opts.held);
-                e.resp_coded = conn.decoder.is_some();
-                if conn.decoder.is_none() {
-                    conn.undecodable = true;
-                    anomalies.add(Anomaly::new(
-                        "http.content_encoding_unsupported",
-                        Some(frame),
-                        Some(flow_id.to_string()),
-                        match head.header("content-encoding") {
-                            Some(ce) if ce.trim() == enc => format!("Content-Encoding {enc} not decoded"),
-                            _ => format!("body codings {enc} (Content-Encoding, then Transfer-Encoding) not decoded"),
-                        },
-                    ));
-                }
-            }
-            e.response = Some(head);
-            e.ts_response = Some(ts);
-            e.frame_response = Some(frame);
-            e.ts_end = Some(ts);
-            e.ts_last_byte = Some(ts);
-            e.frame_last = Some(frame);
-            conn.sse = if e.is_sse {
-                Some(SseParser::new(opts.sse).with_budget(&opts.held))
-            } else {
-                None
-            };
-            if method == "HEAD" {
-                BodyRule::None
-            } else if status == 101 || (method == "CONNECT" && (200..300).contains(&status)) {
-                conn.switched = method == "CONNECT" || e.req_header("upgrade").is_some();
-                BodyRule::Tunnel
-            } else {
-                BodyRule::ByHeaders
-            }
         }
         HttpEvent::Body(bytes) => {
-            if is_request {
-                if let Some(e) = conn.req_idx.and_then(|i| conn.exchanges.get_mut(i)) {
-                    e.req_body_len += bytes.len() as u64;
-                    match conn.req_decoder.as_mut() {
-                        Some(d) => match d.push(bytes) {
-                            Ok(v) => {
-                                let full = d.full();
-                                if keep_decoded_request(
-                                    e, &v, full, opts, anomalies, frame, flow_id,
-                                ) {
-                                    conn.req_decoder = None;
-                                }
-                            }
-                            Err(err) => {
-                                anomalies.add(not_decoded(&err, true, d, frame, flow_id));
-                                conn.req_decoder = None;
-                                e.req_gap = true;
-                            }
-                        },
-                        None if e.req_gap => {}
-                        None => {
-                            let b = body(&mut e.req_body);
-                            append_bounded(
-                                &mut b.bytes,
-                                &mut b.charge,
-                                opts,
-                                bytes,
-                                anomalies,
-                                frame,
-                                flow_id,
-                            )
-                        }
-                    }
-                }
-            } else if let Some(i) = conn.resp_idx {
-                let e = &mut conn.exchanges[i];
-                e.resp_body_len += bytes.len() as u64;
-                e.ts_end = Some(ts);
-                e.ts_last_byte = Some(ts);
-                e.frame_last = Some(frame);
-                let decoded;
-                // Decoded bytes are bounded (a compression bomb: the decoder stops at the bound,
-                // and the bytes up to it are parsed); a body without a coding is parsed as it
-                // streams and needs no bound.
-                // An event stream of a coded body whose events can no longer be kept (the bound
-                // on decoded events is spent, and it has reached it): decoding the rest would
-                // only count them. It is given up, its rest a gap.
-                if conn.decoder.is_some() && e.is_sse && e.events_not_kept > 0 {
-                    conn.decoder = None;
-                    conn.undecodable = true;
-                }
-                let bytes: &[u8] = match conn.decoder.as_mut() {
-                    Some(d) => match d.push(bytes) {
-                        Ok(v) => {
-                            if d.full() {
-                                anomalies.add(decoded_too_large(opts, frame, flow_id, false));
-                                conn.decoder = None;
-                                conn.undecodable = true;
-                                e.resp_gap = true;
-                            }
-                            decoded = v;
-                            &decoded
-                        }
-                        Err(err) => {
-                            anomalies.add(not_decoded(&err, false, d, frame, flow_id));
-                            conn.decoder = None;
-                            conn.undecodable = true;
-                            e.resp_gap = true;
-                            &[]
-                        }
-                    },
-                    None if conn.undecodable => &[],
-                    None => bytes,
-                };
-                feed_body(&mut conn.sse, e, bytes, ts, frame, opts, anomalies, flow_id);
-            }
+            on_response_body(conn, bytes, cx);
             BodyRule::ByHeaders
         }
         HttpEvent::BodyGap(len) => {
-            if is_request {
-                if let Some(e) = conn.req_idx.and_then(|i| conn.exchanges.get_mut(i)) {
-                    e.req_gap = true;
-                }
-                conn.req_decoder = None;
-            } else if let Some(i) = conn.resp_idx {
-                let e = &mut conn.exchanges[i];
-                e.resp_gap = true;
-                if conn.decoder.take().is_some() {
-                    // A compressed stream cannot be decoded past missing bytes.
-                    conn.undecodable = true;
-                    anomalies.add(Anomaly::new(
-                        "http.coding_gap",
-                        Some(frame),
-                        Some(flow_id.to_string()),
-                        format!(
-                            "{len} bytes missing inside an encoded body; the rest is not decoded"
-                        ),
-                    ));
-                }
-                if let Some(sse) = conn.sse.as_mut() {
-                    sse.gap(len, frame, &mut |mut a| {
-                        a.flow_id = Some(flow_id.to_string());
-                        anomalies.add(a)
-                    });
-                }
-            }
+            on_body_gap(conn, len, cx);
             BodyRule::ByHeaders
         }
         HttpEvent::End { complete } => {
-            if is_request {
-                if let Some(e) = conn.req_idx.take().and_then(|i| conn.exchanges.get_mut(i)) {
-                    if !complete {
-                        e.req_gap = true;
-                    }
-                    if let Some(mut d) = conn.req_decoder.take() {
-                        let (rest, ended) = d.finish();
-                        keep_decoded_request(e, &rest, d.full(), opts, anomalies, frame, flow_id);
-                        if ended.is_err() {
-                            e.req_gap = true;
-                        }
-                    }
-                    // Taken out of the exchange: its held bytes are given back when it goes.
-                    let req = e.req_body.take().unwrap_or_default();
-                    e.req_body_hash = crate::hash::hash64(&req.bytes);
-                    e.req_batch = req
-                        .bytes
-                        .iter()
-                        .find(|b| !b.is_ascii_whitespace())
-                        .is_some_and(|&b| b == b'[');
-                    e.req_gap |= finish_json(
-                        &req.bytes,
-                        not_kept(e.req_gap, &req.charge),
-                        opts,
-                        &mut e.req_messages,
-                        anomalies,
-                        frame,
-                        flow_id,
-                        "http.request_not_json",
-                    );
-                }
+            if cx.is_request {
+                on_request_end(conn, complete, cx);
             } else if conn.resp_interim {
                 conn.resp_interim = false;
             } else if let Some(i) = conn.resp_idx.take() {
-                // The decoder's last bytes go through the body path first.
-                if let Some(mut d) = conn.decoder.take() {
-                    let (rest, ended) = d.finish();
-                    if let Some(e) = conn.exchanges.get_mut(i) {
-                        if !rest.is_empty() {
-                            feed_body(&mut conn.sse, e, &rest, ts, frame, opts, anomalies, flow_id);
-                        }
-                        if d.full() {
-                            anomalies.add(decoded_too_large(opts, frame, flow_id, false));
-                            e.resp_gap = true;
-                        }
-                    }
-                    if let (Err(err), true) = (ended, complete) {
-                        anomalies.add(Anomaly::new(
-                            "http.bad_content_coding",
-                            Some(frame),
-                            Some(flow_id.to_string()),
-                            format!("{d:?} body ends badly: {err}"),
-                        ));
-                    }
-                }
-                let e = &mut conn.exchanges[i];
-                e.resp_complete = complete;
-                e.open_at_capture_end = !complete && conn.open_at_end;
-                if !complete && !conn.open_at_end && !e.resp_gap {
-                    if conn.server_fin {
-                        conn.fin_cut = Some(FinCut::Held(e.trans_depth));
-                    } else if conn.server_reset_acked {
-                        e.resp_read = Some(ReadEnd::Reset);
-                    }
-                }
-                e.ts_end = Some(ts);
-                e.frame_last = Some(frame);
-                if let Some(mut sse) = conn.sse.take() {
-                    feed_sse(&mut sse, None, e, ts, frame, opts, anomalies, flow_id);
-                    e.sse_comments = sse.comments;
-                    // Kept until the end of the run: no spare capacity.
-                    e.events.shrink_to_fit();
-                } else {
-                    let ct = e
-                        .resp_header("content-type")
-                        .unwrap_or("")
-                        .to_ascii_lowercase();
-                    let resp = e.resp_body.take().unwrap_or_default();
-                    if e.status() >= 400 {
-                        e.resp_excerpt = excerpt(&resp.bytes);
-                    }
-                    if ct.contains("json") {
-                        let cut = if let Some(why) = not_kept(e.resp_gap, &resp.charge) {
-                            Some(why)
-                        } else if e.open_at_capture_end {
-                            Some("JSON body cut by the end of the capture; not parsed")
-                        } else {
-                            (!complete).then_some(
-                                "JSON body cut short (the connection ended before its framing did); not parsed",
-                            )
-                        };
-                        e.resp_gap |= finish_json(
-                            &resp.bytes,
-                            cut,
-                            opts,
-                            &mut e.resp_messages,
-                            anomalies,
-                            frame,
-                            flow_id,
-                            "http.response_not_json",
-                        );
-                    }
-                }
-                // Emit the finished prefix of the connection's exchanges.
-                while conn.emitted < conn.exchanges.len()
-                    && conn.emitted < conn.next_resp
-                    && conn.resp_idx != Some(conn.emitted)
-                    && conn.req_idx != Some(conn.emitted)
-                {
-                    done.push(std::mem::take(&mut conn.exchanges[conn.emitted]));
-                    conn.emitted += 1;
-                }
-                compact(conn);
+                on_response_end(conn, i, complete, cx);
             }
             BodyRule::ByHeaders
         }
     }
+}
+
+/// A request head: a new exchange on the connection, awaiting its response.
+fn on_request_head(conn: &mut Conn, head: Head, cx: &mut Ctx<'_>) -> BodyRule {
+    let ts = cx.ts;
+    conn.depth += 1;
+    if conn.next_resp >= conn.exchanges.len() {
+        // None waiting: the earlier requests cannot be paired any more.
+        conn.request_lows.clear();
+    }
+    while conn.request_lows.last().is_some_and(|&(_, t)| t >= ts) {
+        conn.request_lows.pop();
+    }
+    conn.request_lows.push((conn.exchanges.len(), ts));
+    conn.exchanges.push(Exchange {
+        request: Some(head),
+        ts_request: Some(ts),
+        frame_request: Some(cx.frame),
+        ..conn.new_exchange(cx.fi)
+    });
+    conn.req_idx = Some(conn.exchanges.len() - 1);
+    conn.req_decoder = None;
+    let enc = conn
+        .exchanges
+        .last()
+        .and_then(|e| e.req_header("content-encoding"))
+        .map(str::to_string);
+    if let Some(enc) = enc {
+        let opts = cx.opts;
+        conn.req_decoder =
+            coding::BodyDecoder::for_encoding(&enc, opts.limits.max_decoded, &opts.held);
+        if conn.req_decoder.is_none() && !enc.trim().eq_ignore_ascii_case("identity") {
+            cx.anomaly(
+                "http.content_encoding_unsupported",
+                format!("request Content-Encoding {enc} not decoded"),
+            );
+            if let Some(e) = conn.exchanges.last_mut() {
+                e.req_gap = true;
+            }
+        }
+    }
+    BodyRule::ByHeaders
+}
+
+/// A response head: an interim 1xx is noted on the request it answers; a final one is paired
+/// with the oldest request awaiting an answer (after a capture gap, with the latest request
+/// sent by then), and sets up the body's decoding and SSE parsing.
+fn on_response_head(conn: &mut Conn, head: Head, cx: &mut Ctx<'_>) -> BodyRule {
+    let status = head.status;
+    if (100..200).contains(&status) && status != 101 {
+        conn.resp_interim = true;
+        if let Some(e) = conn.exchanges.get_mut(conn.next_resp) {
+            e.interim.push(status);
+        }
+        return BodyRule::None;
+    }
+    conn.resp_interim = false;
+    if conn.resp_lost_at.take().is_some() {
+        pair_after_gap(conn, cx);
+    }
+    let idx = if conn.next_resp < conn.exchanges.len() {
+        conn.next_resp
+    } else {
+        // A response without a captured request (one-sided capture, mid-stream start).
+        conn.depth += 1;
+        let e = conn.new_exchange(cx.fi);
+        conn.exchanges.push(e);
+        conn.exchanges.len() - 1
+    };
+    conn.next_resp = idx + 1;
+    conn.resp_idx = Some(idx);
+    let (opts, ts, frame) = (cx.opts, cx.ts, cx.frame);
+    let e = &mut conn.exchanges[idx];
+    let method = e.method().to_string();
+    let ct = head
+        .header("content-type")
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    e.is_sse = ct.starts_with("text/event-stream");
+    conn.decoder = None;
+    conn.undecodable = false;
+    if let Some(enc) = body_codings(&head) {
+        conn.decoder = coding::BodyDecoder::for_encoding(&enc, opts.limits.max_decoded, &opts.held);
+        e.resp_coded = conn.decoder.is_some();
+        if conn.decoder.is_none() {
+            conn.undecodable = true;
+            cx.anomaly(
+                "http.content_encoding_unsupported",
+                match head.header("content-encoding") {
+                    Some(ce) if ce.trim() == enc => format!("Content-Encoding {enc} not decoded"),
+                    _ => format!(
+                        "body codings {enc} (Content-Encoding, then Transfer-Encoding) not decoded"
+                    ),
+                },
+            );
+        }
+    }
+    e.response = Some(head);
+    e.ts_response = Some(ts);
+    e.frame_response = Some(frame);
+    e.ts_end = Some(ts);
+    e.ts_last_byte = Some(ts);
+    e.frame_last = Some(frame);
+    conn.sse = if e.is_sse {
+        Some(SseParser::new(opts.sse).with_budget(&opts.held))
+    } else {
+        None
+    };
+    if method == "HEAD" {
+        BodyRule::None
+    } else if status == 101 || (method == "CONNECT" && (200..300).contains(&status)) {
+        conn.switched = method == "CONNECT" || e.req_header("upgrade").is_some();
+        BodyRule::Tunnel
+    } else {
+        BodyRule::ByHeaders
+    }
+}
+
+/// Responses were lost in a capture gap: the response just begun answers the latest request
+/// sent before it (a client that does not pipeline sends the next request only after the
+/// previous answer); the requests skipped lost their responses to the capture.
+fn pair_after_gap(conn: &mut Conn, cx: &mut Ctx<'_>) {
+    // The latest request sent by now: every request after it was sent later, so it is the
+    // last of `request_lows` sent by now (if it still awaits a response).
+    let sent = conn.request_lows.partition_point(|&(_, t)| t <= cx.ts);
+    let latest = sent
+        .checked_sub(1)
+        .map(|k| conn.request_lows[k].0)
+        .filter(|&i| i >= conn.next_resp && i < conn.exchanges.len());
+    let Some(latest) = latest else {
+        return;
+    };
+    for i in conn.next_resp..latest {
+        conn.exchanges[i].resp_gap = true;
+    }
+    if latest > conn.next_resp {
+        cx.anomaly(
+            "http.responses_lost_in_gap",
+            format!(
+                "{} response(s) lost in a capture gap; this one is paired with the request in frame {}",
+                latest - conn.next_resp,
+                conn.exchanges[latest].frame_request.unwrap_or(0)
+            ),
+        );
+    }
+    conn.next_resp = latest;
+}
+
+/// Request body bytes: decoded when coded, kept (bounded) for JSON parsing at its end.
+fn on_request_body(conn: &mut Conn, bytes: &[u8], cx: &mut Ctx<'_>) {
+    let Some(e) = conn.req_idx.and_then(|i| conn.exchanges.get_mut(i)) else {
+        return;
+    };
+    let (opts, frame, flow_id) = (cx.opts, cx.frame, cx.flow_id);
+    e.req_body_len += bytes.len() as u64;
+    match conn.req_decoder.as_mut() {
+        Some(d) => match d.push(bytes) {
+            Ok(v) => {
+                let full = d.full();
+                if keep_decoded_request(e, &v, full, opts, cx.anomalies, frame, flow_id) {
+                    conn.req_decoder = None;
+                }
+            }
+            Err(err) => {
+                cx.anomalies.add(not_decoded(&err, true, d, frame, flow_id));
+                conn.req_decoder = None;
+                e.req_gap = true;
+            }
+        },
+        None if e.req_gap => {}
+        None => {
+            let b = body(&mut e.req_body);
+            append_bounded(
+                &mut b.bytes,
+                &mut b.charge,
+                opts,
+                bytes,
+                cx.anomalies,
+                frame,
+                flow_id,
+            )
+        }
+    }
+}
+
+/// Response body bytes: decoded when coded (bounded: a compression bomb stops at the bound,
+/// and the bytes up to it are parsed), then into the SSE parser or kept for JSON parsing.
+fn on_response_body(conn: &mut Conn, bytes: &[u8], cx: &mut Ctx<'_>) {
+    let Some(i) = conn.resp_idx else {
+        return;
+    };
+    let (opts, ts, frame, flow_id) = (cx.opts, cx.ts, cx.frame, cx.flow_id);
+    let e = &mut conn.exchanges[i];
+    e.resp_body_len += bytes.len() as u64;
+    e.ts_end = Some(ts);
+    e.ts_last_byte = Some(ts);
+    e.frame_last = Some(frame);
+    let decoded;
+    // An event stream of a coded body whose events can no longer be kept (the bound on
+    // decoded events is spent, and it has reached it): decoding the rest would only count
+    // them. It is given up, its rest a gap.
+    if conn.decoder.is_some() && e.is_sse && e.events_not_kept > 0 {
+        conn.decoder = None;
+        conn.undecodable = true;
+    }
+    let bytes: &[u8] = match conn.decoder.as_mut() {
+        Some(d) => match d.push(bytes) {
+            Ok(v) => {
+                if d.full() {
+                    cx.anomalies
+                        .add(decoded_too_large(opts, frame, flow_id, false));
+                    conn.decoder = None;
+                    conn.undecodable = true;
+                    e.resp_gap = true;
+                }
+                decoded = v;
+                &decoded
+            }
+            Err(err) => {
+                cx.anomalies
+                    .add(not_decoded(&err, false, d, frame, flow_id));
+                conn.decoder = None;
+                conn.undecodable = true;
+                e.resp_gap = true;
+                &[]
+            }
+        },
+        None if conn.undecodable => &[],
+        None => bytes,
+    };
+    feed_body(
+        &mut conn.sse,
+        e,
+        bytes,
+        ts,
+        frame,
+        opts,
+        cx.anomalies,
+        flow_id,
+    );
+}
+
+/// Body bytes the capture lost: the message has a gap; a coded body is not decoded past it;
+/// an event stream is told, so that the event it cut is not taken whole.
+fn on_body_gap(conn: &mut Conn, len: u64, cx: &mut Ctx<'_>) {
+    if cx.is_request {
+        if let Some(e) = conn.req_idx.and_then(|i| conn.exchanges.get_mut(i)) {
+            e.req_gap = true;
+        }
+        conn.req_decoder = None;
+        return;
+    }
+    let Some(i) = conn.resp_idx else {
+        return;
+    };
+    conn.exchanges[i].resp_gap = true;
+    if conn.decoder.take().is_some() {
+        // A compressed stream cannot be decoded past missing bytes.
+        conn.undecodable = true;
+        cx.anomaly(
+            "http.coding_gap",
+            format!("{len} bytes missing inside an encoded body; the rest is not decoded"),
+        );
+    }
+    if let Some(sse) = conn.sse.as_mut() {
+        let (frame, flow_id, anomalies) = (cx.frame, cx.flow_id, &mut *cx.anomalies);
+        sse.gap(len, frame, &mut |mut a| {
+            a.flow_id = Some(flow_id.to_string());
+            anomalies.add(a)
+        });
+    }
+}
+
+/// The end of a request: its body decoded to the end, hashed and parsed as JSON-RPC.
+fn on_request_end(conn: &mut Conn, complete: bool, cx: &mut Ctx<'_>) {
+    let Some(e) = conn.req_idx.take().and_then(|i| conn.exchanges.get_mut(i)) else {
+        return;
+    };
+    let (opts, frame, flow_id) = (cx.opts, cx.frame, cx.flow_id);
+    if !complete {
+        e.req_gap = true;
+    }
+    if let Some(mut d) = conn.req_decoder.take() {
+        let (rest, ended) = d.finish();
+        keep_decoded_request(e, &rest, d.full(), opts, cx.anomalies, frame, flow_id);
+        if ended.is_err() {
+            e.req_gap = true;
+        }
+    }
+    // Taken out of the exchange: its held bytes are given back when it goes.
+    let req = e.req_body.take().unwrap_or_default();
+    e.req_body_hash = crate::hash::hash64(&req.bytes);
+    e.req_batch = req
+        .bytes
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|&b| b == b'[');
+    e.req_gap |= finish_json(
+        &req.bytes,
+        not_kept(e.req_gap, &req.charge),
+        opts,
+        &mut e.req_messages,
+        cx.anomalies,
+        frame,
+        flow_id,
+        "http.request_not_json",
+    );
+}
+
+/// The end of response `i`: how it ended (complete, cut by a FIN or reset the client read up
+/// to, open at the capture's end), its last SSE event or its JSON body, then the finished
+/// prefix of the connection's exchanges is emitted.
+fn on_response_end(conn: &mut Conn, i: usize, complete: bool, cx: &mut Ctx<'_>) {
+    let (opts, ts, frame, flow_id) = (cx.opts, cx.ts, cx.frame, cx.flow_id);
+    // The decoder's last bytes go through the body path first.
+    if let Some(mut d) = conn.decoder.take() {
+        let (rest, ended) = d.finish();
+        if let Some(e) = conn.exchanges.get_mut(i) {
+            if !rest.is_empty() {
+                feed_body(
+                    &mut conn.sse,
+                    e,
+                    &rest,
+                    ts,
+                    frame,
+                    opts,
+                    cx.anomalies,
+                    flow_id,
+                );
+            }
+            if d.full() {
+                cx.anomalies
+                    .add(decoded_too_large(opts, frame, flow_id, false));
+                e.resp_gap = true;
+            }
+        }
+        if let (Err(err), true) = (ended, complete) {
+            cx.anomaly(
+                "http.bad_content_coding",
+                format!("{d:?} body ends badly: {err}"),
+            );
+        }
+    }
+    let e = &mut conn.exchanges[i];
+    e.resp_complete = complete;
+    e.open_at_capture_end = !complete && conn.open_at_end;
+    if !complete && !conn.open_at_end && !e.resp_gap {
+        if conn.server_fin {
+            conn.fin_cut = Some(FinCut::Held(e.trans_depth));
+        } else if conn.server_reset_acked {
+            e.resp_read = Some(ReadEnd::Reset);
+        }
+    }
+    e.ts_end = Some(ts);
+    e.frame_last = Some(frame);
+    if let Some(mut sse) = conn.sse.take() {
+        feed_sse(&mut sse, None, e, ts, frame, opts, cx.anomalies, flow_id);
+        e.sse_comments = sse.comments;
+        // Kept until the end of the run: no spare capacity.
+        e.events.shrink_to_fit();
+    } else {
+        finish_response_body(e, complete, cx);
+    }
+    // Emit the finished prefix of the connection's exchanges.
+    while conn.emitted < conn.exchanges.len()
+        && conn.emitted < conn.next_resp
+        && conn.resp_idx != Some(conn.emitted)
+        && conn.req_idx != Some(conn.emitted)
+    {
+        cx.done
+            .push(std::mem::take(&mut conn.exchanges[conn.emitted]));
+        conn.emitted += 1;
+    }
+    compact(conn);
+}
+
+/// A response body that was not an event stream, at its end: the start of an error body
+/// kept, a JSON body parsed as JSON-RPC (unless it was cut or not kept whole).
+fn finish_response_body(e: &mut Exchange, complete: bool, cx: &mut Ctx<'_>) {
+    let ct = e
+        .resp_header("content-type")
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let resp = e.resp_body.take().unwrap_or_default();
+    if e.status() >= 400 {
+        e.resp_excerpt = excerpt(&resp.bytes);
+    }
+    if !ct.contains("json") {
+        return;
+    }
+    let cut = if let Some(why) = not_kept(e.resp_gap, &resp.charge) {
+        Some(why)
+    } else if e.open_at_capture_end {
+        Some("JSON body cut by the end of the capture; not parsed")
+    } else {
+        (!complete).then_some(
+            "JSON body cut short (the connection ended before its framing did); not parsed",
+        )
+    };
+    e.resp_gap |= finish_json(
+        &resp.bytes,
+        cut,
+        cx.opts,
+        &mut e.resp_messages,
+        cx.anomalies,
+        cx.frame,
+        cx.flow_id,
+        "http.response_not_json",
+    );
 }
 
 /// How much of an error response's body [`Exchange::resp_excerpt`] keeps, in characters.
