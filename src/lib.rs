@@ -43,6 +43,7 @@ pub mod vantage;
 pub use decode::{conn_key, ConnKey};
 pub use text::Short;
 
+use crate::anomaly::Code;
 use anomaly::{Anomalies, Anomaly};
 use capture::Frame;
 use decode::Decoded;
@@ -248,7 +249,7 @@ impl Analyzer {
                 let missing = (seg.wire_len as usize).saturating_sub(seg.payload.len());
                 if missing > 0 {
                     self.anomalies
-                        .add_with("capture.snaplen_cut", Some(f.number), None, || {
+                        .add_with(Code::CaptureSnaplenCut, Some(f.number), None, || {
                             format!(
                                 "frame captured to {} of {} bytes: the last {missing} bytes of its TCP payload are a gap",
                                 f.data.len(),
@@ -293,7 +294,7 @@ impl Analyzer {
             Decoded::Fragment => {
                 self.counters.not_tcp += 1;
                 self.anomalies.add(Anomaly::new(
-                    "ip.fragment",
+                    Code::IpFragment,
                     Some(f.number),
                     None,
                     "IP fragment (not reassembled)".into(),
@@ -302,7 +303,7 @@ impl Analyzer {
             Decoded::UnsupportedLink(lt) => {
                 self.counters.not_tcp += 1;
                 self.anomalies.add(Anomaly::new(
-                    "capture.unsupported_linktype",
+                    Code::CaptureUnsupportedLinktype,
                     Some(f.number),
                     None,
                     format!("link type {lt}"),

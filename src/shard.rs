@@ -15,7 +15,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use crate::anomaly::Anomaly;
+use crate::anomaly::{Anomaly, Code};
 use crate::decode::Segment;
 use crate::http::{Exchange, HttpLayer, HttpOptions};
 use crate::tcp::{FlowRow, FlowTable, ReassemblyLimits};
@@ -311,7 +311,7 @@ impl Shards {
                 Ok(d) => done.push(d),
                 // A worker that panicked lost its flows: said, not silently dropped.
                 Err(_) => http.anomalies.add(Anomaly::new(
-                    "internal.worker_failed",
+                    Code::InternalWorkerFailed,
                     None,
                     None,
                     "a reassembly worker failed; the flows it held are missing".into(),

@@ -2,7 +2,8 @@
 //! same kinds with the same severities, every kind the detectors emit is documented, each
 //! example sentence is one a fixture really produces, each "fires on" capture fires and each
 //! "must not" capture does not; `docs/tables.md` lists exactly the columns every table has; and
-//! the links between the pages resolve.
+//! the links between the pages resolve; `docs/anomalies.md` is the table of anomaly codes, and
+//! every code the pages name is one.
 
 mod common;
 
@@ -293,6 +294,59 @@ fn links_between_the_pages_resolve() {
                     anchors.contains(&a),
                     "{}: anchor #{a} in {path}",
                     page.display()
+                );
+            }
+        }
+    }
+}
+
+/// `docs/anomalies.md` lists every anomaly code, in the order of [`Code::ALL`], with its one
+/// sentence; and every dotted code the README and the reference pages name in backticks is one
+/// the program has.
+#[test]
+fn the_anomaly_page_is_the_code_table() {
+    use mcpcap::anomaly::Code;
+    let page: Vec<(String, String)> = read("docs/anomalies.md")
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| {
+            let (code, rest) = l.split_once("` | ")?;
+            Some((code.to_string(), rest.strip_suffix(" |")?.to_string()))
+        })
+        .collect();
+    let table: Vec<(String, String)> = Code::ALL
+        .iter()
+        .map(|c| (c.as_str().to_string(), c.doc().to_string()))
+        .collect();
+    assert_eq!(page, table);
+    let stages = [
+        "capture", "pcap", "pcapng", "decode", "ip", "tcp", "http", "sse", "jsonrpc", "model",
+        "detect", "internal", "anomaly",
+    ];
+    let mut pages = vec!["README.md".to_string()];
+    for e in std::fs::read_dir(root().join("docs")).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        if name.ends_with(".md") {
+            pages.push(format!("docs/{name}"));
+        }
+    }
+    for page in pages {
+        let text = read(&page);
+        for (k, part) in text.split('`').enumerate() {
+            let Some((stage, what)) = part.split_once('.') else {
+                continue;
+            };
+            let dotted = k % 2 == 1
+                && stages.contains(&stage)
+                && !what.is_empty()
+                && what != "log" // Zeek's http.log, not a code
+                && what
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+            if dotted {
+                assert!(
+                    Code::from_name(part).is_some(),
+                    "{page} names `{part}`, no anomaly code"
                 );
             }
         }

@@ -573,8 +573,10 @@ fn searches_for_a_headless_stream_are_held_from_the_budget() {
         mcpcap::capture::read_capture(&cut.pcap()[..], 1, &mut anomalies, |f| a.frame(&f)).unwrap();
         a.finish();
         (
-            a.http.anomalies.count("http.memory_budget"),
-            a.http.anomalies.count("http.not_http"),
+            a.http
+                .anomalies
+                .count(mcpcap::anomaly::Code::HttpMemoryBudget),
+            a.http.anomalies.count(mcpcap::anomaly::Code::HttpNotHttp),
         )
     };
     // Room for all three searches: each is given up only when it finds no stream.

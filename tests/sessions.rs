@@ -404,7 +404,9 @@ fn only_coded_bodies_are_bounded_when_decoded() {
         (
             evs.len(),
             cut,
-            a.http.anomalies.count("http.decoded_too_large"),
+            a.http
+                .anomalies
+                .count(mcpcap::anomaly::Code::HttpDecodedTooLarge),
             ex[0].resp_gap,
         )
     };
@@ -435,7 +437,12 @@ fn coded_request_bodies_are_bounded_when_decoded() {
     c.close(&mut cap);
     let (ex, a) = read_with_max_decoded(&cap, 1000);
     assert_eq!(ex.len(), 2);
-    assert_eq!(a.http.anomalies.count("http.decoded_too_large"), 1);
+    assert_eq!(
+        a.http
+            .anomalies
+            .count(mcpcap::anomaly::Code::HttpDecodedTooLarge),
+        1
+    );
     assert!(ex[0].req_gap);
     assert!(ex[0].req_messages.is_empty());
     assert!(!ex[1].req_gap);

@@ -15,7 +15,7 @@ use pcap_parser::pcapng::Block;
 use pcap_parser::traits::PcapReaderIterator;
 use pcap_parser::{create_reader, PcapBlockOwned, PcapError};
 
-use crate::anomaly::{Anomalies, Anomaly};
+use crate::anomaly::{Anomalies, Anomaly, Code};
 
 /// Initial size of the read buffer, in bytes.
 pub const BLOCK_BUFFER: usize = 1 << 20;
@@ -300,7 +300,7 @@ impl FileState {
         };
         if i64::from(b.ts_usec) >= unit {
             anomalies.add(Anomaly::new(
-                "pcap.bad_fraction",
+                Code::PcapBadFraction,
                 Some(self.number),
                 None,
                 format!(
@@ -336,7 +336,7 @@ impl FileState {
         options_cut(&idb.options, region, None, "IDB", anomalies);
         let resolution = ts_resolution(idb.if_tsresol).unwrap_or_else(|| {
             anomalies.add(Anomaly::new(
-                "pcapng.bad_tsresol",
+                Code::PcapngBadTsresol,
                 None,
                 None,
                 format!("if_tsresol {}", idb.if_tsresol),
@@ -371,7 +371,7 @@ impl FileState {
                 let mut ts = ts_to_micros(raw, iface.resolution, iface.offset);
                 if !(TS_MIN_US..=TS_MAX_US).contains(&ts) {
                     anomalies.add(Anomaly::new(
-                        "capture.ts_out_of_range",
+                        Code::CaptureTsOutOfRange,
                         Some(number),
                         None,
                         format!("timestamp {ts} µs is outside the years 1 to 9999; taken as the nearest end"),
@@ -389,7 +389,7 @@ impl FileState {
             }
             None => {
                 anomalies.add(Anomaly::new(
-                    "pcapng.unknown_interface",
+                    Code::PcapngUnknownInterface,
                     Some(number),
                     None,
                     if (epb.if_id as usize) < self.ifaces.len() {
@@ -431,7 +431,7 @@ impl FileState {
             }
             None => {
                 anomalies.add(Anomaly::new(
-                    "pcapng.unknown_interface",
+                    Code::PcapngUnknownInterface,
                     Some(self.number),
                     None,
                     if self.ifaces.is_empty() {
@@ -550,7 +550,7 @@ impl FileState {
         }
         let packet = matches!(kind, 2 | 3 | 6);
         anomalies.add(Anomaly::new(
-            "pcapng.bad_block",
+            Code::PcapngBadBlock,
             packet.then_some(self.number),
             None,
             format!(
@@ -602,7 +602,7 @@ fn options_cut(
     let read: usize = options.iter().map(|o| 4 + o.value.len()).sum();
     if read < region {
         anomalies.add(Anomaly::new(
-            "pcapng.bad_option",
+            Code::PcapngBadOption,
             frame,
             None,
             format!(
@@ -975,8 +975,8 @@ mod tests {
         assert_eq!(
             codes,
             vec![
-                ("pcapng.bad_block".to_string(), None),
-                ("pcapng.bad_block".to_string(), Some(2))
+                (Code::PcapngBadBlock.to_string(), None),
+                (Code::PcapngBadBlock.to_string(), Some(2))
             ]
         );
         assert_eq!(stopped, None);
@@ -995,7 +995,7 @@ mod tests {
         let (frames, codes, stopped) = read_all(&file);
         assert_eq!(stopped, None);
         assert_eq!(frames, vec![(1, b"one".to_vec()), (3, b"three".to_vec())]);
-        assert_eq!(codes, vec![("pcapng.bad_block".to_string(), Some(2))]);
+        assert_eq!(codes, vec![(Code::PcapngBadBlock.to_string(), Some(2))]);
         let recs: [(u32, u32, &[u8]); 3] = [(1, 0, b"a"), (2, 0, b"b"), (3, 0, b"c")];
         let mut pcap = legacy(0xa1b2c3d4, false, 1, &recs);
         // The second record's captured length: 24 + 17 bytes in.
@@ -1027,7 +1027,7 @@ mod tests {
         let (frames, codes, stopped) = read_all(&file);
         assert_eq!(stopped, None);
         assert_eq!(frames, vec![(1, b"one".to_vec()), (2, b"one".to_vec())]);
-        assert_eq!(codes, vec![("pcapng.bad_option".to_string(), Some(2))]);
+        assert_eq!(codes, vec![(Code::PcapngBadOption.to_string(), Some(2))]);
     }
 
     /// Length fields that disagree, or a first length that is no block length, stop the file
@@ -1089,8 +1089,8 @@ mod tests {
         assert_eq!(
             codes,
             vec![
-                ("pcapng.bad_block".to_string(), None),
-                ("pcapng.unknown_interface".to_string(), Some(1))
+                (Code::PcapngBadBlock.to_string(), None),
+                (Code::PcapngUnknownInterface.to_string(), Some(1))
             ]
         );
     }
@@ -1124,7 +1124,7 @@ mod tests {
         let file = legacy(0xa1b2c3d4, false, 1, &recs);
         let (frames, codes, _) = read_all(&file);
         assert_eq!(frames.len(), 2);
-        assert_eq!(codes, vec![("pcap.bad_fraction".to_string(), Some(1))]);
+        assert_eq!(codes, vec![(Code::PcapBadFraction.to_string(), Some(1))]);
         let ts: Vec<i64> = self::frames(&file).iter().map(|f| f.1).collect();
         assert_eq!(ts, vec![1_001_500_000, 1_001_000_007]);
     }

@@ -2,6 +2,7 @@
 //! with a one-line note for what a file lacked (frames out of time order, an unsupported link
 //! type, a snapshot length that cut segments, IP fragments, a cut or damaged end).
 
+use mcpcap::anomaly::Code;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -151,11 +152,11 @@ impl Before {
     /// The counts of `a` now.
     fn of(a: &Analyzer) -> Before {
         Before {
-            unsupported: a.anomalies.count("capture.unsupported_linktype"),
-            cut: a.anomalies.count("capture.snaplen_cut"),
+            unsupported: a.anomalies.count(Code::CaptureUnsupportedLinktype),
+            cut: a.anomalies.count(Code::CaptureSnaplenCut),
             segments: a.counters.tcp_segments,
-            fragments: a.anomalies.count("ip.fragment"),
-            backwards: a.anomalies.count("capture.time_backwards"),
+            fragments: a.anomalies.count(Code::IpFragment),
+            backwards: a.anomalies.count(Code::CaptureTimeBackwards),
         }
     }
 }
@@ -209,8 +210,8 @@ impl Reading<'_> {
             Ok(summary) => {
                 // A file that stops before its first frame could not be read at all.
                 self.capture.read_any |= summary.frames > 0 || summary.truncated.is_none();
-                let unsupported =
-                    v.analyzer.anomalies.count("capture.unsupported_linktype") - before.unsupported;
+                let unsupported = v.analyzer.anomalies.count(Code::CaptureUnsupportedLinktype)
+                    - before.unsupported;
                 self.capture.readable_frames += summary.frames - unsupported;
                 note_summary(path, &v.analyzer, &before, &summary);
             }
@@ -243,11 +244,12 @@ impl Reading<'_> {
             span = (span.0.min(f.ts), span.1.max(f.ts));
             if let Some(p) = prev_ts.filter(|&p| f.ts < p) {
                 let back = p.saturating_sub(f.ts);
-                analyzer
-                    .anomalies
-                    .add_with("capture.time_backwards", Some(f.number), None, || {
-                        format!("{back} µs earlier than the frame before it")
-                    });
+                analyzer.anomalies.add_with(
+                    Code::CaptureTimeBackwards,
+                    Some(f.number),
+                    None,
+                    || format!("{back} µs earlier than the frame before it"),
+                );
             }
             prev_ts = Some(f.ts);
             match dump {
@@ -374,7 +376,7 @@ fn live_line(analyzer: &Analyzer) -> String {
 /// Say that frames of file `path` came earlier than the frame before them, when some did
 /// (counted in `a` since `before`).
 fn note_backwards(path: &Path, a: &Analyzer, before: &Before) {
-    let backwards = a.anomalies.count("capture.time_backwards") - before.backwards;
+    let backwards = a.anomalies.count(Code::CaptureTimeBackwards) - before.backwards;
     if backwards > 0 {
         // Frames are analysed in file order, as Wireshark and Zeek do; sorting is the user's
         // call (`reordercap`).
@@ -390,14 +392,14 @@ fn note_backwards(path: &Path, a: &Analyzer, before: &Before) {
 /// frames of an unsupported link type, segments the snapshot length cut, IP fragments, an end
 /// cut or damaged.
 fn note_summary(path: &Path, a: &Analyzer, before: &Before, summary: &FileSummary) {
-    let unsupported = a.anomalies.count("capture.unsupported_linktype") - before.unsupported;
+    let unsupported = a.anomalies.count(Code::CaptureUnsupportedLinktype) - before.unsupported;
     if unsupported > 0 {
         let which = a
             .anomalies
             .rows
             .iter()
             .rev()
-            .find(|a| a.code == "capture.unsupported_linktype")
+            .find(|a| a.code == Code::CaptureUnsupportedLinktype)
             .map(|a| a.detail.clone())
             .unwrap_or_default();
         say!(
@@ -408,7 +410,7 @@ fn note_summary(path: &Path, a: &Analyzer, before: &Before, summary: &FileSummar
             summary.frames
         );
     }
-    let cut = a.anomalies.count("capture.snaplen_cut") - before.cut;
+    let cut = a.anomalies.count(Code::CaptureSnaplenCut) - before.cut;
     if cut > 0 {
         say!(
             "mcpcap: {}: the snapshot length cut {} of {} TCP segments; their missing payload bytes are gaps (anomaly capture.snaplen_cut)",
@@ -417,7 +419,7 @@ fn note_summary(path: &Path, a: &Analyzer, before: &Before, summary: &FileSummar
             a.counters.tcp_segments - before.segments
         );
     }
-    let fragments = a.anomalies.count("ip.fragment") - before.fragments;
+    let fragments = a.anomalies.count(Code::IpFragment) - before.fragments;
     if fragments > 0 {
         say!(
             "mcpcap: {}: {} IP fragments were not reassembled; the TCP data they carry is missing from the streams (anomaly ip.fragment)",

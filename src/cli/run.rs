@@ -1,6 +1,7 @@
 //! Carrying out a [`Plan`]: read the captures, finish the analyzers, put the vantage points on
 //! one clock, run the detectors, write the tables, and judge the findings.
 
+use mcpcap::anomaly::Code;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -49,7 +50,7 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     );
     if refused.not_kept > 0 {
         analysis.anomalies.add(mcpcap::anomaly::Anomaly::new(
-            "detect.refused_connects",
+            Code::DetectRefusedConnects,
             None,
             None,
             format!(

@@ -9,6 +9,7 @@
 //! IPv4, TCP) through etherparse's header slices directly, with the same
 //! result. Everything above this module sees segments, never headers.
 
+use crate::anomaly::Code;
 use std::net::IpAddr;
 
 use etherparse::{EtherType, LaxNetSlice, LaxSlicedPacket, TransportSlice};
@@ -54,7 +55,7 @@ pub enum Decoded<'a> {
     /// The link type is not supported.
     UnsupportedLink(i32),
     /// The packet is malformed; the code names the layer.
-    Malformed(&'static str, String),
+    Malformed(Code, String),
 }
 
 /// Decode a frame of link type `linktype`.
@@ -118,10 +119,12 @@ fn segment<'a>(
 /// [`decode`] through etherparse's lax slicer: every link type, snaplen-cut packets.
 fn decode_lax(linktype: i32, data: &[u8], orig_len: u32) -> Decoded<'_> {
     let sliced = match linktype {
-        1 => LaxSlicedPacket::from_ethernet(data).map_err(|e| ("decode.ethernet", e.to_string())),
+        1 => {
+            LaxSlicedPacket::from_ethernet(data).map_err(|e| (Code::DecodeEthernet, e.to_string()))
+        }
         0 | 108 => {
             if data.len() < 4 {
-                return Decoded::Malformed("decode.null_short", format!("{} bytes", data.len()));
+                return Decoded::Malformed(Code::DecodeNullShort, format!("{} bytes", data.len()));
             }
             let le = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
             let be = u32::from_be_bytes([data[0], data[1], data[2], data[3]]);
@@ -139,12 +142,12 @@ fn decode_lax(linktype: i32, data: &[u8], orig_len: u32) -> Decoded<'_> {
             }
         }
         12 | 14 | 101 | 228 | 229 => {
-            LaxSlicedPacket::from_ip(data).map_err(|e| ("decode.ip", e.to_string()))
+            LaxSlicedPacket::from_ip(data).map_err(|e| (Code::DecodeIp, e.to_string()))
         }
         113 => {
             // Linux cooked v1: 16-byte header, protocol type in the last two bytes.
             if data.len() < 16 {
-                return Decoded::Malformed("decode.sll_short", format!("{} bytes", data.len()));
+                return Decoded::Malformed(Code::DecodeSllShort, format!("{} bytes", data.len()));
             }
             let proto = u16::from_be_bytes([data[14], data[15]]);
             Ok(LaxSlicedPacket::from_ether_type(
@@ -155,7 +158,7 @@ fn decode_lax(linktype: i32, data: &[u8], orig_len: u32) -> Decoded<'_> {
         276 => {
             // Linux cooked v2: 20-byte header, protocol type first.
             if data.len() < 20 {
-                return Decoded::Malformed("decode.sll2_short", format!("{} bytes", data.len()));
+                return Decoded::Malformed(Code::DecodeSll2Short, format!("{} bytes", data.len()));
             }
             let proto = u16::from_be_bytes([data[0], data[1]]);
             Ok(LaxSlicedPacket::from_ether_type(
@@ -166,7 +169,7 @@ fn decode_lax(linktype: i32, data: &[u8], orig_len: u32) -> Decoded<'_> {
         239 => match nflog_payload(data) {
             Ok(Some((t, ip))) => Ok(LaxSlicedPacket::from_ether_type(t, ip)),
             Ok(None) => return Decoded::NotTcp,
-            Err(detail) => return Decoded::Malformed("decode.nflog", detail),
+            Err(detail) => return Decoded::Malformed(Code::DecodeNflog, detail),
         },
         other => return Decoded::UnsupportedLink(other),
     };
@@ -216,7 +219,7 @@ fn decode_lax(linktype: i32, data: &[u8], orig_len: u32) -> Decoded<'_> {
         }
         Some(LaxNetSlice::Arp(_)) | None => {
             if let Some((e, _)) = &p.stop_err {
-                return Decoded::Malformed("decode.link", e.to_string());
+                return Decoded::Malformed(Code::DecodeLink, e.to_string());
             }
             return Decoded::NotTcp;
         }
@@ -259,7 +262,7 @@ fn decode_lax(linktype: i32, data: &[u8], orig_len: u32) -> Decoded<'_> {
             })
         }
         None => match &p.stop_err {
-            Some((e, _)) => Decoded::Malformed("decode.transport", e.to_string()),
+            Some((e, _)) => Decoded::Malformed(Code::DecodeTransport, e.to_string()),
             None => Decoded::NotTcp,
         },
     }

@@ -25,6 +25,7 @@ pub use finding::{Finding, Severity};
 pub use kind::Kind;
 pub use verdict::{ResumptionResult, Verdict};
 
+use crate::anomaly::Code;
 use crate::hash::FastSet;
 use crate::http::Exchange;
 use crate::mcp::Model;
@@ -147,7 +148,7 @@ fn history_anomalies(
     for (st, h) in cut {
         let e = h.first_windowed.map(|x| &exchanges[x]);
         anomalies.add(crate::anomaly::Anomaly::new(
-            "detect.history_window",
+            Code::DetectHistoryWindow,
             e.map(|e| e.frame()),
             e.map(flow_id),
             format!(

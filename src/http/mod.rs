@@ -11,14 +11,17 @@
 pub mod coding;
 pub mod events;
 pub mod framing;
+mod headless;
 
 use std::collections::HashMap;
 
-use crate::anomaly::{Anomalies, Anomaly};
+use crate::anomaly::{Anomalies, Anomaly, Code};
 use crate::jsonrpc::{self, Message};
 use crate::sse::{SseEvent, SseLimits, SseParser};
 use crate::tcp::{Chunk, Dir, FlowId, FlowMeta, StreamEvent, StreamSink};
 pub use framing::{BodyRule, DirParser, Head, HttpEvent, HttpLimits};
+use headless::HeadlessScan;
+pub use headless::{sse_start, SseSearch};
 
 /// Largest non-SSE body kept for JSON parsing, in bytes (anomaly `http.body_too_large`).
 pub const MAX_JSON_BODY: usize = 16 << 20;
@@ -107,7 +110,7 @@ pub struct Exchange {
     pub is_sse: bool,
     /// When the capture began inside this response's body: neither its request nor its head
     /// was captured, and its event stream was found by its own framing
-    /// ([`framing::sse_start`]). `ts_response` and `frame_response` are then those of the
+    /// ([`sse_start`]). `ts_response` and `frame_response` are then those of the
     /// segment its reading starts in.
     pub headless: Option<Headless>,
     /// SSE events in order (those kept: see `events_not_kept`).
@@ -227,7 +230,7 @@ impl Exchange {
         self.frame_request.or(self.frame_response).unwrap_or(0)
     }
     /// An anomaly `code` whose evidence starts at this exchange (its frame and flow).
-    pub(crate) fn anomaly(&self, code: &'static str, detail: String) -> Anomaly {
+    pub(crate) fn anomaly(&self, code: Code, detail: String) -> Anomaly {
         Anomaly::new(
             code,
             Some(self.frame()),
@@ -397,87 +400,6 @@ impl HttpLayer {
 
 const PROBE_BYTES: usize = 8;
 
-/// The most bytes of a direction searched for the start of an event stream the capture began
-/// inside (an event larger than this before the first boundary gives the connection up).
-const HEADLESS_MAX: u64 = 256 << 10;
-
-/// The most bytes held while searching (older segments beyond it are dropped, counted as
-/// skipped): an event start needs at most [`framing::SSE_DEFER`] bytes after it to be decided.
-const HEADLESS_HOLD: usize = 64 << 10;
-
-/// The search of one direction for an event stream the capture began inside.
-#[derive(Debug, Default)]
-struct HeadlessScan {
-    /// The bytes searched and not yet decided, end to end.
-    held: Vec<u8>,
-    /// Where each segment of `held` starts in it, with its time and frame, in order.
-    marks: Vec<(usize, i64, u64)>,
-    /// The search over `held`, carried from segment to segment.
-    search: framing::SseSearch,
-    /// Bytes searched and dropped (from `held`, or before a gap), and the time of the last.
-    dropped: u64,
-    dropped_ts: Option<i64>,
-    /// Bytes searched so far.
-    scanned: u64,
-    /// `held` begins at the direction's first captured byte, or the first after a gap: a chunk
-    /// or an event may begin there.
-    at_start: bool,
-    /// The frame that showed the direction does not start with an HTTP message (the frame of
-    /// `http.not_http` if the search fails).
-    frame: u64,
-    /// `held`'s allocation (its capacity: a buffer trimmed keeps it), held from the HTTP
-    /// stage's budget.
-    charge: crate::budget::Charge,
-}
-
-impl HeadlessScan {
-    /// Where the held bytes can be read from ([`framing::sse_start`]).
-    fn start(&mut self, settled: bool) -> Option<(usize, framing::BodyFrom)> {
-        self.search.search(&self.held, self.at_start, settled)
-    }
-
-    /// Past [`HEADLESS_HOLD`] bytes held, drop the oldest segments down to half of it (the
-    /// newest is kept whole), so that each byte is moved a bounded number of times.
-    fn trim(&mut self) {
-        if self.held.len() <= HEADLESS_HOLD {
-            return;
-        }
-        let mut k = 0;
-        while self.held.len() - self.marks.get(k).map_or(0, |m| m.0) > HEADLESS_HOLD / 2
-            && k + 1 < self.marks.len()
-        {
-            k += 1;
-        }
-        let n = self.marks.get(k).map_or(0, |m| m.0);
-        if n > 0 {
-            self.dropped_ts = k
-                .checked_sub(1)
-                .and_then(|j| self.marks.get(j))
-                .map(|m| m.1);
-            self.held.drain(..n);
-            self.marks.drain(..k);
-            for m in &mut self.marks {
-                m.0 -= n;
-            }
-            self.search.shift(n);
-            self.dropped += n as u64;
-            self.at_start = false;
-        }
-    }
-
-    /// Forget what is held (a gap follows it): the search starts again after the gap.
-    fn clear(&mut self) {
-        if let Some(m) = self.marks.last() {
-            self.dropped_ts = Some(m.1);
-        }
-        self.dropped += self.held.len() as u64;
-        self.held.clear();
-        self.marks.clear();
-        self.search = framing::SseSearch::default();
-        self.at_start = true;
-    }
-}
-
 impl Conn {
     /// A new exchange at the next position on this connection (its depth already counted),
     /// with the connection's ends when the client side is known.
@@ -620,14 +542,9 @@ impl HttpLayer {
             Some(is_req) => self.start_parsers(flow, d, is_req, ts, frame),
             // Text that is no HTTP start, on a side no SYN named the client's: maybe an event
             // stream the capture began inside.
-            None if self.client_dir.get(&fi) != Some(&d) && framing::plausible_text(p) => {
+            None if self.client_dir.get(&fi) != Some(&d) && headless::plausible_text(p) => {
                 let held = std::mem::take(&mut conn.probe[d]);
-                conn.scan[d] = Some(Box::new(HeadlessScan {
-                    at_start: true,
-                    frame,
-                    charge: crate::budget::Charge::new(&self.options.held),
-                    ..Default::default()
-                }));
+                conn.scan[d] = Some(HeadlessScan::new(frame, &self.options.held));
                 self.scan_headless(flow, d, &held, ts, frame);
             }
             None => self.give_up(flow, not_http(flow, frame)),
@@ -820,182 +737,6 @@ impl HttpLayer {
         self.anomalies.add(why);
     }
 
-    /// The bytes one side (the `client`'s or the server's) sent before the roles were known,
-    /// searched for an event stream in vain: counted, as the bytes a resync skips are.
-    fn skipped_search(&mut self, flow: &FlowMeta, client: bool, sc: &HeadlessScan, frame: u64) {
-        let side = if client { "client" } else { "server" };
-        self.anomalies.add(Anomaly::new(
-            "http.resync_skipped",
-            Some(sc.frame),
-            Some(flow.flow_id()),
-            format!(
-                "{} bytes skipped: the capture began inside a message of the {side}, read from its next message on (roles known in frame {frame})",
-                sc.scanned
-            ),
-        ));
-    }
-
-    /// Search direction `d` of a connection whose first bytes were text but no HTTP start for
-    /// an event stream the capture began inside ([`framing::sse_start`]), `bytes` at a time:
-    /// the capture of a long-lived SSE response (the standalone GET stream, a slow tool call)
-    /// often starts in its middle, and its events carry the cursors a later resumption names.
-    ///
-    /// Segments are held (at most [`HEADLESS_HOLD`] bytes) until a start is found, then read
-    /// from it with their own times and frames. A non-text byte, or [`HEADLESS_MAX`] bytes
-    /// without a start, gives the connection up (`http.not_http`, as a failed probe does).
-    fn scan_headless(&mut self, flow: &FlowMeta, d: Dir, bytes: &[u8], ts: i64, frame: u64) {
-        let Some(sc) = self
-            .conns
-            .get_mut(&flow.index)
-            .and_then(|c| c.scan[d].as_mut())
-        else {
-            return;
-        };
-        sc.scanned += bytes.len() as u64;
-        if !framing::plausible_text(bytes) || sc.scanned > HEADLESS_MAX {
-            let at = sc.frame;
-            self.give_up(flow, not_http(flow, at));
-            return;
-        }
-        sc.marks.push((sc.held.len(), ts, frame));
-        sc.held.extend_from_slice(bytes);
-        match sc.start(false) {
-            Some(start) => self.read_headless(flow, d, start),
-            None => {
-                sc.trim();
-                // What the searches of all connections hold at once is bounded: past it this
-                // one is given up, as one that searched too long is.
-                if !sc.charge.hold(sc.held.capacity()) {
-                    let why = Anomaly::new(
-                        "http.memory_budget",
-                        Some(sc.frame),
-                        Some(flow.flow_id()),
-                        format!("the search for an event stream the capture began inside held {} bytes when the bytes held at once for the connections of one thread reached their bound; the connection is not read", sc.held.len()),
-                    );
-                    self.give_up(flow, why);
-                }
-            }
-        }
-    }
-
-    /// No more bytes will come to the search of direction `d` before a gap or its end: read
-    /// the held bytes if an event stream starts in them. Whether it did.
-    fn settle_headless(&mut self, flow: &FlowMeta, d: Dir) -> bool {
-        let start = self
-            .conns
-            .get_mut(&flow.index)
-            .and_then(|c| c.scan[d].as_mut())
-            .and_then(|sc| sc.start(true));
-        match start {
-            Some(start) => {
-                self.read_headless(flow, d, start);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Direction `d`'s search found an event stream at `offset` of its held bytes: the
-    /// direction is the server's, a headless exchange ([`Exchange::headless`]) reads its events
-    /// from there, and the bytes before it are counted in one `http.headless_sse` anomaly.
-    fn read_headless(
-        &mut self,
-        flow: &FlowMeta,
-        d: Dir,
-        (offset, from): (usize, framing::BodyFrom),
-    ) {
-        let fi = flow.index;
-        let limits = self.options.limits;
-        let Some(conn) = self.conns.get_mut(&fi) else {
-            return;
-        };
-        let Some(sc) = conn.scan[d].take() else {
-            return;
-        };
-        // The segment the start is in gives the exchange's first time and frame.
-        let seg = sc
-            .marks
-            .partition_point(|m| m.0 <= offset)
-            .saturating_sub(1);
-        let (_, t0, f0) = sc.marks.get(seg).copied().unwrap_or_default();
-        let skipped = sc.dropped + offset as u64;
-        // The time of the last byte skipped: of the segment before the start, or the last
-        // dropped.
-        let skipped_ts = match offset.checked_sub(1) {
-            Some(last) => {
-                let k = sc.marks.partition_point(|m| m.0 <= last).saturating_sub(1);
-                sc.marks.get(k).map(|m| m.1)
-            }
-            None => sc.dropped_ts,
-        };
-        let client = 1 - d;
-        conn.client_dir = Some(client);
-        self.client_dir.insert(fi, client);
-        conn.depth += 1;
-        conn.exchanges.push(Exchange {
-            flow_index: fi,
-            client: Some(conn.ends[client].0),
-            client_port: Some(conn.ends[client].1),
-            server: Some(conn.ends[d]),
-            trans_depth: conn.depth,
-            is_sse: true,
-            headless: Some(Headless {
-                skipped,
-                skipped_ts,
-            }),
-            ts_response: Some(t0),
-            frame_response: Some(f0),
-            ts_end: Some(t0),
-            ts_last_byte: Some(t0),
-            frame_last: Some(f0),
-            ..Default::default()
-        });
-        let idx = conn.exchanges.len() - 1;
-        conn.next_resp = idx + 1;
-        conn.resp_idx = Some(idx);
-        let mut sse = SseParser::new(self.options.sse).with_budget(&self.options.held);
-        if from == framing::BodyFrom::ChunkSizeInEvent {
-            // The chunk before ended with a CR when a CR precedes its CRLF.
-            let after_cr = offset >= 3 && sc.held[offset - 3] == b'\r';
-            sse.start_inside_event(after_cr);
-        }
-        conn.sse = Some(sse);
-        conn.decoder = None;
-        conn.undecodable = false;
-        conn.parsers[d] = Some(DirParser::in_body(from, limits));
-        if conn.parsers[client].is_none() {
-            conn.parsers[client] = Some(DirParser::new(true, limits));
-        }
-        let other = std::mem::take(&mut conn.probe[client]);
-        let searched = conn.scan[client].take();
-        let framing = match from {
-            framing::BodyFrom::Raw => "delimited by the close",
-            framing::BodyFrom::ChunkSizeInEvent => {
-                "chunked, its chunks ending inside events: the event in progress at the first chunk boundary passed over too"
-            }
-            _ => "chunked",
-        };
-        self.anomalies.add(Anomaly::new(
-            "http.headless_sse",
-            Some(f0),
-            Some(flow.flow_id()),
-            format!(
-                "the capture began inside an event stream ({framing}, no request or response head captured): {skipped} bytes before its first event skipped, its events read from frame {f0} on"
-            ),
-        ));
-        if let Some(sc) = searched {
-            self.skipped_search(flow, true, &sc, f0);
-        }
-        for (k, &(at, t, f)) in sc.marks.iter().enumerate().skip(seg) {
-            let end = sc.marks.get(k + 1).map_or(sc.held.len(), |m| m.0);
-            self.push(fi, d, &sc.held[at.max(offset)..end], t, f);
-        }
-        if !other.is_empty() {
-            let (_, t, f) = sc.marks.last().copied().unwrap_or_default();
-            self.push(fi, client, &other, t, f);
-        }
-    }
-
     fn with_parser(
         &mut self,
         fi: usize,
@@ -1057,7 +798,7 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn anomaly(&mut self, code: &'static str, detail: String) {
+    fn anomaly(&mut self, code: Code, detail: String) {
         self.anomalies.add(Anomaly::new(
             code,
             Some(self.frame),
@@ -1077,7 +818,7 @@ fn on_event(conn: &mut Conn, ev: HttpEvent<'_>, cx: &mut Ctx<'_>) -> BodyRule {
             if !cx.is_request
                 && matches!(
                     code,
-                    "http.bad_head" | "http.too_many_headers" | "http.header_too_long"
+                    Code::HttpBadHead | Code::HttpTooManyHeaders | Code::HttpHeaderTooLong
                 )
             {
                 conn.resp_lost_at = conn.resp_lost_at.max(Some(cx.ts));
@@ -1143,7 +884,7 @@ fn on_request_head(conn: &mut Conn, head: Head, cx: &mut Ctx<'_>) -> BodyRule {
             coding::BodyDecoder::for_encoding(&enc, opts.limits.max_decoded, &opts.held);
         if conn.req_decoder.is_none() && !enc.trim().eq_ignore_ascii_case("identity") {
             cx.anomaly(
-                "http.content_encoding_unsupported",
+                Code::HttpContentEncodingUnsupported,
                 format!("request Content-Encoding {enc} not decoded"),
             );
             if let Some(e) = conn.exchanges.last_mut() {
@@ -1197,7 +938,7 @@ fn on_response_head(conn: &mut Conn, head: Head, cx: &mut Ctx<'_>) -> BodyRule {
         if conn.decoder.is_none() {
             conn.undecodable = true;
             cx.anomaly(
-                "http.content_encoding_unsupported",
+                Code::HttpContentEncodingUnsupported,
                 match head.header("content-encoding") {
                     Some(ce) if ce.trim() == enc => format!("Content-Encoding {enc} not decoded"),
                     _ => format!(
@@ -1247,7 +988,7 @@ fn pair_after_gap(conn: &mut Conn, cx: &mut Ctx<'_>) {
     }
     if latest > conn.next_resp {
         cx.anomaly(
-            "http.responses_lost_in_gap",
+            Code::HttpResponsesLostInGap,
             format!(
                 "{} response(s) lost in a capture gap; this one is paired with the request in frame {}",
                 latest - conn.next_resp,
@@ -1370,7 +1111,7 @@ fn on_body_gap(conn: &mut Conn, len: u64, cx: &mut Ctx<'_>) {
         // A compressed stream cannot be decoded past missing bytes.
         conn.undecodable = true;
         cx.anomaly(
-            "http.coding_gap",
+            Code::HttpCodingGap,
             format!("{len} bytes missing inside an encoded body; the rest is not decoded"),
         );
     }
@@ -1415,7 +1156,7 @@ fn on_request_end(conn: &mut Conn, complete: bool, cx: &mut Ctx<'_>) {
         cx.anomalies,
         frame,
         flow_id,
-        "http.request_not_json",
+        Code::HttpRequestNotJson,
     );
 }
 
@@ -1448,7 +1189,7 @@ fn on_response_end(conn: &mut Conn, i: usize, complete: bool, cx: &mut Ctx<'_>) 
         }
         if let (Err(err), true) = (ended, complete) {
             cx.anomaly(
-                "http.bad_content_coding",
+                Code::HttpBadContentCoding,
                 format!("{d:?} body ends badly: {err}"),
             );
         }
@@ -1517,7 +1258,7 @@ fn finish_response_body(e: &mut Exchange, complete: bool, cx: &mut Ctx<'_>) {
         cx.anomalies,
         cx.frame,
         cx.flow_id,
-        "http.response_not_json",
+        Code::HttpResponseNotJson,
     );
 }
 
@@ -1595,7 +1336,7 @@ fn body_of(request: bool) -> &'static str {
 fn decoded_too_large(opts: &HttpOptions, frame: u64, flow_id: FlowId, request: bool) -> Anomaly {
     let what = body_of(request);
     Anomaly::new(
-        "http.decoded_too_large",
+        Code::HttpDecodedTooLarge,
         Some(frame),
         Some(flow_id.to_string()),
         format!(
@@ -1618,11 +1359,11 @@ fn not_decoded(
     let what = body_of(request);
     let (code, detail) = match err {
         coding::DecodeError::Bad(e) => (
-            "http.bad_content_coding",
+            Code::HttpBadContentCoding,
             format!("{what}{d:?} body does not decode: {e}"),
         ),
         coding::DecodeError::Budget(n) => (
-            "http.memory_budget",
+            Code::HttpMemoryBudget,
             format!("{what}{d:?} body not decoded: its {n}-byte window is more than the bytes held at once for the connections of one thread have room for"),
         ),
     };
@@ -1673,7 +1414,7 @@ fn append_bounded(
     let keep = bytes.len().min(MAX_JSON_BODY.saturating_sub(buf.len()));
     if keep < bytes.len() && buf.len() < MAX_JSON_BODY {
         anomalies.add(Anomaly::new(
-            "http.body_too_large",
+            Code::HttpBodyTooLarge,
             Some(frame),
             Some(flow_id.to_string()),
             format!("body over {MAX_JSON_BODY} bytes not kept for JSON parsing"),
@@ -1685,7 +1426,7 @@ fn append_bounded(
     charge.draw_on(&opts.held);
     if !charge.hold(buf.len() + keep) {
         anomalies.add(Anomaly::new(
-            "http.memory_budget",
+            Code::HttpMemoryBudget,
             Some(frame),
             Some(flow_id.to_string()),
             format!(
@@ -1730,14 +1471,14 @@ fn finish_json(
     anomalies: &mut Anomalies,
     frame: u64,
     flow_id: FlowId,
-    code: &'static str,
+    code: Code,
 ) -> bool {
     if body.iter().all(u8::is_ascii_whitespace) {
         return false;
     }
     if let Some(why) = incomplete {
         anomalies.add(Anomaly::new(
-            "http.json_incomplete",
+            Code::HttpJsonIncomplete,
             Some(frame),
             Some(flow_id.to_string()),
             why.into(),
@@ -1812,7 +1553,7 @@ fn parse_kept(text: &str, opts: &HttpOptions) -> Result<jsonrpc::Parsed, String>
 /// (`jsonrpc.too_deep`).
 fn parsed_anomalies(p: &Notes, what: &str, anomalies: &mut Anomalies, frame: u64, flow_id: FlowId) {
     let n = p.kept + p.dropped;
-    let mut add = |code: &'static str, detail: String| {
+    let mut add = |code: Code, detail: String| {
         anomalies.add(Anomaly::new(
             code,
             Some(frame),
@@ -1822,7 +1563,7 @@ fn parsed_anomalies(p: &Notes, what: &str, anomalies: &mut Anomalies, frame: u64
     };
     if p.dropped > 0 {
         add(
-            "jsonrpc.batch_too_large",
+            Code::JsonrpcBatchTooLarge,
             format!(
                 "{what} is a batch of {n} elements: the first {} kept as messages, the other {} only checked and counted (at most {} a batch, {} in all per thread)",
                 p.kept,
@@ -1836,7 +1577,7 @@ fn parsed_anomalies(p: &Notes, what: &str, anomalies: &mut Anomalies, frame: u64
     // it shows as an `invalid` message in the tables.)
     if p.invalid > 0 && p.batch {
         add(
-            "jsonrpc.not_a_message",
+            Code::JsonrpcNotAMessage,
             format!(
                 "{} of the {} elements of {what}'s batch are valid JSON but no JSON-RPC message",
                 p.invalid, p.kept
@@ -1845,7 +1586,7 @@ fn parsed_anomalies(p: &Notes, what: &str, anomalies: &mut Anomalies, frame: u64
     }
     if p.too_deep > 0 {
         add(
-            "jsonrpc.too_deep",
+            Code::JsonrpcTooDeep,
             format!(
                 "{} message(s) of {what} nested past 128 levels: read from their top-level members (method, id, result, error), the rest not checked",
                 p.too_deep
@@ -1997,7 +1738,7 @@ fn feed_sse(
         if p.not_kept {
             if e.events_not_kept == 0 {
                 anomalies.add(Anomaly::new(
-                    "sse.events_not_kept",
+                    Code::SseEventsNotKept,
                     Some(at),
                     Some(flow_id.to_string()),
                     format!(
@@ -2019,9 +1760,9 @@ fn noteworthy(p: &Notes) -> bool {
 }
 
 /// `http.not_http`: the connection's first bytes (in frame `at`) are no HTTP/1.x message.
-fn not_http(flow: &FlowMeta, at: u64) -> Anomaly {
+pub(super) fn not_http(flow: &FlowMeta, at: u64) -> Anomaly {
     Anomaly::new(
-        "http.not_http",
+        Code::HttpNotHttp,
         Some(at),
         Some(flow.flow_id()),
         "connection does not start with an HTTP/1.x message".into(),
@@ -2032,7 +1773,7 @@ fn not_http(flow: &FlowMeta, at: u64) -> Anomaly {
 /// reason.
 fn bad_event(anomalies: &mut Anomalies, flow_id: FlowId, (frame, why): (u64, String)) {
     anomalies.add(Anomaly::new(
-        "sse.invalid_json",
+        Code::SseInvalidJson,
         Some(frame),
         Some(flow_id.to_string()),
         format!("event data is not a JSON-RPC message: {why}"),
@@ -2063,7 +1804,7 @@ mod tests {
         assert_eq!((buf.len(), opts.held.held()), (0, 0));
         add(&mut buf, &mut charge, b"{}");
         assert!(buf.is_empty());
-        assert_eq!(an.count("http.memory_budget"), 1);
+        assert_eq!(an.count(Code::HttpMemoryBudget), 1);
         assert_eq!(not_kept(false, &charge), Some(OVER_BUDGET));
         assert_eq!(not_kept(true, &charge), Some(LOST_IN_CAPTURE));
     }

@@ -13,6 +13,7 @@
 //! a backend-identifying response header (`X-Backend`, `X-Served-By`, `X-Upstream`, or the
 //! names given).
 
+use crate::anomaly::Code;
 use crate::hash::FastMap as HashMap;
 
 use crate::http::Exchange;
@@ -268,7 +269,7 @@ pub fn link(exchanges: &[Exchange], backend_headers: &[String]) -> Hops {
         cut.dedup();
         if let Some(&first) = cut.first() {
             hops.anomalies.add(exchanges[first].anomaly(
-                "model.hop_candidates",
+                Code::ModelHopCandidates,
                 format!(
                     "{} of {} identical requests were compared with only the next {MAX_CANDIDATES} on other connections: a copy or forwarded request beyond them is not linked as a hop",
                     cut.len(),

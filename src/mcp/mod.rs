@@ -14,6 +14,7 @@
 pub mod hops;
 pub mod ids;
 
+use crate::anomaly::Code;
 use crate::hash::FastMap as HashMap;
 
 use crate::http::{EventRole, Exchange};
@@ -592,7 +593,7 @@ impl<'a> Builder<'a> {
         m.anomalies = std::mem::take(&mut m.hops.anomalies);
         if let (n, Some(x)) = self.dropped {
             m.anomalies.add(exchanges[x].anomaly(
-                "model.deliveries",
+                Code::ModelDeliveries,
                 format!(
                     "event ids delivered more than {MAX_DELIVERIES} times: {n} of their deliveries (on connections that ended cleanly, the oldest first) were left out of the Last-Event-ID lookup"
                 ),

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use super::{Table, Text, Values};
-use crate::anomaly::{Anomalies, Anomaly};
+use crate::anomaly::{Anomalies, Anomaly, Code};
 use crate::detect::{Analysis, Severity};
 use crate::http::{Exchange, MessageRef};
 use crate::jsonrpc::Kind;
@@ -913,7 +913,7 @@ pub fn anomalies(sets: &[&Anomalies]) -> Table {
         *unlisted.entry(code).or_insert(0) += n;
     }
     for a in &rows {
-        if let Some(n) = unlisted.get_mut(a.code) {
+        if let Some(n) = unlisted.get_mut(a.code.as_str()) {
             *n = n.saturating_sub(1);
         }
     }
@@ -922,7 +922,7 @@ pub fn anomalies(sets: &[&Anomalies]) -> Table {
         let total: u64 = unlisted.values().sum();
         let by_code: Vec<String> = unlisted.iter().map(|(c, n)| format!("{c} {n}")).collect();
         Anomaly::new(
-            "anomaly.not_listed",
+            Code::AnomalyNotListed,
             None,
             None,
             format!(
@@ -936,7 +936,7 @@ pub fn anomalies(sets: &[&Anomalies]) -> Table {
     Table {
         name: "anomalies",
         columns: vec![
-            col!("code", Str, rows, |a| Some(a.code)),
+            col!("code", Str, rows, |a| Some(a.code.as_str())),
             col!("frame", U64, rows, |a| a.frame),
             col!("flow_id", Str, rows, |a| a.flow_id.as_deref()),
             col!("detail", Str, rows, |a| Some(a.detail.as_str())),
@@ -954,10 +954,15 @@ mod tests {
     fn anomalies_past_the_rows_kept_are_counted_in_a_last_row() {
         let mut a = Anomalies::default();
         for i in 0..MAX_KEPT + 3 {
-            a.add_with("x.y", Some(i as u64), None, String::new);
+            a.add_with(Code::SseGap, Some(i as u64), None, String::new);
         }
         let mut b = Anomalies::default();
-        b.add(Anomaly::new("z.w", Some(1), None, String::new()));
+        b.add(Anomaly::new(
+            Code::TcpFlowEvicted,
+            Some(1),
+            None,
+            String::new(),
+        ));
         let t = anomalies(&[&a, &b]);
         assert_eq!(t.height(), MAX_KEPT + 2);
         let Values::Str(code) = &t.columns[0].1 else {
@@ -969,7 +974,9 @@ mod tests {
         assert_eq!(code.get(MAX_KEPT + 1), Some("anomaly.not_listed"));
         assert_eq!(
             detail.get(MAX_KEPT + 1),
-            Some("3 more anomalies counted but not listed (rows kept per stage: 100000): x.y 3")
+            Some(
+                "3 more anomalies counted but not listed (rows kept per stage: 100000): sse.gap 3"
+            )
         );
         // Everything listed: no such row.
         assert_eq!(anomalies(&[&b]).height(), 1);

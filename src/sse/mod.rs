@@ -9,7 +9,7 @@
 //! a message) — and each event says whether it carried its own `id:` line,
 //! since the last-event-id buffer persists across events.
 
-use crate::anomaly::Anomaly;
+use crate::anomaly::{Anomaly, Code};
 
 /// Limits of the SSE stage.
 #[derive(Debug, Clone, Copy)]
@@ -289,7 +289,7 @@ impl SseParser {
             self.budget_anomaly(None)
         } else {
             Anomaly::new(
-                "sse.line_too_long",
+                Code::SseLineTooLong,
                 None,
                 None,
                 format!(
@@ -377,7 +377,7 @@ impl SseParser {
                 self.budget_anomaly(Some(frame))
             } else {
                 Anomaly::new(
-                    "sse.event_too_large",
+                    Code::SseEventTooLarge,
                     Some(frame),
                     None,
                     format!(
@@ -406,7 +406,7 @@ impl SseParser {
     /// The anomaly of an event or line the held-bytes budget refused.
     fn budget_anomaly(&self, frame: Option<u64>) -> Anomaly {
         Anomaly::new(
-            "sse.memory_budget",
+            Code::SseMemoryBudget,
             frame,
             None,
             "the JSON bodies and SSE events held at once for the connections of one thread reached their budget; event skipped".into(),
@@ -498,7 +498,7 @@ impl SseParser {
                     }
                 } else {
                     anomalies(Anomaly::new(
-                        "sse.id_with_nul",
+                        Code::SseIdWithNul,
                         Some(frame),
                         None,
                         "id field containing NUL ignored".into(),
@@ -549,7 +549,7 @@ impl SseParser {
     /// `len` bytes of the body are missing: drop the event in progress and resume after the next blank line.
     pub fn gap(&mut self, len: u64, frame: u64, anomalies: &mut impl FnMut(Anomaly)) {
         anomalies(Anomaly::new(
-            "sse.gap",
+            Code::SseGap,
             Some(frame),
             None,
             format!("{len} bytes missing inside an event stream; resuming at the next blank line"),
@@ -681,7 +681,7 @@ mod tests {
                 2,
                 "split {split}"
             );
-            assert_eq!(anomalies, ["sse.memory_budget"], "split {split}");
+            assert_eq!(anomalies, [Code::SseMemoryBudget], "split {split}");
             assert_eq!(budget.held(), 0, "split {split}");
         }
     }
@@ -885,7 +885,7 @@ mod tests {
         let whole = run(&[]);
         let data: Vec<&str> = whole.0.iter().map(|e| e.data.as_str()).collect();
         assert_eq!(data, ["abc\n de", "ok", "cut"]);
-        assert_eq!(whole.1, ["sse.event_too_large", "sse.line_too_long"]);
+        assert_eq!(whole.1, [Code::SseEventTooLarge, Code::SseLineTooLong]);
         for i in 0..=input.len() {
             for j in i..=input.len() {
                 assert_eq!(run(&[i, j]), whole, "split at {i},{j}");

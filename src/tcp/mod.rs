@@ -13,7 +13,7 @@ pub mod rows;
 
 use std::net::IpAddr;
 
-use crate::anomaly::{Anomalies, Anomaly};
+use crate::anomaly::{Anomalies, Anomaly, Code};
 use crate::decode::Segment;
 pub use reassembly::{Chunk, DirStats, Reassembler, ReassemblyLimits};
 pub use rows::{FlowRow, History};
@@ -513,7 +513,7 @@ impl FlowTable {
         if late > 0 {
             let flow_id = f.meta().flow_id();
             self.anomalies.add(Anomaly::new(
-                "tcp.data_after_close",
+                Code::TcpDataAfterClose,
                 Some(frame),
                 Some(flow_id),
                 format!("{late} bytes past the stream's end arrived after the connection was closed; not delivered"),
@@ -603,7 +603,7 @@ impl FlowTable {
             self.close(i, t, fl, sink);
             self.retire(i);
             let max = self.limits.max_live_flows;
-            self.anomalies.add_with("tcp.flow_evicted", Some(frame), Some(meta.flow_id()), || {
+            self.anomalies.add_with(Code::TcpFlowEvicted, Some(frame), Some(meta.flow_id()), || {
                 format!("{max} connections held live at once: this one, idle {} ms since frame {last}, was ended as at the end of the capture (what it carried later is read as a new connection)", idle / 1000)
             });
             return true;
@@ -725,7 +725,7 @@ impl FlowTable {
                 )
             };
             self.anomalies.add(Anomaly::new(
-                "tcp.ooo_buffer_full",
+                Code::TcpOooBufferFull,
                 Some(frame),
                 Some(meta.flow_id()),
                 detail,
@@ -736,7 +736,7 @@ impl FlowTable {
                 "overlapping copies of the same stream bytes differ; one of them was delivered (the first at the same offset, else the one that starts first)"
                     .to_string();
             self.anomalies.add(Anomaly::new(
-                "tcp.overlap_conflict",
+                Code::TcpOverlapConflict,
                 Some(frame),
                 Some(meta.flow_id()),
                 detail,
@@ -956,7 +956,7 @@ mod tests {
         t.segment(&seg(1000, true, 6, "", b"late"), 9 * s, 7, &mut rec);
         assert_eq!(rec.0.len(), n);
         let codes: Vec<_> = t.anomalies.rows.iter().map(|a| (a.code, a.frame)).collect();
-        assert_eq!(codes, [("tcp.data_after_close", Some(7))]);
+        assert_eq!(codes, [(Code::TcpDataAfterClose, Some(7))]);
         t.finish(&mut rec);
         assert_eq!(rec.0.iter().filter(|e| e.1 == "close").count(), 2);
     }
@@ -988,7 +988,7 @@ mod tests {
             .iter()
             .map(|a| (a.code, a.frame, a.detail.contains("all connections")))
             .collect();
-        assert_eq!(rows, [("tcp.ooo_buffer_full", Some(22), true)]);
+        assert_eq!(rows, [(Code::TcpOooBufferFull, Some(22), true)]);
         assert!(
             rec.0.iter().any(|e| e.0 == 2 && e.1.starts_with("gap")),
             "{:?}",
