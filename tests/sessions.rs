@@ -399,7 +399,7 @@ fn only_coded_bodies_are_bounded_when_decoded() {
         c.close(&mut cap);
         let (ex, a) = read_with_max_decoded(&cap, 1000);
         assert_eq!(ex.len(), 1);
-        let evs = ex[0].events.iter().collect::<Vec<_>>();
+        let evs = ex[0].sse.events.iter().collect::<Vec<_>>();
         let cut = evs.iter().filter(|e| e.sse.truncated).count();
         (
             evs.len(),
@@ -444,9 +444,9 @@ fn coded_request_bodies_are_bounded_when_decoded() {
         1
     );
     assert!(ex[0].req_gap);
-    assert!(ex[0].req_messages.is_empty());
+    assert!(ex[0].rpc.request.is_empty());
     assert!(!ex[1].req_gap);
-    assert_eq!(ex[1].req_messages.len(), 1);
+    assert_eq!(ex[1].rpc.request.len(), 1);
 }
 
 /// A keep-alive connection whose middle response was lost whole in a capture gap: the next

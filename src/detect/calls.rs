@@ -156,11 +156,11 @@ fn read_session<'a>(
         .exchanges
         .iter()
         .copied()
-        .filter(|&g| exchanges[g].session_event.is_some())
+        .filter(|&g| exchanges[g].sse.session_event.is_some())
         .collect();
     for &xi in &s.exchanges {
         let e = &exchanges[xi];
-        for m in &e.req_messages {
+        for m in &e.rpc.request {
             if let Some(c) = m.cancels() {
                 seen.cancels.entry(c).or_default().push(e.ts());
             }
@@ -176,7 +176,7 @@ fn read_session<'a>(
                 _ => {}
             }
         }
-        for m in e.resp_messages.iter() {
+        for m in e.rpc.response.iter() {
             if let (Kind::Response | Kind::Error, Some(id)) = (m.kind, m.id.as_deref()) {
                 seen.to_client.entry(id).or_default().push((
                     e.ts_response.unwrap_or(e.ts()),
@@ -187,12 +187,13 @@ fn read_session<'a>(
             }
         }
         // Only the events that answer or ask are decoded (progress was counted as the events
-        // came: `Exchange::progress_counts`).
+        // came: `SseFacts::progress_counts`).
         let wanted = e
+            .sse
             .events
             .briefs()
             .filter(|(_, b)| !b.truncated && (b.has_response || b.has_request));
-        for ev in wanted.filter_map(|(i, _)| e.events.get(i)) {
+        for ev in wanted.filter_map(|(i, _)| e.sse.events.get(i)) {
             for m in ev.messages.refs() {
                 match (m.kind, m.id) {
                     (Kind::Response | Kind::Error, Some(id)) => {
@@ -232,7 +233,7 @@ fn count_progress(model: &Model, exchanges: &[Exchange], calls: &mut [Call]) {
             };
             c.progress = conns
                 .iter()
-                .flat_map(|&x| &exchanges[x].progress_counts)
+                .flat_map(|&x| &exchanges[x].sse.progress_counts)
                 .filter(|(k, _)| k == t)
                 .map(|(_, n)| n)
                 .sum();
@@ -373,7 +374,7 @@ fn headless_answers<'a>(model: &Model, exchanges: &'a [Exchange]) -> HeadlessAns
         if h.headless.is_none() || model.sessions[model.exchange_session[hx]].id.is_some() {
             continue;
         }
-        for ev in h.events.iter().filter(|ev| !ev.sse.truncated) {
+        for ev in h.sse.events.iter().filter(|ev| !ev.sse.truncated) {
             for m in ev.messages.refs() {
                 if let (Kind::Response | Kind::Error, Some(id)) = (m.kind, m.id) {
                     out.entry((h.server, h.client, id)).or_default().push((

@@ -259,7 +259,7 @@ pub(crate) fn judge(b: &Boundary, found: &[Found]) -> ResumptionResult {
         index: b.index,
         verdict,
         first_event_id: first,
-        events: e.events.len(),
+        events: e.sse.events.len(),
         reason,
         continuity_unshown: unshown && verdict == Verdict::Resumed,
         served_later,

@@ -65,10 +65,6 @@ pub struct Exchange {
     pub(crate) req_body: Option<Box<Body>>,
     /// Whether bytes of the request were missing from the capture.
     pub req_gap: bool,
-    /// Messages in the request body.
-    pub req_messages: Vec<Message>,
-    /// The request body was a JSON array: a JSON-RPC batch (allowed by MCP 2025-03-26 only).
-    pub req_batch: bool,
     /// Interim (1xx) status codes received before the final response.
     pub interim: Vec<u16>,
     /// The final response head, when captured.
@@ -113,24 +109,12 @@ pub struct Exchange {
     /// ([`sse_start`]). `ts_response` and `frame_response` are then those of the
     /// segment its reading starts in.
     pub headless: Option<Headless>,
-    /// SSE events in order (those kept: see `events_not_kept`).
-    pub events: EventLog,
-    /// Events of the response parsed but not kept, past the bounds on what is kept
-    /// ([`crate::budget::Kept`]); when any, `resp_gap` is set too: what rests on them cannot be
-    /// judged.
-    pub events_not_kept: u64,
+    /// What the response's event stream carried, when it was one.
+    pub sse: SseFacts,
     /// The response body was decoded from a content coding.
     pub resp_coded: bool,
-    /// `notifications/progress` events kept, per progress token (compact JSON), in order of
-    /// first appearance: counted as the events come, for the `calls` table.
-    pub progress_counts: Vec<(crate::text::Short, u64)>,
-    /// `data` (trimmed) of the first SSE event that names the stream's session
-    /// ([`EventRole::NamesSession`]: for MCP, the legacy transport's `endpoint` event).
-    pub session_event: Option<String>,
-    /// Messages in a JSON response body.
-    pub resp_messages: Vec<Message>,
-    /// SSE comment lines.
-    pub sse_comments: u64,
+    /// The JSON-RPC messages of the JSON bodies.
+    pub rpc: RpcFacts,
     /// The start of an error response's body (status 400 or more, not an event stream): up to
     /// [`EXCERPT_CHARS`] characters, UTF-8 (invalid sequences replaced), whitespace runs as one
     /// space, for findings to quote what the server said.
@@ -138,6 +122,38 @@ pub struct Exchange {
     /// The capture ended while this exchange was still in progress on an open connection:
     /// its response (or more of it) may have come after the capture stopped.
     pub open_at_capture_end: bool,
+}
+
+/// What a response's event stream carried (WHATWG HTML "server-sent events" §9.2.6), as the
+/// [`crate::sse`] stage parsed it: kept with its exchange, which holds the HTTP facts.
+#[derive(Debug, Clone, Default)]
+pub struct SseFacts {
+    /// SSE events in order (those kept: see `not_kept`).
+    pub events: EventLog,
+    /// Events of the response parsed but not kept, past the bounds on what is kept
+    /// ([`crate::budget::Kept`]); when any, the exchange's `resp_gap` is set too: what rests on
+    /// them cannot be judged.
+    pub not_kept: u64,
+    /// `notifications/progress` events kept, per progress token (compact JSON), in order of
+    /// first appearance: counted as the events come, for the `calls` table.
+    pub progress_counts: Vec<(crate::text::Short, u64)>,
+    /// `data` (trimmed) of the first SSE event that names the stream's session
+    /// ([`EventRole::NamesSession`]: for MCP, the legacy transport's `endpoint` event).
+    pub session_event: Option<String>,
+    /// SSE comment lines.
+    pub comments: u64,
+}
+
+/// The JSON-RPC 2.0 messages of an exchange's JSON bodies, as [`crate::jsonrpc`] classified
+/// them (an event stream's messages are in its [`SseFacts::events`]).
+#[derive(Debug, Clone, Default)]
+pub struct RpcFacts {
+    /// Messages in the request body.
+    pub request: Vec<Message>,
+    /// The request body was a JSON array: a JSON-RPC batch (allowed by MCP 2025-03-26 only).
+    pub request_batch: bool,
+    /// Messages in a JSON response body.
+    pub response: Vec<Message>,
 }
 
 /// A body while it arrives, with its part of the held-bytes budget ([`HttpOptions::held`]):
@@ -160,7 +176,8 @@ impl Exchange {
     /// may lose events (`lost_in_transit`) but does not invent or reorder them.
     pub fn same_first_events(&self, other: &Exchange) -> bool {
         fn first(e: &Exchange, n: usize) -> Vec<(Option<&str>, u64)> {
-            e.events
+            e.sse
+                .events
                 .iter()
                 .filter(|ev| !ev.sse.truncated)
                 .take(n)
@@ -198,7 +215,7 @@ impl Exchange {
         {
             *t = t.saturating_add(delta_us);
         }
-        self.events.shift_time(delta_us);
+        self.sse.events.shift_time(delta_us);
     }
     /// A request header, case-insensitively.
     #[inline(always)]
@@ -293,7 +310,7 @@ pub enum EventRole {
     /// A control event of the transport: its data is no message, and no anomaly.
     Control,
     /// A control event that names the stream's session: the first one's data (trimmed) is kept
-    /// as the exchange's [`Exchange::session_event`].
+    /// as the exchange's [`SseFacts::session_event`].
     NamesSession,
 }
 
@@ -1052,7 +1069,7 @@ fn on_response_body(conn: &mut Conn, bytes: &[u8], cx: &mut Ctx<'_>) {
     // An event stream of a coded body whose events can no longer be kept (the bound on
     // decoded events is spent, and it has reached it): decoding the rest would only count
     // them. It is given up, its rest a gap.
-    if conn.decoder.is_some() && e.is_sse && e.events_not_kept > 0 {
+    if conn.decoder.is_some() && e.is_sse && e.sse.not_kept > 0 {
         conn.decoder = None;
         conn.undecodable = true;
     }
@@ -1143,7 +1160,7 @@ fn on_request_end(conn: &mut Conn, complete: bool, cx: &mut Ctx<'_>) {
     // Taken out of the exchange: its held bytes are given back when it goes.
     let req = e.req_body.take().unwrap_or_default();
     e.req_body_hash = crate::hash::hash64(&req.bytes);
-    e.req_batch = req
+    e.rpc.request_batch = req
         .bytes
         .iter()
         .find(|b| !b.is_ascii_whitespace())
@@ -1152,7 +1169,7 @@ fn on_request_end(conn: &mut Conn, complete: bool, cx: &mut Ctx<'_>) {
         &req.bytes,
         not_kept(e.req_gap, &req.charge),
         opts,
-        &mut e.req_messages,
+        &mut e.rpc.request,
         cx.anomalies,
         frame,
         flow_id,
@@ -1208,9 +1225,9 @@ fn on_response_end(conn: &mut Conn, i: usize, complete: bool, cx: &mut Ctx<'_>) 
     e.frame_last = Some(frame);
     if let Some(mut sse) = conn.sse.take() {
         feed_sse(&mut sse, None, e, ts, frame, opts, cx.anomalies, flow_id);
-        e.sse_comments = sse.comments;
+        e.sse.comments = sse.comments;
         // Kept until the end of the run: no spare capacity.
-        e.events.shrink_to_fit();
+        e.sse.events.shrink_to_fit();
     } else {
         finish_response_body(e, complete, cx);
     }
@@ -1254,7 +1271,7 @@ fn finish_response_body(e: &mut Exchange, complete: bool, cx: &mut Ctx<'_>) {
         &resp.bytes,
         cut,
         cx.opts,
-        &mut e.resp_messages,
+        &mut e.rpc.response,
         cx.anomalies,
         cx.frame,
         cx.flow_id,
@@ -1707,8 +1724,11 @@ fn feed_sse(
     flow_id: FlowId,
 ) {
     let coded = e.resp_coded;
-    let (events, session_event, counts) =
-        (&mut e.events, &mut e.session_event, &mut e.progress_counts);
+    let (events, session_event, counts) = (
+        &mut e.sse.events,
+        &mut e.sse.session_event,
+        &mut e.sse.progress_counts,
+    );
     let mut pushed = Vec::new();
     let mut out = |ev: &SseEvent| {
         let p = push_event(events, session_event, counts, ev, opts, coded);
@@ -1736,7 +1756,7 @@ fn feed_sse(
             }
         }
         if p.not_kept {
-            if e.events_not_kept == 0 {
+            if e.sse.not_kept == 0 {
                 anomalies.add(Anomaly::new(
                     Code::SseEventsNotKept,
                     Some(at),
@@ -1748,7 +1768,7 @@ fn feed_sse(
                     ),
                 ));
             }
-            e.events_not_kept += 1;
+            e.sse.not_kept += 1;
             e.resp_gap = true;
         }
     }

@@ -169,12 +169,13 @@ fn same_answer(a: &Exchange, b: &Exchange) -> bool {
         }
     }
     fn msgs(e: &Exchange) -> Vec<(Option<&str>, Option<&str>)> {
-        e.resp_messages
+        e.rpc
+            .response
             .iter()
             .map(|m| (m.id.as_deref(), m.method.as_deref()))
             .collect()
     }
-    if !a.resp_messages.is_empty() && !b.resp_messages.is_empty() && msgs(a) != msgs(b) {
+    if !a.rpc.response.is_empty() && !b.rpc.response.is_empty() && msgs(a) != msgs(b) {
         return false;
     }
     a.same_first_events(b)

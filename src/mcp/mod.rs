@@ -117,15 +117,17 @@ pub fn exchange_era(e: &Exchange) -> Era {
         .map(str::to_string)
         .or_else(|| {
             // The response's (negotiated) version before the request's (proposed) one.
-            e.resp_messages
+            e.rpc
+                .response
                 .iter()
                 .filter_map(|m| m.protocol_version())
                 .chain(
-                    e.events
+                    e.sse
+                        .events
                         .iter()
                         .flat_map(|ev| ev.messages.protocol_versions()),
                 )
-                .chain(e.req_messages.iter().filter_map(|m| m.protocol_version()))
+                .chain(e.rpc.request.iter().filter_map(|m| m.protocol_version()))
                 .next()
                 .map(str::to_string)
         });
@@ -251,7 +253,7 @@ fn index_deliveries<'a>(
     wanted: &crate::hash::FastSet<&str>,
     dropped: &mut (u64, Option<usize>),
 ) {
-    let events = &exchanges[x].events;
+    let events = &exchanges[x].sse.events;
     for (ei, ev) in events.briefs() {
         if !ev.has_own_id || ev.truncated {
             continue;
@@ -297,11 +299,11 @@ impl<'a> HeadlessIndex<'a> {
             .enumerate()
             .filter(|(_, e)| e.headless.is_some())
         {
-            for (ei, ev) in e.events.briefs() {
+            for (ei, ev) in e.sse.events.briefs() {
                 if !ev.has_own_id || ev.truncated {
                     continue;
                 }
-                if let Some(id) = e.events.id_of(ei).filter(|id| wanted.contains(id)) {
+                if let Some(id) = e.sse.events.id_of(ei).filter(|id| wanted.contains(id)) {
                     ids.entry(id).or_default().push((hx, ei, ev.ts));
                 }
             }
@@ -337,12 +339,13 @@ impl<'a> HeadlessIndex<'a> {
                 && h.client.is_some()
                 && h.client == r.client
                 && !h
+                    .sse
                     .events
                     .briefs()
                     .skip(ei + 1)
                     .any(|(_, b)| b.has_own_id && !b.truncated && b.ts <= r.ts())
                 && (h.server == r.server
-                    || (!h.events.briefs().any(|(_, b)| b.ts > r.ts())
+                    || (!h.sse.events.briefs().any(|(_, b)| b.ts > r.ts())
                         && !self.asked.contains(&(r.client, h.server, leid))))
         };
         let same_server = |d: &&(usize, usize, i64)| {
@@ -608,11 +611,13 @@ impl<'a> Builder<'a> {
 fn note_session(s: &mut Session, e: &Exchange, named: bool) {
     if s.protocol_version.is_none() {
         s.protocol_version = e
-            .resp_messages
+            .rpc
+            .response
             .iter()
             .filter_map(|m| m.protocol_version())
             .chain(
-                e.events
+                e.sse
+                    .events
                     .iter()
                     .flat_map(|ev| ev.messages.protocol_versions()),
             )
@@ -679,7 +684,7 @@ impl McpExchange for Exchange {
             .req_header("mcp-protocol-version")
             .is_some_and(|v| Era::of_version(v) == Era::V2026_07_28);
         self.req_header("last-event-id")
-            .filter(|_| self.session_event.is_none() && !stateless)
+            .filter(|_| self.sse.session_event.is_none() && !stateless)
     }
 }
 
@@ -702,7 +707,7 @@ pub(crate) fn query_session_id(target: &str) -> Option<&str> {
 pub fn is_initialize(e: &Exchange) -> bool {
     e.method() == "POST"
         && e.req_header("mcp-session-id").is_none()
-        && e.req_messages.iter().any(|m| {
+        && e.rpc.request.iter().any(|m| {
             m.kind == crate::jsonrpc::Kind::Request && m.method.as_deref() == Some("initialize")
         })
 }
@@ -717,7 +722,8 @@ pub fn session_key_of(e: &Exchange) -> Option<String> {
     if let Some(s) = e.request.as_ref().and_then(|h| query_session_id(&h.target)) {
         return Some(s.to_string());
     }
-    e.session_event
+    e.sse
+        .session_event
         .as_deref()
         .and_then(query_session_id)
         .map(str::to_string)
@@ -776,7 +782,7 @@ impl Model {
         let own = self.streams[st]
             .connections
             .iter()
-            .flat_map(|&x| exchanges[x].events.own_ids());
+            .flat_map(|&x| exchanges[x].sse.events.own_ids());
         for (truncated, id) in own {
             let p = ids::parse(id);
             match fmt {

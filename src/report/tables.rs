@@ -177,7 +177,7 @@ pub fn sessions(a: &Analysis, ex: &[Exchange]) -> Table {
             // nothing to call intact.
             let mcp = s.exchanges.iter().any(|&x| {
                 let e = &ex[x];
-                !e.req_messages.is_empty() || !e.resp_messages.is_empty() || !e.events.is_empty()
+                !e.rpc.request.is_empty() || !e.rpc.response.is_empty() || !e.sse.events.is_empty()
             });
             // A request whose response the capture may not hold, or a resumption it could not
             // judge: nothing wrong was seen, but not everything could be.
@@ -186,7 +186,7 @@ pub fn sessions(a: &Analysis, ex: &[Exchange]) -> Table {
             let orphan = s
                 .exchanges
                 .iter()
-                .any(|&x| ex[x].request.is_none() && !ex[x].events.is_empty());
+                .any(|&x| ex[x].request.is_none() && !ex[x].sse.events.is_empty());
             let unverifiable = unjudged[si]
                 || orphan
                 || fs
@@ -264,12 +264,12 @@ pub fn streams(a: &Analysis, ex: &[Exchange]) -> Table {
             let events: u64 = st
                 .connections
                 .iter()
-                .map(|&x| ex[x].events.len() as u64)
+                .map(|&x| ex[x].sse.events.len() as u64)
                 .sum();
             let messages: u64 = st
                 .connections
                 .iter()
-                .map(|&x| ex[x].events.message_count())
+                .map(|&x| ex[x].sse.events.message_count())
                 .sum();
             let res = &res_of[i];
             // The worst resumption's; a stream that lost events inside a connection, with
@@ -289,7 +289,8 @@ pub fn streams(a: &Analysis, ex: &[Exchange]) -> Table {
                     .map_or("single_connection", |v| v.as_str()),
             };
             let req_ids = join(
-                o.req_messages
+                o.rpc
+                    .request
                     .iter()
                     .filter(|m| m.kind == Kind::Request)
                     .filter_map(|m| m.id.as_deref().map(str::to_string)),
@@ -450,7 +451,7 @@ fn pieces_of_events<'a>(
         let mut evs: Vec<(usize, crate::http::EventRec)> = Vec::with_capacity(rows.min(ROWS_HINT));
         let mut text = 0usize;
         while evs.len() < rows && text < text_cap && at.0 < ex.len() {
-            match ex[at.0].events.get(at.1) {
+            match ex[at.0].sse.events.get(at.1) {
                 Some(ev) => {
                     text += [ev.sse.id, ev.sse.event_type, ev.parse_error]
                         .iter()
@@ -612,11 +613,12 @@ fn exchanges_rows(m: &crate::mcp::Model, ex: &[Exchange], range: std::ops::Range
         .collect();
     // Every message of the exchange: request, JSON response, then SSE events (borrowed).
     fn msgs(e: &Exchange) -> impl Iterator<Item = MessageRef<'_>> {
-        e.req_messages
+        e.rpc
+            .request
             .iter()
-            .chain(e.resp_messages.iter())
+            .chain(e.rpc.response.iter())
             .map(MessageRef::of)
-            .chain(e.events.iter().flat_map(|v| v.messages.refs()))
+            .chain(e.sse.events.iter().flat_map(|v| v.messages.refs()))
     }
     // Distinct methods in order of first appearance (a long stream repeats its notifications
     // thousands of times; the events table has them one by one), and the ids of requests and
@@ -700,8 +702,10 @@ fn exchanges_rows(m: &crate::mcp::Model, ex: &[Exchange], range: std::ops::Range
                 Values::Str(methods.into_iter().collect()),
             ),
             ("jsonrpc_ids", Values::Str(ids.into_iter().collect())),
-            col!("sse_events", U64, r, |(_, e)| Some(e.events.len() as u64)),
-            col!("sse_comments", U64, r, |(_, e)| Some(e.sse_comments)),
+            col!("sse_events", U64, r, |(_, e)| Some(
+                e.sse.events.len() as u64
+            )),
+            col!("sse_comments", U64, r, |(_, e)| Some(e.sse.comments)),
             col!("request_gap", Bool, r, |(_, e)| Some(e.req_gap)),
             col!("response_gap", Bool, r, |(_, e)| Some(e.resp_gap)),
             col!("response_complete", Bool, r, |(_, e)| Some(e.resp_complete)),

@@ -377,7 +377,7 @@ fn opening<'a>(
         let windowed = window.is_some();
         return (Opening::CursorNotFound { windowed }, window);
     };
-    let after: Vec<EventRec> = e.events.iter().filter(|ev| !ev.sse.truncated).collect();
+    let after: Vec<EventRec> = e.sse.events.iter().filter(|ev| !ev.sse.truncated).collect();
     if e.resp_gap || exchanges[cx].resp_gap {
         return (Opening::CaptureGap, window);
     }
@@ -468,9 +468,9 @@ fn read_history<'a>(
     };
     let h = walk.history.entry(st).or_default();
     let window = (h.read >= HISTORY_BUDGET).then_some(HISTORY_WINDOW);
-    let before: Vec<Ev> = history_positions(earlier, |xi| exchanges[xi].events.len(), window)
+    let before: Vec<Ev> = history_positions(earlier, |xi| exchanges[xi].sse.events.len(), window)
         .into_iter()
-        .filter_map(|(xi, ei)| Some((xi, ei, exchanges[xi].events.get(ei)?)))
+        .filter_map(|(xi, ei)| Some((xi, ei, exchanges[xi].sse.events.get(ei)?)))
         .filter(|(_, _, ev)| !ev.sse.truncated)
         .collect();
     // Connections count as read too: a loop of empty resumptions reads no event, and each
@@ -598,7 +598,7 @@ fn foreign<'a>(
         let c = &exchanges[x];
         c.ts_request
             .or(c.ts_response)
-            .or(c.events.get(0).map(|v| v.sse.ts))
+            .or(c.sse.events.get(0).map(|v| v.sse.ts))
     });
     let foreign_stream = cut
         .after
@@ -698,6 +698,7 @@ fn planned(ctx: &Context, r: &Resumption, cut: &Cut, switched: bool) -> bool {
             return true;
         }
         let delivered = a
+            .sse
             .events
             .iter()
             .any(|ev| ev.sse.has_own_id || !ev.messages.is_empty());
@@ -724,7 +725,7 @@ fn stream_request(ctx: &Context, walk: &mut Walk, st: usize) -> Option<(String, 
                 ctx.model.streams[st]
                     .connections
                     .iter()
-                    .flat_map(|&x| ctx.exchanges[x].events.iter()),
+                    .flat_map(|&x| ctx.exchanges[x].sse.events.iter()),
             )
         })
         .clone()

@@ -45,16 +45,18 @@ fn answered_at(model: &Model, exchanges: &[Exchange], x: &usize, id: &str) -> Op
     };
     carriers(model, x).iter().find_map(|&c| {
         let e = &exchanges[c];
-        if e.resp_messages
+        if e.rpc
+            .response
             .iter()
             .any(|m| answers(m.kind, m.id.as_deref()))
         {
             return e.ts_response;
         }
-        e.events
+        e.sse
+            .events
             .briefs()
             .filter(|(_, b)| b.has_response && !b.truncated)
-            .filter_map(|(i, _)| e.events.get(i))
+            .filter_map(|(i, _)| e.sse.events.get(i))
             .find(|ev| ev.messages.refs().any(|m| answers(m.kind, m.id)))
             .map(|ev| ev.sse.ts)
     })
@@ -76,7 +78,7 @@ pub(crate) fn crossed<'a>(model: &'a Model, exchanges: &'a [Exchange]) -> Vec<Cr
             if e.method() != "POST" {
                 continue;
             }
-            for m in e.req_messages.iter().filter(|m| m.kind == Kind::Request) {
+            for m in e.rpc.request.iter().filter(|m| m.kind == Kind::Request) {
                 let Some(id) = m.id.as_deref() else { continue };
                 let v = by_id.entry(id).or_default();
                 if v.is_empty() {
@@ -102,7 +104,7 @@ pub(crate) fn crossed<'a>(model: &'a Model, exchanges: &'a [Exchange]) -> Vec<Cr
                 let crossed_progress = token.map_or(0, |t| {
                     carriers(model, &b)
                         .iter()
-                        .flat_map(|&c| exchanges[c].events.iter())
+                        .flat_map(|&c| exchanges[c].sse.events.iter())
                         .filter(|ev| !ev.sse.truncated)
                         .flat_map(|ev| ev.messages.refs())
                         .filter(|m| m.progress_token == Some(t))

@@ -60,7 +60,7 @@ pub(crate) fn inner_gaps<'a>(model: &'a Model, exchanges: &'a [Exchange]) -> Vec
             let Some(&(g, (missing, first_missing))) = real.first() else {
                 continue;
             };
-            let Some(at) = e.events.get(g.at) else {
+            let Some(at) = e.sse.events.get(g.at) else {
                 continue;
             };
             gaps.push(InnerGap {
@@ -117,11 +117,12 @@ struct Skip<'a> {
 /// Whether the connection's first own id past its priming has a dense format: only such a
 /// connection is walked.
 fn dense_first(e: &Exchange) -> bool {
-    e.events
+    e.sse
+        .events
         .briefs()
         .filter(|(_, b)| b.has_own_id && !b.truncated)
         .find(|(_, b)| !b.priming)
-        .and_then(|(i, _)| e.events.id_of(i))
+        .and_then(|(i, _)| e.sse.events.id_of(i))
         .is_some_and(|id| ids::parse(id).format.dense_by_format())
 }
 
@@ -149,11 +150,12 @@ fn skips(e: &Exchange) -> (Vec<Skip<'_>>, Parts<'_>) {
     }
     let mut skips: Vec<Skip> = Vec::new();
     let own = e
+        .sse
         .events
         .briefs()
         .filter(|(_, b)| b.has_own_id && !b.truncated);
     for (i, b) in own {
-        let Some(id) = e.events.id_of(i) else {
+        let Some(id) = e.sse.events.id_of(i) else {
             continue;
         };
         let p = ids::parse(id);

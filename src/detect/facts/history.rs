@@ -80,7 +80,7 @@ impl SessionCursors {
                 out.first_lost = Some(x);
             }
             let mut last: Option<&str> = None;
-            for id in g.events.iter().filter_map(|ev| ev.sse.id) {
+            for id in g.sse.events.iter().filter_map(|ev| ev.sse.id) {
                 if last == Some(id) {
                     continue;
                 }
@@ -185,7 +185,8 @@ pub(crate) fn requests_of_session(
     let mut out = HashMap::default();
     for &xi in &model.sessions[session].exchanges {
         for m in exchanges[xi]
-            .req_messages
+            .rpc
+            .request
             .iter()
             .filter(|m| m.kind == Kind::Request)
         {

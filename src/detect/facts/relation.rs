@@ -284,7 +284,7 @@ impl IntIds {
             let mut v = Vec::new();
             for (sti, st) in model.streams.iter().enumerate() {
                 for &xi in &st.connections {
-                    for ev in exchanges[xi].events.iter() {
+                    for ev in exchanges[xi].sse.events.iter() {
                         if !ev.sse.has_own_id || ev.sse.truncated {
                             continue;
                         }

@@ -82,7 +82,8 @@ impl ReplayIndex {
         for r in &model.resumptions {
             let e = &exchanges[r.exchange];
             wanted.extend(
-                e.events
+                e.sse
+                    .events
                     .iter()
                     .filter(|ev| ev.carries_data())
                     .map(|ev| ev.data_hash),
@@ -95,7 +96,7 @@ impl ReplayIndex {
         }
         for (sti, st) in model.streams.iter().enumerate() {
             for &xi in &st.connections {
-                let log = &exchanges[xi].events;
+                let log = &exchanges[xi].sse.events;
                 let resumed = exchanges[xi].resume_cursor().is_some();
                 // Most events carry data no resumption delivered: skipped on their fixed fields.
                 let unadopted =
@@ -133,7 +134,8 @@ impl ReplayIndex {
             }
             if st.kind == StreamKind::Post && sessions.contains(&st.session) {
                 for m in exchanges[st.origin]
-                    .req_messages
+                    .rpc
+                    .request
                     .iter()
                     .filter(|m| m.kind == Kind::Request)
                 {

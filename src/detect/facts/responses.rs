@@ -17,7 +17,8 @@ pub(crate) fn responses(exchanges: &[Exchange]) -> Responses<'_> {
 fn responses_in(e: &Exchange) -> Vec<(&str, i64, u64)> {
     let mut v: Vec<(&str, i64, u64)> = Vec::new();
     for m in e
-        .resp_messages
+        .rpc
+        .response
         .iter()
         .filter(|m| matches!(m.kind, Kind::Response | Kind::Error))
     {
@@ -31,10 +32,11 @@ fn responses_in(e: &Exchange) -> Vec<(&str, i64, u64)> {
     }
     // Only the events with a response are decoded.
     let answering = e
+        .sse
         .events
         .briefs()
         .filter(|(_, b)| b.has_response && !b.truncated)
-        .filter_map(|(i, _)| e.events.get(i));
+        .filter_map(|(i, _)| e.sse.events.get(i));
     for ev in answering {
         for m in ev
             .messages

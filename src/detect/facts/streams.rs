@@ -11,7 +11,8 @@ use crate::mcp::{Era, Model, StreamKind};
 
 /// JSON-RPC request ids a POST sent (the requests its response stream must answer).
 pub(crate) fn request_ids(e: &Exchange) -> HashSet<&str> {
-    e.req_messages
+    e.rpc
+        .request
         .iter()
         .filter(|m| m.kind == Kind::Request)
         .filter_map(|m| m.id.as_deref())
@@ -20,7 +21,8 @@ pub(crate) fn request_ids(e: &Exchange) -> HashSet<&str> {
 
 /// The id of the first JSON-RPC request a POST sent (compact JSON), for `request_id` columns.
 pub(crate) fn first_request_id(e: &Exchange) -> Option<String> {
-    e.req_messages
+    e.rpc
+        .request
         .iter()
         .find(|m| m.kind == Kind::Request)
         .and_then(|m| m.id.as_deref().map(str::to_string))

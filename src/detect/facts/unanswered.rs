@@ -210,10 +210,11 @@ impl<'v, 'a> SessionView<'v, 'a> {
                 .exchanges
                 .iter()
                 .copied()
-                .filter(|&g| exchanges[g].session_event.is_some())
+                .filter(|&g| exchanges[g].sse.session_event.is_some())
                 .collect(),
             open_resume: s.exchanges.iter().map(|&xi| &exchanges[xi]).find(|e| {
-                e.open_at_capture_end && (e.resume_cursor().is_some() || e.session_event.is_some())
+                e.open_at_capture_end
+                    && (e.resume_cursor().is_some() || e.sse.session_event.is_some())
             }),
             deleted: s
                 .exchanges
@@ -270,7 +271,8 @@ impl<'v, 'a> SessionView<'v, 'a> {
     fn index_cancels(&mut self) {
         for &xi in &self.s.exchanges {
             for c in self.exchanges[xi]
-                .req_messages
+                .rpc
+                .request
                 .iter()
                 .filter_map(|m| m.cancels())
             {
@@ -350,7 +352,7 @@ impl<'v, 'a> SessionView<'v, 'a> {
         // The exchange's protocol era, read once for all its requests (a batch may hold
         // thousands, and reading it walks the response's events).
         let era = std::cell::OnceCell::new();
-        for m in e.req_messages.iter().filter(|m| m.kind == Kind::Request) {
+        for m in e.rpc.request.iter().filter(|m| m.kind == Kind::Request) {
             let Some(id) = m.id.as_deref() else { continue };
             let in_session = match &own {
                 Some(own) => own.contains(id) || (!crossed && self.answered_on_get.contains(id)),
@@ -500,6 +502,7 @@ impl<'v, 'a> SessionView<'v, 'a> {
         };
         conns.iter().any(|&c| {
             self.exchanges[c]
+                .sse
                 .events
                 .briefs()
                 .any(|(_, b)| b.has_own_id && !b.truncated)
@@ -551,7 +554,7 @@ fn sent_of<'a>(s: &Session, exchanges: &'a [Exchange]) -> Sent<'a> {
         if e.method() != "POST" {
             continue;
         }
-        for n in e.req_messages.iter().filter(|n| n.kind == Kind::Request) {
+        for n in e.rpc.request.iter().filter(|n| n.kind == Kind::Request) {
             index
                 .entry((e.client, n.method.as_deref(), n.params_hash()))
                 .or_default()
@@ -595,7 +598,12 @@ const PACE_WINDOW: usize = 64;
 fn progress_times<'a>(conns: &[usize], exchanges: &'a [Exchange]) -> ProgressTimes<'a> {
     let mut by_token: ProgressTimes<'a> = HashMap::default();
     for &c in conns {
-        for ev in exchanges[c].events.iter().filter(|ev| !ev.sse.truncated) {
+        for ev in exchanges[c]
+            .sse
+            .events
+            .iter()
+            .filter(|ev| !ev.sse.truncated)
+        {
             for m in ev.messages.refs() {
                 if let (Some("notifications/progress"), Some(t), Some(v)) =
                     (m.method, m.progress_token, m.progress)

@@ -29,7 +29,7 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
             .exchanges
             .iter()
             .copied()
-            .filter(|&x| exchanges[x].req_batch && exchanges[x].method() == "POST")
+            .filter(|&x| exchanges[x].rpc.request_batch && exchanges[x].method() == "POST")
             .collect();
         let Some(&first) = batches.first() else {
             continue;
@@ -44,14 +44,14 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
                 "The POST in frame {} (flow {}) carried a JSON-RPC batch of {} message(s) in a session of protocol revision {}, which has no batches (only 2025-03-26 allowed them){}; the server answered {}.",
                 e.frame(),
                 flow_id(e),
-                e.req_messages.len(),
+                e.rpc.request.len(),
                 s.era.as_str(),
                 if batches.len() > 1 { format!("; {} such POSTs in all", batches.len()) } else { String::new() },
                 match e.status() { 0 => "nothing captured".to_string(), c => format!("HTTP {c}") }
             ),
         );
         f.expected = Some("one JSON-RPC message per POST".into());
-        f.observed = Some(format!("a batch of {}", e.req_messages.len()));
+        f.observed = Some(format!("a batch of {}", e.rpc.request.len()));
         out.push(f);
     }
 }

@@ -35,7 +35,7 @@ const MIN_LAG_US: i64 = 500_000;
 
 /// The events of `e` that carry data.
 fn messages(e: &Exchange) -> Vec<EventRec<'_>> {
-    e.events.iter().filter(|ev| ev.carries_data()).collect()
+    e.sse.events.iter().filter(|ev| ev.carries_data()).collect()
 }
 
 /// Over the whole capture (the module's rule).

@@ -35,7 +35,7 @@ fn silent_for(e: &Exchange, capture_end: i64) -> Option<i64> {
     if !(standalone && e.is_sse && e.status() == 200) {
         return None;
     }
-    if e.resp_body_len != 0 || e.sse_comments != 0 || !e.events.is_empty() || e.resp_gap {
+    if e.resp_body_len != 0 || e.sse.comments != 0 || !e.sse.events.is_empty() || e.resp_gap {
         return None;
     }
     let start = e.ts_response?;

@@ -195,7 +195,8 @@ fn responses_twice(ctx: &Context, out: &mut Vec<Finding>) {
         let mut requests: HashMap<&str, Vec<i64>> = HashMap::default();
         for &xi in &s.exchanges {
             for m in exchanges[xi]
-                .req_messages
+                .rpc
+                .request
                 .iter()
                 .filter(|m| m.kind == MessageKind::Request)
             {

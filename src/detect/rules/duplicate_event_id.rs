@@ -28,14 +28,15 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
             // Events by index: only their fixed fields and ids are read, the rest of the two
             // events of a duplicate when there is one.
             let mut seen: HashMap<(&str, u64), usize> =
-                HashMap::with_capacity_and_hasher(e.events.len(), Default::default());
+                HashMap::with_capacity_and_hasher(e.sse.events.len(), Default::default());
             let mut dups: Vec<(usize, usize)> = Vec::new();
             for (ei, ev) in e
+                .sse
                 .events
                 .briefs()
                 .filter(|(_, ev)| ev.carries_data() && ev.has_own_id)
             {
-                let Some(id) = e.events.id_of(ei) else {
+                let Some(id) = e.sse.events.id_of(ei) else {
                     continue;
                 };
                 match seen.get(&(id, ev.data_hash)) {
@@ -47,7 +48,7 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
             }
             let Some((first, again)) = dups
                 .first()
-                .and_then(|&(a, b)| Some((e.events.get(a)?, e.events.get(b)?)))
+                .and_then(|&(a, b)| Some((e.sse.events.get(a)?, e.sse.events.get(b)?)))
             else {
                 continue;
             };

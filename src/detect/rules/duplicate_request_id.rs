@@ -27,7 +27,8 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
     for c in &ctx.crossed {
         let (a, b) = (&exchanges[c.first], &exchanges[c.second]);
         let method = |e: &crate::http::Exchange| {
-            e.req_messages
+            e.rpc
+                .request
                 .iter()
                 .find(|m| m.id.as_deref() == Some(c.id))
                 .and_then(|m| m.method.as_deref())

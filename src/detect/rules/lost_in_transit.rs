@@ -38,10 +38,16 @@ fn lost_events<'a>(
     delivered: &Deliveries,
 ) -> Vec<EventRec<'a>> {
     let mut at_client: HashMap<u64, usize> = HashMap::default();
-    for ev in exchanges[a].events.iter().filter(EventRec::carries_data) {
+    for ev in exchanges[a]
+        .sse
+        .events
+        .iter()
+        .filter(EventRec::carries_data)
+    {
         *at_client.entry(ev.data_hash).or_default() += 1;
     }
     exchanges[backend]
+        .sse
         .events
         .iter()
         .filter(EventRec::carries_data)
@@ -76,7 +82,12 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
         let seen = delivered.entry(si).or_insert_with(|| {
             let mut d = Deliveries::default();
             for &x in &model.sessions[si].exchanges {
-                for ev in exchanges[x].events.iter().filter(EventRec::carries_data) {
+                for ev in exchanges[x]
+                    .sse
+                    .events
+                    .iter()
+                    .filter(EventRec::carries_data)
+                {
                     d.entry(ev.data_hash).or_default().push((x, ev.sse.ts));
                 }
             }

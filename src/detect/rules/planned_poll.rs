@@ -39,7 +39,7 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
         let mut last: Option<&str> = None;
         for (k, w) in st.connections.windows(2).enumerate() {
             let (a, b) = (&exchanges[w[0]], &exchanges[w[1]]);
-            for ev in &a.events {
+            for ev in &a.sse.events {
                 in_force = retry_after(in_force, &ev);
                 if !ev.sse.truncated && ev.sse.has_own_id {
                     last = ev.sse.id.or(last);
@@ -80,6 +80,7 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
             f.last_event_id = Some(l.to_string());
             // The first event the poll delivered: the proof that the log went on.
             f.event_id = b
+                .sse
                 .events
                 .iter()
                 .find(|ev| ev.sse.has_own_id && !ev.priming && !ev.sse.truncated)

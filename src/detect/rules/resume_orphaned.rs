@@ -32,7 +32,8 @@ type Request<'a> = (&'a str, u64);
 
 /// The requests `e` carries.
 fn requests(e: &Exchange) -> impl Iterator<Item = Request<'_>> {
-    e.req_messages
+    e.rpc
+        .request
         .iter()
         .filter(|m| m.kind == Rpc::Request)
         .filter_map(|m| Some((m.method.as_deref()?, m.params_hash()?)))
@@ -46,7 +47,7 @@ fn span(e: &Exchange) -> Option<(i64, i64)> {
 /// Notifications among `xs`' events within `[from, to]`.
 fn notifications_in(exchanges: &[Exchange], xs: &[usize], (from, to): (i64, i64)) -> usize {
     xs.iter()
-        .flat_map(|&x| exchanges[x].events.iter())
+        .flat_map(|&x| exchanges[x].sse.events.iter())
         .filter(|ev| ev.sse.ts >= from && ev.sse.ts <= to)
         .map(|ev| {
             ev.messages
@@ -59,7 +60,7 @@ fn notifications_in(exchanges: &[Exchange], xs: &[usize], (from, to): (i64, i64)
 
 /// A resumption answered 200 with an event stream that carried no message.
 fn silent_resumption(e: &Exchange) -> bool {
-    e.status() == 200 && e.is_sse && e.events.iter().all(|ev| ev.messages.is_empty())
+    e.status() == 200 && e.is_sse && e.sse.events.iter().all(|ev| ev.messages.is_empty())
 }
 
 fn check(ctx: &Context, out: &mut Vec<Finding>) {

@@ -44,7 +44,7 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
             if e.status() == 404 || e.method() == "DELETE" {
                 closed_at[si] = closed_at[si].min(e.ts());
             }
-            for m in &e.req_messages {
+            for m in &e.rpc.request {
                 if let Some(c) = m.cancels() {
                     let t = cancelled.entry((si, c)).or_insert(e.ts());
                     *t = (*t).min(e.ts());
@@ -77,7 +77,7 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
             .connections
             .iter()
             .rev()
-            .flat_map(|&x| exchanges[x].events.iter().rev())
+            .flat_map(|&x| exchanges[x].sse.events.iter().rev())
             .filter(|ev| !ev.sse.truncated && ev.sse.has_own_id)
             .find_map(|ev| ev.sse.id)
         else {

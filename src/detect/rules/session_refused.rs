@@ -40,7 +40,8 @@ pub(crate) fn methods(exchanges: &[Exchange], xs: &[usize]) -> String {
     for &x in xs {
         let e = &exchanges[x];
         let names: Vec<&str> = e
-            .req_messages
+            .rpc
+            .request
             .iter()
             .filter_map(|m| m.method.as_deref())
             .collect();
@@ -127,7 +128,8 @@ fn finding(ctx: &Context, r: &Refusals) -> Finding {
     )
     .at_response(first);
     f.request_id = first
-        .req_messages
+        .rpc
+        .request
         .iter()
         .find_map(|m| m.id.as_deref().map(str::to_string));
     f.expected = Some("every request of a live session served".into());

@@ -38,7 +38,8 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
             ),
         );
         f.request_id = e
-            .req_messages
+            .rpc
+            .request
             .iter()
             .find(|m| m.method.as_deref() == Some("initialize"))
             .and_then(|m| m.id.as_deref().map(str::to_string));
