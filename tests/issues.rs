@@ -156,3 +156,49 @@ issue!(
     "c2006e160986409da72923ce7321b9b8",
     [("listen_reconnect_loop", "warning")]
 );
+// typescript-sdk #2499: a resumed stream broken again, then bare GETs answered 409.
+issue!(
+    typescript_sdk_2499_resume_without_cursor,
+    "resume_without_cursor_409_ts.pcap",
+    "d110cfc1-026e-4b13-87b5-39a2f9c3ba30",
+    [
+        ("lost_response", "error"),
+        ("resume_without_cursor", "warning")
+    ]
+);
+
+/// The connection that broke last was the resumption GET, not the POST: the detail names it,
+/// and says how the cursor-less GETs after it were answered (409, frames 49 and 53).
+#[test]
+fn typescript_sdk_2499_detail_names_the_resumption_and_the_409s() {
+    let fs = fixture_findings("mcp-issues/resume_without_cursor_409_ts.pcap");
+    let f = fs
+        .iter()
+        .find(|f| f["kind"] == "resume_without_cursor")
+        .expect("resume_without_cursor");
+    let detail = f["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("The resumption GET (Last-Event-ID 7a92696a-3d52-4add-b2c4-3da13f7a4895_1796000050585_ab4wlyjg) of the POST response stream on flow F1 ended in frame 43"),
+        "{detail}"
+    );
+    assert!(
+        detail.ends_with("and 2 GETs without a cursor (frames 49..53) were answered 409."),
+        "{detail}"
+    );
+}
+
+/// rust-sdk #958: each empty 200 to the resume showed no event after the cursor, so none is a
+/// `gap`; the loss is the stream's (`lost_response`) and the loop's (`empty_resume_loop`).
+#[test]
+fn rust_sdk_958_empty_answers_are_not_gaps() {
+    let out = temp_path("rmcp958", "d");
+    write_csv_tables(
+        &fixture_path("mcp-issues/empty_resume_loop_rmcp.pcap"),
+        &out,
+    );
+    let text = std::fs::read_to_string(out.join("resumptions.csv")).unwrap();
+    let _ = std::fs::remove_dir_all(&out);
+    let verdicts = csv_column(&text, "verdict");
+    assert_eq!(verdicts.len(), 8, "{text}");
+    assert!(verdicts.iter().all(|v| v == "unverifiable"), "{verdicts:?}");
+}

@@ -299,9 +299,10 @@ fn early(opening: &Opening) -> (Verdict, String) {
             Verdict::Resumed,
             "no events on the resumed connection, and none owed: the stream's request was answered at or before the Last-Event-ID".to_string(),
         ),
-        Opening::Empty(Empty::EndedPending { .. }) => (
-            Verdict::Gap,
-            "the server ended the resumed stream with no events while its request was unanswered".to_string(),
+        // Nothing after L was shown, so nothing was shown skipped: what the empty answer cost
+        // is the stream's (lost_response, empty_resume_loop), not this resumption's gap.
+        Opening::Empty(Empty::EndedPending { .. }) => unverifiable(
+            "the server ended the resumed stream with no events while its request was unanswered: no event after the Last-Event-ID was shown, and none shown skipped",
         ),
         Opening::Empty(Empty::Nothing { .. }) => unverifiable("no events on the resumed connection"),
         Opening::Events(_) => unreachable!("judged from its causes"),

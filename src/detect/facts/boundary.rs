@@ -101,8 +101,9 @@ pub(crate) enum Empty {
     /// A POST stream whose request was answered at or before L owes nothing after it
     /// (python-sdk `src/mcp/server/streamable_http.py`, rust-sdk #958).
     NothingOwed,
-    /// Ended cleanly while the stream's request was still unanswered: what was pending is
-    /// gone (rmcp answers a late resume this way).
+    /// Ended cleanly while the stream's request was still unanswered (rmcp answers a resume
+    /// it cannot serve this way, rust-sdk #958): no event after L was shown, so none was shown
+    /// skipped; whether the response ever came is the stream's to say.
     EndedPending { served_later: Option<usize> },
     /// Nothing to judge by.
     Nothing { served_later: Option<usize> },

@@ -12,7 +12,7 @@ use crate::hash::FastMap as HashMap;
 
 use super::{Check, Rule};
 use crate::detect::context::Context;
-use crate::detect::facts::streams::{pending, stream_request_id};
+use crate::detect::facts::streams::{describe, pending, stream_request_id};
 use crate::detect::{flow_id, Finding, Kind, Severity};
 use crate::mcp::McpExchange;
 
@@ -118,18 +118,15 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
         if closed_at[st.session] < ge.ts() || cancel < ge.ts() {
             continue;
         }
+        let what = broken_connection(model, exchanges, sti, last);
+        let refused = refusals_after(exchanges, &gets[gets.partition_point(|&(t, _)| t < end)..]);
         let mut f = Finding::at_exchange(
             s.label(),
             Kind::ResumeWithoutCursor,
             Severity::Warning,
             ge,
             format!(
-                "The {} on flow {} ended in frame {} with its last event id {cursor} and without what it still owed; the client's next GET (frame {}, flow {}) carried no Last-Event-ID, so the server could not replay what was sent in between.",
-                if st.kind == crate::mcp::StreamKind::Post {
-                    "POST response stream"
-                } else {
-                    "standalone GET stream"
-                },
+                "The {what} on flow {} ended in frame {} with its last event id {cursor} and without what it still owed; the client's next GET (frame {}, flow {}) carried no Last-Event-ID, so the server could not replay what was sent in between{refused}.",
                 flow_id(l),
                 l.frame_last.unwrap_or(0),
                 ge.frame(),
@@ -142,4 +139,58 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
         f.observed = Some("GET without Last-Event-ID".into());
         out.push(f);
     }
+}
+
+/// The connection of stream `sti` that broke, `last`, named for the detail: the stream's
+/// request itself ("POST response stream", "standalone GET stream") or, when the stream was
+/// resumed before, "resumption GET (Last-Event-ID …) of the POST response stream".
+fn broken_connection(
+    model: &crate::mcp::Model,
+    exchanges: &[crate::http::Exchange],
+    sti: usize,
+    last: usize,
+) -> String {
+    let st = &model.streams[sti];
+    let stream = if st.kind == crate::mcp::StreamKind::Post {
+        "POST response stream"
+    } else {
+        "standalone GET stream"
+    };
+    if st.connections.first() == Some(&last) {
+        stream.to_string()
+    } else {
+        format!("{} of the {stream}", describe(&exchanges[last]))
+    }
+}
+
+/// How the session's GETs without a cursor after the break (`gets`: time, exchange) were
+/// answered, when the server refused them (a status of 400 or more, e.g. typescript-sdk's 409
+/// Conflict while it still holds the standalone stream, typescript-sdk #2499): ", and 3 GETs
+/// without a cursor (frames 61..70) were answered 409"; empty when none was refused.
+fn refusals_after(exchanges: &[crate::http::Exchange], gets: &[(i64, usize)]) -> String {
+    let refused: Vec<&crate::http::Exchange> = gets
+        .iter()
+        .map(|&(_, x)| &exchanges[x])
+        .filter(|e| e.status() >= 400)
+        .collect();
+    let (Some(first), Some(last)) = (refused.first(), refused.last()) else {
+        return String::new();
+    };
+    let mut statuses: Vec<u16> = refused.iter().map(|e| e.status()).collect();
+    statuses.sort_unstable();
+    statuses.dedup();
+    let statuses: Vec<String> = statuses.iter().map(u16::to_string).collect();
+    let frames = if refused.len() == 1 {
+        format!("frame {}", first.frame())
+    } else {
+        format!("frames {}..{}", first.frame(), last.frame())
+    };
+    let (n, were) = match refused.len() {
+        1 => ("1 GET".to_string(), "was"),
+        k => (format!("{k} GETs"), "were"),
+    };
+    format!(
+        ", and {n} without a cursor ({frames}) {were} answered {}",
+        statuses.join("/")
+    )
 }
