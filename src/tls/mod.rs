@@ -251,6 +251,19 @@ impl TlsLayer {
     /// A connection's last word: its row, and `tls.no_keys` / `tls.decrypt_failed` when its
     /// application data was not read.
     fn close(&mut self, mut c: Conn, flow: &FlowMeta, frame: u64) {
+        for s in &c.sides {
+            if !s.buf.is_empty() && !s.lost && !c.dead {
+                self.bad(
+                    "tls.truncated_record",
+                    flow,
+                    frame,
+                    format!(
+                        "the connection ended {} bytes into a TLS record",
+                        s.buf.len()
+                    ),
+                );
+            }
+        }
         let client = c.client.unwrap_or(0);
         c.info.client = Some(flow.ends[client]);
         c.info.server = Some(flow.ends[1 - client]);
