@@ -208,26 +208,23 @@ impl TlsLayer {
                 if !self.plain.is_empty() && self.plain.contains(&fi) {
                     return next.event(flow, ev, ts, frame);
                 }
-                if !self.conns.contains_key(&fi) {
-                    match chunk {
+                let mut c = match self.conns.remove(&fi) {
+                    Some(c) => c,
+                    None => match chunk {
                         // Nothing to decide on yet.
-                        Chunk::Data { bytes, .. } if bytes.is_empty() => {
+                        Chunk::Data { bytes: [], .. } | Chunk::Gap { .. } => {
                             return next.event(flow, ev, ts, frame)
                         }
                         Chunk::Data { bytes, .. } if looks_like_tls(bytes) => {
                             let mut c = Box::<Conn>::default();
                             c.info.flow_index = fi;
-                            self.conns.insert(fi, c);
+                            c
                         }
                         Chunk::Data { .. } => {
                             self.plain.insert(fi);
                             return next.event(flow, ev, ts, frame);
                         }
-                        Chunk::Gap { .. } => return next.event(flow, ev, ts, frame),
-                    }
-                }
-                let Some(mut c) = self.conns.remove(&fi) else {
-                    return;
+                    },
                 };
                 match chunk {
                     Chunk::Data { bytes, .. } => {
