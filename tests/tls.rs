@@ -205,3 +205,42 @@ fn tls_keylog_without_secrets_is_a_usage_error() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no TLS secrets"));
 }
+
+/// `pcap` (classic pcap) without its frame `drop` (1-based).
+fn without_frame(pcap: &[u8], drop: usize) -> Vec<u8> {
+    let mut out = pcap[..24].to_vec();
+    let (mut at, mut n) = (24, 1);
+    while at + 16 <= pcap.len() {
+        let caplen = u32::from_le_bytes(pcap[at + 8..at + 12].try_into().unwrap()) as usize;
+        let end = at + 16 + caplen;
+        if n != drop {
+            out.extend_from_slice(&pcap[at..end]);
+        }
+        (at, n) = (end, n + 1);
+    }
+    out
+}
+
+/// A TLS record lost to a capture gap (frame 105 of tls13.pcap: one whole record of the count
+/// call's event stream) is a gap in the plaintext; decryption goes on with the records after it.
+#[test]
+fn a_record_lost_in_a_gap_is_a_plaintext_gap_and_decryption_goes_on() {
+    let pcap = std::fs::read(fixture("tls13.pcap")).unwrap();
+    let cut = std::env::temp_dir().join(format!("mcpcap-tls-gap-{}.pcap", std::process::id()));
+    std::fs::write(&cut, without_frame(&pcap, 105)).unwrap();
+    let keys = fixture("tls13.keys");
+    let (t, _) = tables(
+        "gap",
+        &["--tls-keylog".as_ref(), keys.as_os_str(), cut.as_os_str()],
+    );
+    let _ = std::fs::remove_file(&cut);
+    assert!(t["flows"].iter().all(|f| f["decrypted"] == "yes"));
+    let codes: Vec<&str> = t["anomalies"].iter().map(|a| a["code"].as_str()).collect();
+    assert!(codes.contains(&"tls.gap"), "{codes:?}");
+    assert!(!codes.contains(&"tls.decrypt_failed"), "{codes:?}");
+    // The exchanges after the gap are all there, the DELETE last.
+    let ex = &t["exchanges"];
+    assert_eq!(ex.len(), 7);
+    assert_eq!(ex[6]["method"], "DELETE");
+    assert_eq!(ex[6]["status"], "200");
+}
