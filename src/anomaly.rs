@@ -67,6 +67,13 @@ codes! {
     TcpOverlapConflict => "tcp.overlap_conflict", "A retransmitted segment carries different bytes for a range already received; the first copy is kept.";
     TcpDataAfterClose => "tcp.data_after_close", "Bytes past a stream's end arrived after its connection was closed; not delivered.";
     TcpFlowEvicted => "tcp.flow_evicted", "More connections were live at once than the bound: the longest idle one was ended as at the end of the capture.";
+    TlsBadRecord => "tls.bad_record", "Bytes of a TLS connection that are no TLS record header; the connection is not read further.";
+    TlsTruncatedRecord => "tls.truncated_record", "A TLS connection ended inside a record; its bytes are a gap.";
+    TlsBadHello => "tls.bad_hello", "A ClientHello or ServerHello that cannot be parsed; version, cipher, SNI and ALPN stay unknown.";
+    TlsHelloTooLong => "tls.hello_too_long", "A TLS handshake message over the bound; it is not read.";
+    TlsGap => "tls.gap", "TLS records lost in a capture gap: their plaintext is a gap, and decryption goes on with the next record.";
+    TlsNoKeys => "tls.no_keys", "A TLS connection with application data and no secrets for it: the MCP inside it is not seen.";
+    TlsDecryptFailed => "tls.decrypt_failed", "A TLS connection whose records the secrets given do not decrypt: the MCP inside it is not seen.";
     HttpNotHttp => "http.not_http", "A connection whose first bytes are no HTTP/1.x message and no event stream; it is not read.";
     HttpResyncSkipped => "http.resync_skipped", "Bytes passed over to reach the next HTTP message: the capture began inside one, or framing was lost.";
     HttpBadHead => "http.bad_head", "A request or response head that does not parse; the parser resyncs at the next start line.";

@@ -9,17 +9,19 @@
 //! 1. [`capture`] — pcap/pcapng files → [`capture::Frame`]s (constant memory).
 //! 2. [`decode`] — link/IP/TCP headers → [`decode::Segment`]s.
 //! 3. [`tcp`] — flow table and per-direction reassembly → in-order bytes and gaps.
-//! 4. [`http`] — HTTP/1.x framing and request/response pairing → [`http::Exchange`]s;
+//! 4. [`tls`] — TLS connections recognised on any port by their records: version, cipher, SNI,
+//!    ALPN from the hellos; with a key log their records are opened and the plaintext goes on.
+//! 5. [`http`] — HTTP/1.x framing and request/response pairing → [`http::Exchange`]s;
 //!    `text/event-stream` bodies go through [`sse`], JSON through [`jsonrpc`]; each response's
 //!    events are kept in a compact [`http::EventLog`].
-//! 5. [`mcp`] — sessions, logical streams and resumptions from the exchanges; [`mcp::hops`]
+//! 6. [`mcp`] — sessions, logical streams and resumptions from the exchanges; [`mcp::hops`]
 //!    makes one exchange of its observations at a proxy's legs or several vantage points.
-//! 6. [`detect`] — verdicts and findings per resumption and session.
-//! 7. [`report`] — rows → polars tables → terminal, CSV, Parquet, NDJSON.
+//! 7. [`detect`] — verdicts and findings per resumption and session.
+//! 8. [`report`] — rows → polars tables → terminal, CSV, Parquet, NDJSON.
 //!
 //! Nothing in the library opens files, reads clocks or prints; [`Analyzer`]
-//! ties stages 2–4 together (on worker threads with [`shard`]), [`analyze_exchanges`]
-//! stages 5–6 (or [`model_of`] and [`analyze_model`] one at a time). [`vantage`] aligns the clocks of several vantage points; [`synth`] writes
+//! ties stages 2–5 together (on worker threads with [`shard`]), [`analyze_exchanges`]
+//! stages 6–7 (or [`model_of`] and [`analyze_model`] one at a time). [`vantage`] aligns the clocks of several vantage points; [`synth`] writes
 //! large captures for benchmarks; [`hash`] compares payloads; [`text`] holds short strings.
 
 pub mod anomaly;
@@ -38,6 +40,7 @@ pub mod sse;
 pub mod synth;
 pub mod tcp;
 pub mod text;
+pub mod tls;
 pub mod vantage;
 
 pub use decode::{conn_key, ConnKey};
@@ -65,6 +68,8 @@ pub struct Options {
     /// connections ([`Analyzer::continuity`]), so the connections seen are not tracked (in a
     /// flood, 16 bytes each).
     pub single_file: bool,
+    /// The TLS stage's options: secrets to decrypt TLS connections with.
+    pub tls: tls::TlsOptions,
 }
 
 /// Frame-level counters of a run.
@@ -82,7 +87,7 @@ pub struct Counters {
     pub ts_last: Option<i64>,
 }
 
-/// Stages 2–4: frames in, exchanges and flows out.
+/// Stages 2–5: frames in, exchanges and flows out.
 #[derive(Debug)]
 pub struct Analyzer {
     /// The flow table.
@@ -170,6 +175,7 @@ impl Analyzer {
                 app_seq,
                 kept: options.kept.clone(),
                 event_role: Some(mcp::event_role),
+                tls: options.tls.clone(),
                 ..Default::default()
             }),
             anomalies: Anomalies::default(),
@@ -200,7 +206,7 @@ impl Analyzer {
         c
     }
 
-    /// Run stages 3–4 in `workers` shards (at least one): this thread's own and `workers - 1`
+    /// Run stages 3–5 in `workers` shards (at least one): this thread's own and `workers - 1`
     /// worker threads ([`shard::Shards`]). Whatever their number, flows are then numbered when
     /// the analyzer finishes, in order of their first segment, so that several analyzers sharing
     /// flow indices number alike for any worker count.
@@ -361,7 +367,7 @@ fn sort_by_time(ex: &mut [http::Exchange]) {
     }
 }
 
-/// Stages 5–6: build the session model and run the detectors. `capture_end` is the time of the
+/// Stages 6–7: build the session model and run the detectors. `capture_end` is the time of the
 /// capture's last frame (µs since the Unix epoch, [`Counters::ts_last`]); without it, the end
 /// of the last exchange stands in.
 pub fn analyze_exchanges(
@@ -386,18 +392,21 @@ pub fn analyze_exchanges_with(
         app_seq,
         capture_end,
         &[],
+        &[],
     )
 }
 
-/// Stage 6 alone: the detectors, on the `model` [`model_of`] made of `exchanges`, with the
+/// Stage 7 alone: the detectors, on the `model` [`model_of`] made of `exchanges`, with the
 /// capture's refused connection attempts (`refused`, in time order:
-/// [`detect::RefusedConnect::of`] each flow row; other arguments as [`analyze_exchanges`]).
+/// [`detect::RefusedConnect::of`] each flow row) and its TLS connections (`tls`:
+/// [`tls::TlsLayer::flows`] of each vantage point); other arguments as [`analyze_exchanges`].
 pub fn analyze_model(
     model: mcp::Model,
     exchanges: &[http::Exchange],
     app_seq: &[String],
     capture_end: Option<i64>,
     refused: &[detect::RefusedConnect],
+    tls: &[tls::FlowTls],
 ) -> detect::Analysis {
     let end = capture_end.unwrap_or_else(|| {
         exchanges
@@ -406,10 +415,10 @@ pub fn analyze_model(
             .max()
             .unwrap_or(0)
     });
-    detect::run(model, exchanges, app_seq, end, refused)
+    detect::run(model, exchanges, app_seq, end, refused, tls)
 }
 
-/// Stage 5 alone: the session model of `exchanges` (sorted by time), with their hops
+/// Stage 6 alone: the session model of `exchanges` (sorted by time), with their hops
 /// ([`mcp::hops::link`]; `backend_headers` name response headers that identify the backend).
 pub fn model_of(exchanges: &[http::Exchange], backend_headers: &[String]) -> mcp::Model {
     let headers: Vec<String> = backend_headers

@@ -364,6 +364,10 @@ impl Shards {
             for (fi, dir) in d.http.client_dir {
                 http.client_dir.insert(remap(w, fi), dir);
             }
+            for (fi, mut t) in d.http.tls.flows {
+                t.flow_index = remap(w, fi);
+                http.tls.flows.insert(t.flow_index, t);
+            }
             for set in [flow_anomalies, d.http.anomalies] {
                 for (code, n) in set.counts {
                     *http.anomalies.counts.entry(code).or_insert(0) += n;

@@ -226,7 +226,7 @@ fn another_client_does_not_take_a_headless_stream() {
 fn text_that_is_no_event_stream_is_not_http() {
     for junk in [
         &b"220 mail.example ESMTP ready\r\n250 OK\r\n\r\nQUIT\r\n"[..],
-        &b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"[..],
+        &b"\x00\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"[..],
     ] {
         let mut cap = Capture::new();
         let mut c = cap.connect();
@@ -242,6 +242,21 @@ fn text_that_is_no_event_stream_is_not_http() {
             "{anomalies}"
         );
     }
+}
+
+/// The start of a TLS record (a ClientHello cut short) is the TLS stage's, not HTTP's: the
+/// connection is TLS, and its record cut by the end of the connection is counted.
+#[test]
+fn a_tls_record_start_is_tls_not_http() {
+    let mut cap = Capture::new();
+    let mut c = cap.connect();
+    c.server(&mut cap, b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03");
+    c.close(&mut cap);
+    let cut = from_frame(&cap, 3);
+    let anomalies = table_csv(&cut, "anomalies");
+    let rows = csv_rows(&anomalies);
+    assert_eq!(rows.len(), 1, "{anomalies}");
+    assert_eq!(rows[0]["code"], "tls.truncated_record", "{anomalies}");
 }
 
 /// A resumption sent to another server (a replica behind a balancer) takes the headless stream

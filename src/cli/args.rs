@@ -133,6 +133,10 @@ pub struct AnalyzeArgs {
     /// X-Backend, X-Served-By and X-Upstream).
     #[arg(long = "backend-header", value_name = "NAME")]
     pub backend_headers: Vec<String>,
+    /// TLS key log in the NSS format (SSLKEYLOGFILE; repeatable): TLS connections whose
+    /// secrets it holds are decrypted and read as cleartext.
+    #[arg(long = "tls-keylog", value_name = "FILE")]
+    pub tls_keylog: Vec<PathBuf>,
     /// Write each direction's reassembled bytes to DIR/<flow_id>.orig.bin and .resp.bin
     /// (gaps are holes of the missing length, so file offsets are stream offsets).
     #[arg(long = "dump-streams", value_name = "DIR")]

@@ -56,6 +56,7 @@ impl<'a> Results<'a> {
                 vantage: &v.name,
                 flows: &v.analyzer.flows,
                 client_dir: &v.analyzer.http.client_dir,
+                tls: &v.analyzer.http.tls.flows,
                 clock_offset_us: o.offset_us.unwrap_or(0),
             })
             .collect();

@@ -155,6 +155,9 @@ impl Plan {
             options: Options {
                 ports: args.ports.clone(),
                 app_seq: args.app_seq.clone(),
+                tls: mcpcap::tls::TlsOptions {
+                    secrets: keylogs(&args.tls_keylog)?,
+                },
                 ..Default::default()
             },
         })
@@ -169,6 +172,26 @@ impl Plan {
             ..self.options.clone()
         }
     }
+}
+
+/// The secrets of every `--tls-keylog` file; `None` without any. Errors: a file that cannot be
+/// read, or one without a single line of secrets.
+fn keylogs(
+    files: &[PathBuf],
+) -> anyhow::Result<Option<std::sync::Arc<mcpcap::tls::keylog::Secrets>>> {
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let mut secrets = mcpcap::tls::keylog::Secrets::default();
+    for f in files {
+        let text =
+            std::fs::read(f).map_err(|e| anyhow::anyhow!("--tls-keylog {}: {e}", f.display()))?;
+        secrets.add_keylog(&String::from_utf8_lossy(&text));
+    }
+    if secrets.is_empty() {
+        bail!("--tls-keylog: no TLS secrets in the key log (NSS key log format)");
+    }
+    Ok(Some(std::sync::Arc::new(secrets)))
 }
 
 /// Each `--app-seq` is empty (the whole message) or a JSON pointer (RFC 6901).

@@ -41,12 +41,18 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     let exchanges = Arc::new(merged.exchanges);
     let beside = output::spawn_beside(plan, &model, &exchanges);
     let refused = refused_connects(&capture.vantages, &merged.offsets, &exchanges);
+    let tls: Vec<mcpcap::tls::FlowTls> = capture
+        .vantages
+        .iter()
+        .flat_map(|v| v.analyzer.http.tls.flows.values().cloned())
+        .collect();
     let mut analysis = mcpcap::analyze_model(
         model,
         &exchanges,
         &merged.app_seq,
         merged.capture_end,
         &refused.kept,
+        &tls,
     );
     if refused.not_kept > 0 {
         analysis.anomalies.add(mcpcap::anomaly::Anomaly::new(
@@ -58,6 +64,12 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
                 refused.not_kept
             ),
         ));
+    }
+    let tls = super::terminal::undecrypted_tls(&analysis);
+    if tls > 0 {
+        say!(
+            "mcpcap: {tls} TLS connection(s) carried application data that was not decrypted: any MCP inside them is not seen (--tls-keylog FILE decrypts them)"
+        );
     }
     progress.say(format!(
         "{} sessions, {} findings; writing tables",

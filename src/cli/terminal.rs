@@ -228,7 +228,31 @@ pub fn verdict_line(a: &Analysis, sessions: &Table, style: Style) -> String {
     if count("not_mcp") > 0 {
         parts.push(format!("{} not MCP", count("not_mcp")));
     }
+    let tls = undecrypted_tls(a);
+    if tls > 0 {
+        parts.push(format!(
+            "{} not decrypted (MCP inside not seen)",
+            plural(tls, "TLS connection", "TLS connections")
+        ));
+    }
     parts.join(", ")
+}
+
+/// How many TLS connections with application data were not decrypted (the `undecrypted_tls`
+/// findings' `observed` counts).
+pub fn undecrypted_tls(a: &Analysis) -> usize {
+    a.findings
+        .iter()
+        .filter(|f| f.kind == mcpcap::detect::Kind::UndecryptedTls)
+        .filter_map(|f| {
+            f.observed
+                .as_deref()?
+                .split(' ')
+                .next()?
+                .parse::<usize>()
+                .ok()
+        })
+        .sum()
 }
 
 /// `n` and the noun for that many: `1 exchange`, `2 exchanges`.

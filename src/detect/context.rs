@@ -56,6 +56,8 @@ pub(crate) struct Context<'a> {
     pub unanswered: Vec<Unanswered<'a>>,
     /// The capture's refused connection attempts, in time order.
     pub refused: &'a [RefusedConnect],
+    /// The capture's TLS connections ([`crate::tls::FlowTls`]).
+    pub tls: &'a [crate::tls::FlowTls],
 }
 
 impl<'a> Context<'a> {
@@ -66,6 +68,7 @@ impl<'a> Context<'a> {
         app_seq: &'a [String],
         capture_end: i64,
         refused: &'a [RefusedConnect],
+        tls: &'a [crate::tls::FlowTls],
     ) -> Context<'a> {
         let mut requests: FastMap<usize, Requests> = FastMap::default();
         for r in &model.resumptions {
@@ -85,6 +88,7 @@ impl<'a> Context<'a> {
             app_seq,
             capture_end,
             refused,
+            tls,
             replays: ReplayIndex::build(model, exchanges),
             int_ids: IntIds::default(),
             requests,

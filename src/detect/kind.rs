@@ -107,6 +107,8 @@ kinds! {
     NonstandardSessionStatus => "nonstandard_session_status",
     /// Two requests in flight with one JSON-RPC id.
     DuplicateRequestId => "duplicate_request_id",
+    /// TLS application data that was not decrypted.
+    UndecryptedTls => "undecrypted_tls",
 }
 
 impl PartialOrd for Kind {

@@ -55,18 +55,19 @@ pub struct Analysis {
 
 /// Run every rule over `model` and its `exchanges` (`app_seq`: the `--app-seq` pointers;
 /// `capture_end`: time of the capture's last frame, µs since the Unix epoch; `refused`: the
-/// capture's refused connection attempts, in time order).
+/// capture's refused connection attempts, in time order; `tls`: the capture's TLS connections).
 pub fn run(
     model: Model,
     exchanges: &[Exchange],
     app_seq: &[String],
     capture_end: i64,
     refused: &[RefusedConnect],
+    tls: &[crate::tls::FlowTls],
 ) -> Analysis {
     let mut findings = Vec::new();
     let mut walk = Walk::default();
     let (results, id_gapped) = {
-        let mut ctx = Context::new(&model, exchanges, app_seq, capture_end, refused);
+        let mut ctx = Context::new(&model, exchanges, app_seq, capture_end, refused, tls);
         for check in rules::checks() {
             if let Check::Connections(f) = check {
                 f(&ctx, &mut findings);

@@ -300,6 +300,8 @@ pub struct HttpOptions {
     /// What an SSE event with an `event:` type is to the protocol above HTTP (for MCP,
     /// [`crate::mcp::event_role`]); without it every event is a message.
     pub event_role: Option<EventRoleFn>,
+    /// The TLS stage's options: the secrets its connections are decrypted with.
+    pub tls: crate::tls::TlsOptions,
 }
 
 /// What an SSE event is to the protocol above HTTP ([`HttpOptions::event_role`]).
@@ -401,6 +403,9 @@ pub struct HttpLayer {
     pub anomalies: Anomalies,
     /// Options.
     pub options: HttpOptions,
+    /// The TLS stage before this one: every stream event goes through it first
+    /// ([`crate::tls::TlsLayer::event`]), and what it hands on is what this stage reads.
+    pub tls: crate::tls::TlsLayer,
 }
 
 impl HttpLayer {
@@ -409,6 +414,7 @@ impl HttpLayer {
         options.held = crate::budget::Budget::new(options.held.limit());
         options.kept = options.kept.fresh();
         HttpLayer {
+            tls: crate::tls::TlsLayer::new(options.tls.clone()),
             options,
             ..Default::default()
         }
@@ -470,7 +476,33 @@ impl Conn {
 }
 
 impl StreamSink for HttpLayer {
+    /// The event goes through the TLS stage, which hands this stage what it reads: the event
+    /// itself for a connection that is not TLS, the plaintext of one that is.
     fn event(&mut self, flow: FlowMeta, ev: StreamEvent<'_>, ts: i64, frame: u64) {
+        let mut tls = std::mem::take(&mut self.tls);
+        tls.event(flow, ev, ts, frame, &mut Plain(self));
+        if !tls.anomalies.counts.is_empty() {
+            let a = std::mem::take(&mut tls.anomalies);
+            for r in a.rows {
+                self.anomalies.add(r);
+            }
+        }
+        self.tls = tls;
+    }
+}
+
+/// The HTTP stage as the TLS stage's sink: what it hands on.
+struct Plain<'a>(&'a mut HttpLayer);
+
+impl StreamSink for Plain<'_> {
+    fn event(&mut self, flow: FlowMeta, ev: StreamEvent<'_>, ts: i64, frame: u64) {
+        self.0.plain_event(flow, ev, ts, frame);
+    }
+}
+
+impl HttpLayer {
+    /// One stream event of a connection's (plaintext) bytes.
+    fn plain_event(&mut self, flow: FlowMeta, ev: StreamEvent<'_>, ts: i64, frame: u64) {
         let fi = flow.index;
         match ev {
             StreamEvent::Open => {

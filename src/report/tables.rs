@@ -729,6 +729,8 @@ pub struct FlowsPart<'a> {
     pub flows: &'a FlowTable,
     /// Client direction of each flow index, where HTTP told it.
     pub client_dir: &'a HashMap<usize, usize>,
+    /// What the TLS stage learnt of its TLS connections, by flow index.
+    pub tls: &'a std::collections::BTreeMap<usize, crate::tls::FlowTls>,
     /// Its clock offset to the first vantage point, µs (subtracted from its times).
     pub clock_offset_us: i64,
 }
@@ -754,7 +756,8 @@ pub fn flows_chunks<'a>(
                 .get(&f.index)
                 .copied()
                 .unwrap_or_else(|| f.client_guess());
-            (f, client, p.vantage, p.clock_offset_us)
+            let tls = p.tls.get(&f.index);
+            (f, client, p.vantage, p.clock_offset_us, tls)
         })
     });
     let mut first = true;
@@ -768,15 +771,24 @@ pub fn flows_chunks<'a>(
     })
 }
 
-/// The `flows` rows of `rows`: (row, client direction, vantage point, clock offset).
-fn flows_table(rows: Vec<(FlowRow, usize, &str, i64)>) -> Table {
+/// One `flows` row: (row, client direction, vantage point, clock offset, TLS).
+type FlowsRow<'a> = (
+    FlowRow,
+    usize,
+    &'a str,
+    i64,
+    Option<&'a crate::tls::FlowTls>,
+);
+
+/// The `flows` rows of `rows`. The TLS columns are empty for a connection that is not TLS.
+fn flows_table(rows: Vec<FlowsRow<'_>>) -> Table {
     Table {
         name: "flows",
         columns: vec![
             col!("flow_id", Str, rows, |(f, ..)| Some(f.flow_id())),
-            col!("vantage", Str, rows, |(_, _, v, _)| Some(v)),
-            col!("ts_first", Ts, rows, |(f, _, _, o)| Some(f.ts_first - o)),
-            col!("ts_last", Ts, rows, |(f, _, _, o)| Some(f.ts_last - o)),
+            col!("vantage", Str, rows, |(_, _, v, ..)| Some(v)),
+            col!("ts_first", Ts, rows, |(f, _, _, o, _)| Some(f.ts_first - o)),
+            col!("ts_last", Ts, rows, |(f, _, _, o, _)| Some(f.ts_last - o)),
             col!("orig_h", Str, rows, |(f, c, ..)| Some(
                 f.ends[*c].0.to_string()
             )),
@@ -811,6 +823,17 @@ fn flows_table(rows: Vec<(FlowRow, usize, &str, i64)>) -> Table {
             col!("history", Str, rows, |(f, c, ..)| Some(
                 f.history_string(*c)
             )),
+            col!("tls_version", Str, rows, |r| r
+                .4
+                .and_then(|t| t.version_name())),
+            col!("tls_cipher", Str, rows, |r| r
+                .4
+                .and_then(|t| t.cipher_name())),
+            col!("sni", Str, rows, |r| r.4.and_then(|t| t.sni.clone())),
+            col!("alpn", Str, rows, |r| r.4.and_then(|t| t.alpn.clone())),
+            col!("decrypted", Str, rows, |r| r
+                .4
+                .map(|t| t.decrypted().as_str())),
         ],
     }
 }

@@ -45,6 +45,7 @@ mod session_reinitialized;
 mod stale_session_reuse;
 mod stale_stream_conflict;
 mod suspect_terminal;
+mod undecrypted_tls;
 mod unknown_last_event_id;
 
 /// A module here for every kind, and a kind for every module.

@@ -44,6 +44,7 @@ mod session_reinitialized;
 mod stale_session_reuse;
 mod stale_stream_conflict;
 mod suspect_terminal;
+mod undecrypted_tls;
 mod unknown_last_event_id;
 
 use super::context::Context;
@@ -119,6 +120,7 @@ pub static RULES: &[&Rule] = &[
     &backend_switch::RULE,
     &unknown_last_event_id::RULE,
     &connection_refused::RULE,
+    &undecrypted_tls::RULE,
     &resume_without_cursor::RULE,
     &cursor_reset_ignored::RULE,
     &empty_resume_loop::RULE,
