@@ -433,9 +433,12 @@ fn no_panic_on_prefixes_and_corruption() {
             let _ = mcpcap::capture::read_capture(&c[..], 1, &mut anomalies, |f| a.frame(&f));
             let ex = a.finish();
             let analysis = mcpcap::analyze_exchanges(&ex, &[], a.counters.ts_last);
-            let _ = mcpcap::report::tables::findings(&analysis)
-                .to_dataframe()
-                .unwrap();
+            let _ = mcpcap::report::tables::findings(
+                &analysis,
+                &mcpcap::report::wireshark::FrameFiles::default(),
+            )
+            .to_dataframe()
+            .unwrap();
         }
     }
 }
