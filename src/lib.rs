@@ -20,7 +20,7 @@
 //! Nothing in the library opens files, reads clocks or prints; [`Analyzer`]
 //! ties stages 2–4 together (on worker threads with [`shard`]), [`analyze_exchanges`]
 //! stages 5–6 (or [`model_of`] and [`analyze_model`] one at a time). [`vantage`] aligns the clocks of several vantage points; [`synth`] writes
-//! large captures for benchmarks; [`hash`] compares payloads; [`text`] holds short strings.
+//! large captures for benchmarks; [`pcapng`] writes the packets `mcpcap extract` selects; [`hash`] compares payloads; [`text`] holds short strings.
 
 pub mod anomaly;
 pub mod budget;
@@ -32,6 +32,7 @@ pub mod hash;
 pub mod http;
 pub mod jsonrpc;
 pub mod mcp;
+pub mod pcapng;
 pub mod report;
 pub mod shard;
 pub mod sse;
