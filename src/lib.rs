@@ -21,8 +21,10 @@
 //!
 //! Nothing in the library opens files, reads clocks or prints; [`Analyzer`]
 //! ties stages 2–5 together (on worker threads with [`shard`]), [`analyze_exchanges`]
-//! stages 6–7 (or [`model_of`] and [`analyze_model`] one at a time). [`vantage`] aligns the clocks of several vantage points; [`synth`] writes
-//! large captures for benchmarks; [`hash`] compares payloads; [`text`] holds short strings.
+//! stages 6–7 (or [`model_of`] and [`analyze_model`] one at a time). [`vantage`] aligns the
+//! clocks of several vantage points; [`synth`] writes large captures for benchmarks; [`pcapng`]
+//! writes the packets `mcpcap extract` selects; [`hash`] compares payloads; [`text`] holds short
+//! strings.
 
 pub mod anomaly;
 pub mod budget;
@@ -34,6 +36,7 @@ pub mod hash;
 pub mod http;
 pub mod jsonrpc;
 pub mod mcp;
+pub mod pcapng;
 pub mod report;
 pub mod shard;
 pub mod sse;

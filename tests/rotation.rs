@@ -63,8 +63,30 @@ fn tables(args: &[&Path], out: &Path, port: Option<&str>) -> Vec<String> {
     TABLES
         .iter()
         .filter(|t| !matches!(**t, "vantages" | "files"))
-        .map(|t| std::fs::read_to_string(out.join(format!("{t}.csv"))).unwrap())
+        .map(|t| {
+            let text = std::fs::read_to_string(out.join(format!("{t}.csv"))).unwrap();
+            if *t == "findings" {
+                // Its last two columns, `file` and `wireshark_filter`, name the file.
+                text.lines().map(|l| without_last_two(l) + "\n").collect()
+            } else {
+                text
+            }
+        })
         .collect()
+}
+
+/// A CSV line without its last two fields (quotes respected).
+fn without_last_two(line: &str) -> String {
+    let mut ends = Vec::new();
+    let mut quoted = false;
+    for (i, c) in line.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            ',' if !quoted => ends.push(i),
+            _ => {}
+        }
+    }
+    line[..ends[ends.len() - 2]].to_string()
 }
 
 #[test]

@@ -31,6 +31,9 @@ pub enum Command {
     Exchanges(AnalyzeArgs),
     /// Print or write the events table (one row per SSE event).
     Events(AnalyzeArgs),
+    /// Write the packets of one session, or of one finding's session, to a pcapng file
+    /// (`--out FILE.pcapng`), with a comment on each frame a finding cites.
+    Extract(ExtractArgs),
     /// Write a large synthetic capture for benchmarks (deterministic from the seed).
     Synth(SynthArgs),
 }
@@ -69,6 +72,21 @@ fn parse_size(s: &str) -> Result<u64, String> {
         .map_err(|e| format!("{s:?}: {e}"))?
         .checked_mul(mult)
         .ok_or_else(|| format!("{s:?}: too large"))
+}
+
+// `mcpcap extract`: the input options of `analyze` (its `--out` is the pcapng file written),
+// and which packets.
+#[derive(clap::Args, Debug)]
+pub struct ExtractArgs {
+    #[command(flatten)]
+    pub analyze: AnalyzeArgs,
+    /// The session whose packets are written (its `session_id`, as the tables show it).
+    #[arg(long, required_unless_present = "finding", conflicts_with = "finding")]
+    pub session: Option<String>,
+    /// The finding (its number, `[n]` in the report) whose session's packets are written; only
+    /// its cited frames get comments.
+    #[arg(long)]
+    pub finding: Option<u64>,
 }
 
 // `--format`.

@@ -21,6 +21,7 @@ macro_rules! say {
 
 mod args;
 mod dump;
+mod extract;
 mod inputs;
 mod output;
 mod plan;
@@ -60,6 +61,7 @@ pub fn main() -> i32 {
         Command::Flows(a) => analyze(Mode::Table("flows"), &a),
         Command::Exchanges(a) => analyze(Mode::Table("exchanges"), &a),
         Command::Events(a) => analyze(Mode::Table("events"), &a),
+        Command::Extract(x) => extract(&x),
         Command::Synth(a) => synth::run(&a),
     };
     match result {
@@ -74,6 +76,25 @@ pub fn main() -> i32 {
 /// An analysing command: its plan, then the run.
 fn analyze(mode: Mode, args: &args::AnalyzeArgs) -> anyhow::Result<i32> {
     run::run(&Plan::new(mode, args)?)
+}
+
+/// `extract`: the plan of `analyze` for its input options, then the run, writing the pcapng
+/// file instead of the tables.
+fn extract(x: &args::ExtractArgs) -> anyhow::Result<i32> {
+    let Some(out) = x.analyze.out.clone() else {
+        anyhow::bail!("extract needs --out FILE.pcapng");
+    };
+    let mut plan = Plan::new(Mode::Table("findings"), &x.analyze)?;
+    plan.destination = plan::Destination::Stdout;
+    plan.beside.clear();
+    plan.extract = Some(extract::Extract {
+        selection: match (&x.session, x.finding) {
+            (Some(s), _) => extract::Selection::Session(s.clone()),
+            (None, n) => extract::Selection::Finding(n.unwrap_or(0)),
+        },
+        out,
+    });
+    run::run(&plan)
 }
 
 /// The error of an operation on `path` that failed with `e`: `<path>: <e>`, as every message

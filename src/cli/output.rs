@@ -13,6 +13,7 @@ use mcpcap::anomaly::Anomalies;
 use mcpcap::detect::Analysis;
 use mcpcap::http::Exchange;
 use mcpcap::report::tables::{self, FlowsPart, VantageRow};
+use mcpcap::report::wireshark::FrameFiles;
 use mcpcap::report::{self, Format, Table};
 use mcpcap::vantage::ClockOffset;
 
@@ -40,6 +41,8 @@ pub struct Results<'a> {
     /// Every set of anomalies of the run: the capture reader's, the detectors', then each
     /// vantage point's frames', flows' and HTTP's.
     anomaly_sets: Vec<&'a Anomalies>,
+    /// Which file each finding's frames are in.
+    frame_files: FrameFiles<'a>,
 }
 
 impl<'a> Results<'a> {
@@ -51,7 +54,7 @@ impl<'a> Results<'a> {
         offsets: &[ClockOffset],
     ) -> Results<'a> {
         let vantages = || capture.vantages.iter().zip(offsets);
-        let flow_parts = vantages()
+        let flow_parts: Vec<FlowsPart<'a>> = vantages()
             .map(|(v, o)| FlowsPart {
                 vantage: &v.name,
                 flows: &v.analyzer.flows,
@@ -79,10 +82,12 @@ impl<'a> Results<'a> {
                 &v.analyzer.http.anomalies,
             ]);
         }
+        let frame_files = FrameFiles::new(&flow_parts, &capture.file_rows);
         Results {
             analysis,
             exchanges,
             capture,
+            frame_files,
             flow_parts,
             vantage_rows,
             anomaly_sets,
@@ -103,7 +108,7 @@ impl<'a> Results<'a> {
             "anomalies" => tables::anomalies(&self.anomaly_sets),
             "vantages" => tables::vantages(&self.vantage_rows),
             "files" => tables::files(&self.capture.file_rows),
-            _ => tables::findings(a),
+            _ => tables::findings(a, &self.frame_files),
         }
     }
 
@@ -115,7 +120,11 @@ impl<'a> Results<'a> {
             "flows" => Box::new(tables::flows_chunks(&self.flow_parts, ROWS_PER_PIECE)),
             "resumptions" => Box::new(tables::resumptions_chunks(a, ex, ROWS_PER_PIECE)),
             "calls" => Box::new(tables::calls_chunks(a, ex, ROWS_PER_PIECE)),
-            "findings" => Box::new(tables::findings_chunks(a, ROWS_PER_PIECE)),
+            "findings" => Box::new(tables::findings_chunks(
+                a,
+                &self.frame_files,
+                ROWS_PER_PIECE,
+            )),
             "events" => Box::new(tables::events_chunks(&a.model, ex, ROWS_PER_PIECE)),
             "exchanges" => Box::new(tables::exchanges_chunks(&a.model, ex, ROWS_PER_PIECE)),
             _ => Box::new(std::iter::once(self.build(name))),
@@ -293,7 +302,7 @@ fn show(plan: &Plan, results: &Results<'_>, out: &mut impl Write) -> anyhow::Res
             files: (c.file_rows.len() > 1).then(|| tables::files(&c.file_rows)),
             sessions: tables::sessions(a, ex),
             resumptions: tables::resumptions(a, ex),
-            findings: tables::findings(a),
+            findings: tables::findings(a, &results.frame_files),
             calls: tables::calls(a, ex),
         };
         terminal::render(out, &report, plan.style);

@@ -108,6 +108,8 @@ pub struct Plan {
     pub progress_leaves_first: bool,
     /// How the terminal report looks (`--format table` of `analyze`).
     pub style: terminal::Style,
+    /// `extract`: the pcapng file to write instead of the tables.
+    pub extract: Option<super::extract::Extract>,
     /// `--port` and `--app-seq` as [`Options`]; [`Plan::options`] completes them.
     options: Options,
 }
@@ -152,6 +154,7 @@ impl Plan {
             progress: !args.quiet && std::io::stderr().is_terminal(),
             progress_leaves_first: args.out.is_none(),
             style: style(args.all),
+            extract: None,
             options: Options {
                 ports: args.ports.clone(),
                 app_seq: args.app_seq.clone(),

@@ -80,6 +80,12 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
         // The tables go to the terminal or stdout: the bar leaves first.
         progress.finish();
     }
+    if let Some(x) = &plan.extract {
+        let n = super::extract::write(x, &analysis, &exchanges, &capture)?;
+        progress.finish();
+        say!("{n} packets written to {}", x.out.display());
+        return Ok(EXIT_OK);
+    }
     let results = Results::new(&analysis, &exchanges, &capture, &merged.offsets);
     output::write(plan, &results, beside)?;
     drop(results);

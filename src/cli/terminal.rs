@@ -461,6 +461,14 @@ fn session(out: &mut impl Write, r: &Report<'_>, of: &Sessions, i: usize, style:
             cell(f, "flow_id", k),
             raw(f, "detail", k)
         );
+        let file = raw(f, "file", k);
+        let _ = writeln!(
+            out,
+            "      wireshark{}{}: {}",
+            if file.is_empty() { "" } else { " " },
+            file,
+            raw(f, "wireshark_filter", k)
+        );
     }
     let res: Vec<usize> = (0..r.resumptions.height())
         .filter(|&k| of.resumptions[k] == sid)

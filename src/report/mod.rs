@@ -7,6 +7,7 @@
 //! UTC datetimes (microsecond precision) in the tables.
 
 pub mod tables;
+pub mod wireshark;
 
 /// The tables `analyze` writes with `--format csv|parquet`, in order (file stems).
 pub const TABLE_NAMES: [&str; 11] = [

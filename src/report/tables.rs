@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use super::wireshark::FrameFiles;
 use super::{Table, Text, Values};
 use crate::anomaly::{Anomalies, Anomaly, Code};
 use crate::detect::{Analysis, Severity};
@@ -32,20 +33,26 @@ fn join<S: AsRef<str>, I: IntoIterator<Item = S>>(it: I) -> Option<String> {
     out
 }
 
-/// `findings`: one row per finding (notice.log).
-pub fn findings(a: &Analysis) -> Table {
-    findings_rows(a, 0..a.findings.len())
+/// `findings`: one row per finding (notice.log); `files` places each finding's frames in its
+/// capture file (the `file` and `wireshark_filter` columns).
+pub fn findings(a: &Analysis, files: &FrameFiles<'_>) -> Table {
+    findings_rows(a, files, 0..a.findings.len())
 }
 
 /// `findings` as tables of at most `rows` rows each (as [`exchanges_chunks`]).
-pub fn findings_chunks(a: &Analysis, rows: usize) -> impl Iterator<Item = Table> + '_ {
-    pieces(a.findings.len(), rows).map(move |r| findings_rows(a, r))
+pub fn findings_chunks<'a>(
+    a: &'a Analysis,
+    files: &'a FrameFiles<'a>,
+    rows: usize,
+) -> impl Iterator<Item = Table> + 'a {
+    pieces(a.findings.len(), rows).map(move |r| findings_rows(a, files, r))
 }
 
 /// The `findings` rows of the findings `range` (numbered from 1 over all of them).
-fn findings_rows(a: &Analysis, range: std::ops::Range<usize>) -> Table {
+fn findings_rows(a: &Analysis, files: &FrameFiles<'_>, range: std::ops::Range<usize>) -> Table {
     let first = range.start as u64 + 1;
     let r = &a.findings[range];
+    let located: Vec<_> = r.iter().map(|f| files.locate(f)).collect();
     Table {
         name: "findings",
         columns: vec![
@@ -67,6 +74,10 @@ fn findings_rows(a: &Analysis, range: std::ops::Range<usize>) -> Table {
             col!("expected", Str, r, |f| f.expected.as_deref()),
             col!("observed", Str, r, |f| f.observed.as_deref()),
             col!("detail", Str, r, |f| Some(f.detail.as_str())),
+            col!("file", Str, located, |l| l.file.as_deref()),
+            col!("wireshark_filter", Str, located, |l| Some(
+                l.filter.as_str()
+            )),
         ],
     }
 }

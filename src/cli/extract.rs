@@ -1,0 +1,210 @@
+//! `mcpcap extract`: the packets of one session (every frame of every connection that carried
+//! one of its exchanges, handshakes and closes included), or of the session of one finding,
+//! written to a pcapng file with their original timestamps and link types. Each frame a finding
+//! of the session cites gets a comment naming the finding (`opt_comment`).
+//!
+//! The captures are read a second time, from the files the `files` table lists, so the frame
+//! numbers are those of the tables; a frame belongs to a connection when its TCP addresses are
+//! the connection's and its number lies in the connection's frames (`flows`).
+
+use std::collections::{HashMap, HashSet};
+use std::io::BufWriter;
+use std::path::PathBuf;
+
+use anyhow::{anyhow, bail};
+
+use mcpcap::decode::{decode, Decoded};
+use mcpcap::detect::Analysis;
+use mcpcap::http::Exchange;
+use mcpcap::pcapng::PcapngWriter;
+use mcpcap::report::tables::FlowsPart;
+use mcpcap::report::wireshark::FrameFiles;
+
+use super::at;
+use super::read::Capture;
+
+/// What `extract` writes.
+#[derive(Debug, Clone)]
+pub struct Extract {
+    /// The packets chosen.
+    pub selection: Selection,
+    /// The pcapng file written.
+    pub out: PathBuf,
+}
+
+/// Which packets `extract` writes.
+#[derive(Debug, Clone)]
+pub enum Selection {
+    /// Those of the session with this `session_id`.
+    Session(String),
+    /// Those of the session of the finding with this number (from 1, the `finding` column).
+    Finding(u64),
+}
+
+/// A connection to extract: its vantage point, addresses and frame range.
+struct Wanted {
+    vantage: String,
+    ends: [(std::net::IpAddr, u16); 2],
+    frames: std::ops::RangeInclusive<u64>,
+}
+
+/// Write the extract; returns the number of packets written.
+///
+/// Errors: the session or finding does not exist, a capture was read from standard input (it
+/// cannot be read again), a capture cannot be reopened, or the output cannot be written; the
+/// message names the path.
+pub fn write(
+    x: &Extract,
+    analysis: &Analysis,
+    exchanges: &[Exchange],
+    capture: &Capture,
+) -> anyhow::Result<u64> {
+    let parts: Vec<FlowsPart<'_>> = capture
+        .vantages
+        .iter()
+        .map(|v| FlowsPart {
+            vantage: &v.name,
+            flows: &v.analyzer.flows,
+            client_dir: &v.analyzer.http.client_dir,
+            tls: &v.analyzer.http.tls.flows,
+            clock_offset_us: 0,
+        })
+        .collect();
+    let files = FrameFiles::new(&parts, &capture.file_rows);
+    let session = match &x.selection {
+        Selection::Session(s) => s.clone(),
+        Selection::Finding(n) => analysis
+            .findings
+            .get((*n as usize).wrapping_sub(1))
+            .map(|f| f.session_id.clone())
+            .ok_or_else(|| {
+                anyhow!(
+                    "no finding {n} (the capture has {})",
+                    analysis.findings.len()
+                )
+            })?,
+    };
+    let m = &analysis.model;
+    let flows: HashSet<usize> = exchanges
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| m.sessions[m.exchange_session[*i]].label_str() == session)
+        .map(|(_, e)| e.flow_index)
+        .collect();
+    if flows.is_empty() {
+        bail!("no session {session} in the capture (see the sessions table)");
+    }
+    let mut wanted = Vec::new();
+    for p in &parts {
+        for &i in &flows {
+            if let Some(r) = p.flows.row(i) {
+                wanted.push(Wanted {
+                    vantage: p.vantage.to_string(),
+                    ends: r.ends,
+                    frames: r.frame_first..=r.frame_last,
+                });
+            }
+        }
+    }
+    let comments = comments(x, analysis, &files, &session);
+    let tmp = x.out.clone();
+    let file = std::fs::File::create(&tmp).map_err(|e| at(&tmp, e))?;
+    let mut w = PcapngWriter::new(
+        BufWriter::new(file),
+        concat!("mcpcap ", env!("CARGO_PKG_VERSION")),
+    )
+    .map_err(|e| at(&tmp, e))?;
+    let mut written = 0u64;
+    for row in &capture.file_rows {
+        let (Some(first), path) = (row.frame_first, PathBuf::from(&row.file)) else {
+            continue;
+        };
+        if row.file == "-" {
+            bail!("extract reads the captures twice: give files, not standard input");
+        }
+        let mine: Vec<&Wanted> = wanted.iter().filter(|w| w.vantage == row.vantage).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let input = std::fs::File::open(&path).map_err(|e| at(&path, e))?;
+        let mut anomalies = mcpcap::anomaly::Anomalies::default();
+        let mut failed = None;
+        let _ = mcpcap::capture::read_capture(
+            std::io::BufReader::new(input),
+            first,
+            &mut anomalies,
+            |f| {
+                if failed.is_some()
+                    || !mine
+                        .iter()
+                        .any(|c| takes(c, f.number, f.linktype, f.data, f.orig_len))
+                {
+                    return;
+                }
+                let notes: Vec<&str> = comments
+                    .get(&(row.vantage.as_str(), f.number))
+                    .map(|v| v.iter().map(String::as_str).collect())
+                    .unwrap_or_default();
+                let linktype = u16::try_from(f.linktype).unwrap_or(0);
+                match w.packet(linktype, f.ts, f.data, f.orig_len, &notes) {
+                    Ok(()) => written += 1,
+                    Err(e) => failed = Some(e),
+                }
+            },
+        )
+        .map_err(|e| at(&path, e))?;
+        if let Some(e) = failed {
+            return Err(at(&x.out, e));
+        }
+    }
+    w.finish().map_err(|e| at(&x.out, e))?;
+    Ok(written)
+}
+
+/// Whether frame `number` is a segment of connection `w`.
+fn takes(w: &Wanted, number: u64, linktype: i32, data: &[u8], orig_len: u32) -> bool {
+    if !w.frames.contains(&number) {
+        return false;
+    }
+    match decode(linktype, data, orig_len) {
+        Decoded::Tcp(s) => {
+            let (a, b) = ((s.src, s.sport), (s.dst, s.dport));
+            (a, b) == (w.ends[0], w.ends[1]) || (b, a) == (w.ends[0], w.ends[1])
+        }
+        _ => false,
+    }
+}
+
+/// The comment of each cited frame, by (vantage point, frame): `mcpcap finding <n>: <kind>
+/// (<severity>)`, one per finding citing it; for [`Selection::Finding`] that finding's
+/// frames only, else those of every finding of `session`.
+fn comments<'a>(
+    x: &Extract,
+    analysis: &'a Analysis,
+    files: &'a FrameFiles<'_>,
+    session: &str,
+) -> HashMap<(&'a str, u64), Vec<String>> {
+    let mut by_frame: HashMap<(&str, u64), Vec<String>> = HashMap::new();
+    for (k, f) in analysis.findings.iter().enumerate() {
+        let n = k as u64 + 1;
+        let chosen = match x.selection {
+            Selection::Finding(want) => n == want,
+            Selection::Session(_) => f.session_id == session,
+        };
+        if !chosen {
+            continue;
+        }
+        let (vantage, frames) = files.cited(f);
+        for fr in frames {
+            by_frame
+                .entry((vantage.unwrap_or(""), fr))
+                .or_default()
+                .push(format!(
+                    "mcpcap finding {n}: {} ({})",
+                    f.kind.as_str(),
+                    f.severity.as_str()
+                ));
+        }
+    }
+    by_frame
+}
