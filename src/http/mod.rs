@@ -479,6 +479,9 @@ impl StreamSink for HttpLayer {
     /// The event goes through the TLS stage, which hands this stage what it reads: the event
     /// itself for a connection that is not TLS, the plaintext of one that is.
     fn event(&mut self, flow: FlowMeta, ev: StreamEvent<'_>, ts: i64, frame: u64) {
+        if self.tls.passes_through(flow.index, &ev) {
+            return self.plain_event(flow, ev, ts, frame);
+        }
         let mut tls = std::mem::take(&mut self.tls);
         tls.event(flow, ev, ts, frame, &mut Plain(self));
         if !tls.anomalies.counts.is_empty() {

@@ -169,6 +169,19 @@ pub struct TlsLayer {
     pub anomalies: Anomalies,
 }
 
+impl TlsLayer {
+    /// Whether [`TlsLayer::event`] would hand `ev` of flow `fi` on unchanged and keep no state
+    /// of it: a connection already known not to be TLS (its chunks), and every event but a
+    /// chunk or the close. The stage above may then take the event itself.
+    pub fn passes_through(&self, fi: usize, ev: &StreamEvent<'_>) -> bool {
+        match ev {
+            StreamEvent::Chunk(..) => !self.plain.is_empty() && self.plain.contains(&fi),
+            StreamEvent::Close => false,
+            _ => true,
+        }
+    }
+}
+
 /// Whether `b` starts like a TLS record (as much of the header as there is).
 pub fn looks_like_tls(b: &[u8]) -> bool {
     matches!(b.first(), Some(20..=23))
