@@ -1,44 +1,10 @@
 //! The `calls` table on real captures: what each request asked, how long it took, how it ended,
 //! and which findings concern it (columns read by name, from the NDJSON files).
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
+use common::{fixture_path, ndjson_table};
 
 use serde_json::Value;
-
-/// The rows of `table` for a fixture capture, as JSON objects.
-fn table(fixture: &str, table: &str) -> Vec<Value> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let out = std::env::temp_dir().join(format!(
-        "mcpcap-calls-{}-{}",
-        std::process::id(),
-        fixture.replace('/', "_")
-    ));
-    let o = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
-        .args([
-            "analyze",
-            "--format",
-            "ndjson",
-            "--fail-on",
-            "never",
-            "--out",
-        ])
-        .arg(&out)
-        .arg(root.join("fixtures").join(fixture))
-        .output()
-        .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let text = std::fs::read_to_string(out.join(format!("{table}.ndjson"))).unwrap();
-    let _ = std::fs::remove_dir_all(&out);
-    text.lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
 
 /// The call with request id `id`.
 fn call<'a>(calls: &'a [Value], id: &str) -> &'a Value {
@@ -50,7 +16,7 @@ fn call<'a>(calls: &'a [Value], id: &str) -> &'a Value {
 
 #[test]
 fn a_healthy_session_has_every_call_answered_with_its_latency_and_progress() {
-    let calls = table("mcp/healthy_ts.pcap", "calls");
+    let calls = ndjson_table(&[fixture_path("mcp/healthy_ts.pcap")], "calls");
     let methods: Vec<&str> = calls
         .iter()
         .map(|c| c["method"].as_str().unwrap())
@@ -75,8 +41,8 @@ fn a_healthy_session_has_every_call_answered_with_its_latency_and_progress() {
 
 #[test]
 fn a_lost_response_is_lost_and_names_its_findings() {
-    let calls = table("mcp/lost_response.pcap", "calls");
-    let findings = table("mcp/lost_response.pcap", "findings");
+    let calls = ndjson_table(&[fixture_path("mcp/lost_response.pcap")], "calls");
+    let findings = ndjson_table(&[fixture_path("mcp/lost_response.pcap")], "findings");
     let c = call(&calls, "2");
     assert_eq!(c["outcome"], "lost");
     assert_eq!(c["ts_response"], Value::Null);
@@ -99,8 +65,8 @@ fn a_lost_response_is_lost_and_names_its_findings() {
 
 #[test]
 fn a_fork_names_the_fork_findings_on_the_call_it_broke() {
-    let calls = table("mcp/fork_restart.pcap", "calls");
-    let findings = table("mcp/fork_restart.pcap", "findings");
+    let calls = ndjson_table(&[fixture_path("mcp/fork_restart.pcap")], "calls");
+    let findings = ndjson_table(&[fixture_path("mcp/fork_restart.pcap")], "findings");
     let c = call(&calls, "2");
     // The fabricated log ends with a result: the call looks answered; its findings say otherwise.
     assert_eq!(c["outcome"], "result");
@@ -130,7 +96,7 @@ fn a_fork_names_the_fork_findings_on_the_call_it_broke() {
 
 #[test]
 fn requests_with_a_dead_session_id_are_refused_with_their_status() {
-    let calls = table("mcp-sdk/stale_session_ts.pcap", "calls");
+    let calls = ndjson_table(&[fixture_path("mcp-sdk/stale_session_ts.pcap")], "calls");
     let refused: Vec<(&str, &Value)> = calls
         .iter()
         .filter(|c| c["outcome"] == "refused")
@@ -149,14 +115,20 @@ fn requests_with_a_dead_session_id_are_refused_with_their_status() {
 
 #[test]
 fn a_response_delivered_twice_is_answered_twice() {
-    let calls = table("mcp-faults/cross_stream_replay.pcap", "calls");
+    let calls = ndjson_table(
+        &[fixture_path("mcp-faults/cross_stream_replay.pcap")],
+        "calls",
+    );
     assert_eq!(call(&calls, "3")["outcome"], "answered_twice");
     assert_eq!(call(&calls, "2")["outcome"], "lost");
 }
 
 #[test]
 fn a_legacy_session_answers_on_its_get_stream() {
-    let calls = table("mcp-eras/healthy_legacy_sse_py.pcap", "calls");
+    let calls = ndjson_table(
+        &[fixture_path("mcp-eras/healthy_legacy_sse_py.pcap")],
+        "calls",
+    );
     assert!(calls
         .iter()
         .all(|c| c["outcome"] == "result" && c["status"] == 202));
@@ -167,7 +139,10 @@ fn a_legacy_session_answers_on_its_get_stream() {
 
 #[test]
 fn a_cancelled_request_is_cancelled() {
-    let calls = table("mcp-gen/resume_ok_ts_timeout.pcap", "calls");
+    let calls = ndjson_table(
+        &[fixture_path("mcp-gen/resume_ok_ts_timeout.pcap")],
+        "calls",
+    );
     let c = call(&calls, "3");
     assert_eq!(c["outcome"], "cancelled");
     assert_eq!(c["method"], "tools/call");

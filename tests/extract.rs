@@ -3,6 +3,9 @@
 //!
 //! Skipped, saying why, when tshark is missing, unless `MCPCAP_REQUIRE_READERS` is set.
 
+mod common;
+use common::ndjson_table;
+
 use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,32 +14,6 @@ use serde_json::Value;
 
 fn tmp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("mcpcap-extract-{}-{name}", std::process::id()))
-}
-
-/// The rows of table `name` of `capture`.
-fn table(capture: &Path, name: &str) -> Vec<Value> {
-    let out = tmp(&format!(
-        "tables-{}",
-        capture.file_name().unwrap().to_string_lossy()
-    ));
-    let o = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
-        .args([
-            "analyze",
-            "--format",
-            "ndjson",
-            "--fail-on",
-            "never",
-            "--out",
-        ])
-        .arg(&out)
-        .arg(capture)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = std::fs::read_to_string(out.join(format!("{name}.ndjson"))).unwrap();
-    text.lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 fn extract(capture: &Path, select: &[&str], out: &Path) {
@@ -106,15 +83,15 @@ fn a_session_extract_has_its_connections_comments_and_findings() {
         return;
     }
     let cap = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp/fork_restart.pcap");
-    let findings = table(&cap, "findings");
+    let findings = ndjson_table(&[&cap], "findings");
     let session = findings[0]["session_id"].as_str().unwrap().to_string();
     // Every frame of every connection that carried an exchange of the session.
-    let flows: HashSet<String> = table(&cap, "exchanges")
+    let flows: HashSet<String> = ndjson_table(&[&cap], "exchanges")
         .iter()
         .filter(|e| e["session_id"] == session.as_str())
         .map(|e| e["flow_id"].as_str().unwrap().to_string())
         .collect();
-    let packets: u64 = table(&cap, "flows")
+    let packets: u64 = ndjson_table(&[&cap], "flows")
         .iter()
         .filter(|f| flows.contains(f["flow_id"].as_str().unwrap()))
         .map(|f| f["orig_pkts"].as_u64().unwrap() + f["resp_pkts"].as_u64().unwrap())
@@ -126,7 +103,7 @@ fn a_session_extract_has_its_connections_comments_and_findings() {
     assert!(packets > 20, "{packets}");
     // Original timestamps: the first frame of the extract is the first frame of its flows.
     let first_ts = tshark(&out, "frame.time_epoch")[0].clone();
-    let ts_first = table(&cap, "flows")
+    let ts_first = ndjson_table(&[&cap], "flows")
         .iter()
         .filter(|f| flows.contains(f["flow_id"].as_str().unwrap()))
         .map(|f| f["ts_first"].as_str().unwrap().to_string())
@@ -152,7 +129,7 @@ fn a_session_extract_has_its_connections_comments_and_findings() {
         }
     }
     // Analysed again: the same findings.
-    let again = table(&out, "findings");
+    let again = ndjson_table(&[&out], "findings");
     assert_eq!(judged(&again, &session), judged(&findings, &session));
 }
 
@@ -162,7 +139,7 @@ fn a_finding_extract_comments_only_that_findings_frames() {
         return;
     }
     let cap = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp/fork_restart.pcap");
-    let findings = table(&cap, "findings");
+    let findings = ndjson_table(&[&cap], "findings");
     let out = tmp("finding.pcapng");
     extract(&cap, &["--finding", "1"], &out);
     let comments: Vec<String> = tshark(&out, "frame.comment")

@@ -2,8 +2,10 @@
 //! and 1.2 through a TLS proxy, each with its key log and the backend leg in the clear:
 //! `fixtures/gen/tls/`).
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 fn fixture(name: &str) -> PathBuf {
@@ -32,38 +34,13 @@ fn tables(tag: &str, args: &[&std::ffi::OsStr]) -> (BTreeMap<String, Rows>, Stri
     );
     let mut all = BTreeMap::new();
     for t in mcpcap::report::TABLE_NAMES {
-        all.insert(t.to_string(), read_csv(&out.join(format!("{t}.csv"))));
+        all.insert(
+            t.to_string(),
+            common::csv_rows(&std::fs::read_to_string(out.join(format!("{t}.csv"))).unwrap()),
+        );
     }
     let _ = std::fs::remove_dir_all(&out);
     (all, String::from_utf8_lossy(&o.stderr).into_owned())
-}
-
-fn read_csv(p: &Path) -> Rows {
-    let text = std::fs::read_to_string(p).unwrap();
-    let mut lines = text.lines();
-    let head: Vec<String> = split(lines.next().unwrap_or(""));
-    lines
-        .map(|l| head.iter().cloned().zip(split(l)).collect())
-        .collect()
-}
-
-/// CSV fields (quotes as polars writes them: doubled inside quoted fields).
-fn split(line: &str) -> Vec<String> {
-    let (mut out, mut cur, mut q) = (Vec::new(), String::new(), false);
-    let mut it = line.chars().peekable();
-    while let Some(c) = it.next() {
-        match c {
-            '"' if q && it.peek() == Some(&'"') => {
-                cur.push('"');
-                it.next();
-            }
-            '"' => q = !q,
-            ',' if !q => out.push(std::mem::take(&mut cur)),
-            c => cur.push(c),
-        }
-    }
-    out.push(cur);
-    out
 }
 
 /// The columns that differ between a TLS leg and its cleartext twin by nature: times, frames,

@@ -7,41 +7,18 @@
 //! Skipped, saying why, when tshark or editcap is missing, unless `MCPCAP_REQUIRE_READERS` is
 //! set (`.ci/run` installs tshark).
 
+mod common;
+use common::ndjson_table;
+
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-use serde_json::Value;
 
 fn have(tool: &str) -> bool {
     Command::new(tool)
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success())
-}
-
-/// The rows of table `name` of `captures` (NDJSON files written to a fresh directory).
-fn table(captures: &[PathBuf], name: &str, tag: &str) -> Vec<Value> {
-    let out = std::env::temp_dir().join(format!("mcpcap-wsfilter-{}-{tag}", std::process::id()));
-    let o = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
-        .args([
-            "analyze",
-            "--format",
-            "ndjson",
-            "--fail-on",
-            "never",
-            "--out",
-        ])
-        .arg(&out)
-        .args(captures)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = std::fs::read_to_string(out.join(format!("{name}.ndjson"))).unwrap();
-    let _ = std::fs::remove_dir_all(&out);
-    text.lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// The frame numbers of `frame.number in {a, b, c}`.
@@ -75,7 +52,7 @@ fn tshark(file: &Path, filter: &str) -> BTreeSet<u64> {
 
 /// Check every finding of `captures`; returns how many findings cite more than one frame.
 fn check(captures: &[PathBuf], tag: &str) -> usize {
-    let files = table(captures, "files", tag);
+    let files = ndjson_table(captures, "files");
     let by_name: HashMap<String, PathBuf> = captures
         .iter()
         .map(|p| {
@@ -86,7 +63,7 @@ fn check(captures: &[PathBuf], tag: &str) -> usize {
         })
         .collect();
     let mut several = 0;
-    for f in table(captures, "findings", tag) {
+    for f in ndjson_table(captures, "findings") {
         let name = f["file"].as_str().unwrap_or_else(|| panic!("no file: {f}"));
         let path = &by_name[name];
         let filter = f["wireshark_filter"].as_str().unwrap();

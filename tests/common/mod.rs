@@ -1334,3 +1334,28 @@ pub fn event_chunks(evs: &[Ev]) -> Vec<u8> {
         .flat_map(|e| chunk(e.text().as_bytes()))
         .collect()
 }
+
+/// The rows of table `name` of `captures` as JSON objects: `analyze --format ndjson --fail-on
+/// never --out DIR` into a fresh directory (removed after), which must succeed.
+pub fn ndjson_table<P: AsRef<std::path::Path>>(captures: &[P], name: &str) -> Vec<Value> {
+    let out = temp_path("tables", "d");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+        .args([
+            "analyze",
+            "--format",
+            "ndjson",
+            "--fail-on",
+            "never",
+            "--out",
+        ])
+        .arg(&out)
+        .args(captures.iter().map(AsRef::as_ref))
+        .output()
+        .expect("run mcpcap");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(out.join(format!("{name}.ndjson"))).unwrap();
+    let _ = std::fs::remove_dir_all(&out);
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
