@@ -169,13 +169,13 @@ pub struct Anomalies {
     /// Kept rows, in the order they were raised.
     pub rows: Vec<Anomaly>,
     /// Exact count per code, including rows not kept.
-    pub counts: BTreeMap<&'static str, u64>,
+    pub counts: BTreeMap<Code, u64>,
 }
 
 impl Anomalies {
     /// Record one anomaly.
     pub fn add(&mut self, a: Anomaly) {
-        *self.counts.entry(a.code.as_str()).or_insert(0) += 1;
+        *self.counts.entry(a.code).or_insert(0) += 1;
         if self.rows.len() < MAX_KEPT {
             self.rows.push(a);
         }
@@ -192,9 +192,19 @@ impl Anomalies {
         if self.rows.len() < MAX_KEPT {
             self.add(Anomaly::new(code, frame, flow_id, detail()));
         } else {
-            *self.counts.entry(code.as_str()).or_insert(0) += 1;
+            *self.counts.entry(code).or_insert(0) += 1;
         }
     }
+    /// Take in another set (a later stage's, or a worker's): its counts added, its rows kept
+    /// while there is room (past [`MAX_KEPT`] only counted, as [`Anomalies::add`] does).
+    pub fn absorb(&mut self, other: Anomalies) {
+        for (code, n) in other.counts {
+            *self.counts.entry(code).or_insert(0) += n;
+        }
+        let room = MAX_KEPT.saturating_sub(self.rows.len());
+        self.rows.extend(other.rows.into_iter().take(room));
+    }
+
     /// Count of every anomaly, kept or not.
     pub fn total(&self) -> u64 {
         self.counts.values().sum()
@@ -202,7 +212,7 @@ impl Anomalies {
 
     /// Count of one code.
     pub fn count(&self, code: Code) -> u64 {
-        self.counts.get(code.as_str()).copied().unwrap_or(0)
+        self.counts.get(&code).copied().unwrap_or(0)
     }
 }
 

@@ -485,10 +485,7 @@ impl StreamSink for HttpLayer {
         let mut tls = std::mem::take(&mut self.tls);
         tls.event(flow, ev, ts, frame, &mut Plain(self));
         if !tls.anomalies.counts.is_empty() {
-            let a = std::mem::take(&mut tls.anomalies);
-            for r in a.rows {
-                self.anomalies.add(r);
-            }
+            self.anomalies.absorb(std::mem::take(&mut tls.anomalies));
         }
         self.tls = tls;
     }

@@ -946,12 +946,12 @@ pub fn anomalies(sets: &[&Anomalies]) -> Table {
     // In frame order (then flow and code), whichever thread raised them.
     let mut rows: Vec<_> = sets.iter().flat_map(|s| s.rows.iter()).collect();
     rows.sort_by(|a, b| (a.frame, &a.flow_id, a.code).cmp(&(b.frame, &b.flow_id, b.code)));
-    let mut unlisted: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
-    for (code, n) in sets.iter().flat_map(|s| s.counts.iter()) {
+    let mut unlisted: std::collections::BTreeMap<Code, u64> = std::collections::BTreeMap::new();
+    for (&code, n) in sets.iter().flat_map(|s| s.counts.iter()) {
         *unlisted.entry(code).or_insert(0) += n;
     }
     for a in &rows {
-        if let Some(n) = unlisted.get_mut(a.code.as_str()) {
+        if let Some(n) = unlisted.get_mut(&a.code) {
             *n = n.saturating_sub(1);
         }
     }
