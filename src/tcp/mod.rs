@@ -52,6 +52,8 @@ pub struct Flow {
     pub fin: [bool; 2],
     /// RST seen per direction.
     pub rst: [bool; 2],
+    /// Frame of the first FIN or RST each direction sent (0: none).
+    pub end_frame: [u64; 2],
     /// Zeek-style history letters, recorded per direction in arrival order.
     pub history: History,
     /// Whether the connection ended (FIN both ways delivered; after a RST, a new SYN or the end of capture).
@@ -108,6 +110,7 @@ impl Flow {
             syn: self.syn,
             fin: self.fin,
             rst: self.rst,
+            end_frame: self.end_frame,
             history: self.history,
         }
     }
@@ -569,6 +572,7 @@ impl FlowTable {
             syn: [false; 2],
             fin: [false; 2],
             rst: [false; 2],
+            end_frame: [0; 2],
             history: History::default(),
             closed: false,
             ended: [false; 2],
@@ -645,6 +649,9 @@ impl FlowTable {
             flow.dirs[d].rst(seg.seq);
         }
         let Some(flow) = self.live_mut(i) else { return };
+        if (seg.fin || seg.rst) && flow.end_frame[d] == 0 {
+            flow.end_frame[d] = frame;
+        }
         if seg.fin {
             flow.fin[d] = true;
             flow.note(d, 'f');

@@ -76,6 +76,8 @@ pub struct FlowRow {
     pub fin: [bool; 2],
     /// RST seen per direction.
     pub rst: [bool; 2],
+    /// Frame of the first FIN or RST each direction sent (0: none).
+    pub end_frame: [u64; 2],
     /// History letters.
     pub history: History,
 }
@@ -135,6 +137,17 @@ impl FlowRow {
             varint(out, pair[0]);
             varint(out, pair[1]);
         }
+        // Relative to the first frame, plus one (0: none).
+        for f in self.end_frame {
+            varint(
+                out,
+                if f == 0 {
+                    0
+                } else {
+                    f.wrapping_sub(self.frame_first).wrapping_add(1)
+                },
+            );
+        }
         out.push(self.history.len);
         out.extend_from_slice(&self.history.marks[..usize::from(self.history.len)]);
     }
@@ -163,6 +176,15 @@ impl FlowRow {
         for p in &mut pairs {
             *p = [r.varint()?, r.varint()?];
         }
+        let mut end_frame = [0u64; 2];
+        for f in &mut end_frame {
+            let v = r.varint()?;
+            *f = if v == 0 {
+                0
+            } else {
+                frame_first.wrapping_add(v - 1)
+            };
+        }
         let len = *r.take(1)?.first()?;
         let mut history = History::default();
         let marks = r.take(usize::from(len).min(10))?;
@@ -184,6 +206,7 @@ impl FlowRow {
             syn: [bit(1), bit(2)],
             fin: [bit(3), bit(4)],
             rst: [bit(5), bit(6)],
+            end_frame,
             history,
         })
     }
@@ -272,6 +295,7 @@ mod tests {
                 syn: [flags[1], flags[2]],
                 fin: [flags[3], flags[4]],
                 rst: [flags[5], flags[6]],
+                end_frame: [counts[10].wrapping_add(counts[0] % 3), 0],
                 history,
             };
             let mut log = vec![7u8, 7];
