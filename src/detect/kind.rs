@@ -5,13 +5,13 @@
 use std::fmt;
 
 macro_rules! kinds {
-    ($($(#[$doc:meta])* $variant:ident => $name:literal,)*) => {
+    ($($(#[doc = $doc:literal])* $variant:ident => $name:literal,)*) => {
         /// A finding kind ([`Kind::as_str`] gives its stable name).
         ///
         /// Ordered by name, as the `findings` table sorts rows of one time, session and frame.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum Kind {
-            $($(#[$doc])* $variant,)*
+            $($(#[doc = $doc])* $variant,)*
         }
 
         impl Kind {
@@ -22,6 +22,14 @@ macro_rules! kinds {
             pub fn as_str(self) -> &'static str {
                 match self {
                     $(Kind::$variant => $name,)*
+                }
+            }
+
+            /// What the kind means, in one sentence (its doc comment, as docs/findings.md
+            /// lists it).
+            pub fn doc(self) -> &'static str {
+                match self {
+                    $(Kind::$variant => concat!($($doc),*).trim(),)*
                 }
             }
 

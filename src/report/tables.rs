@@ -138,8 +138,40 @@ fn calls_rows(a: &Analysis, ex: &[Exchange], range: std::ops::Range<usize>) -> T
     }
 }
 
-/// `sessions`: one row per session.
-pub fn sessions(a: &Analysis, ex: &[Exchange]) -> Table {
+/// One session's row of the `sessions` table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionRow {
+    /// The session's label ([`crate::mcp::Session::label`]).
+    pub label: String,
+    /// Negotiated protocol version.
+    pub protocol_version: Option<String>,
+    /// The revision whose rules apply.
+    pub era: &'static str,
+    /// Time of its first exchange, µs since the Unix epoch.
+    pub ts_first: Option<i64>,
+    /// Time its last exchange ended, µs since the Unix epoch.
+    pub ts_last: Option<i64>,
+    /// Exchanges.
+    pub exchanges: u64,
+    /// TCP connections that carried them.
+    pub flows: u64,
+    /// Logical streams.
+    pub streams: u64,
+    /// Resumptions.
+    pub resumptions: u64,
+    /// Findings of severity error.
+    pub errors: u64,
+    /// Findings of severity warning.
+    pub warnings: u64,
+    /// Findings of severity info.
+    pub infos: u64,
+    /// `broken` (an error finding), `suspect` (a warning), `not_mcp` (no JSON-RPC message or SSE
+    /// event), `unverifiable` (a resumption or response the capture cannot judge), `intact`.
+    pub verdict: &'static str,
+}
+
+/// The `sessions` rows, one per session of the model, in its order.
+pub fn session_rows(a: &Analysis, ex: &[Exchange]) -> Vec<SessionRow> {
     let m = &a.model;
     // Grouped once (a scan of every finding, stream and resumption per session is quadratic on
     // captures of many sessions).
@@ -169,8 +201,7 @@ pub fn sessions(a: &Analysis, ex: &[Exchange]) -> Table {
             }
         }
     }
-    let rows: Vec<_> = m
-        .sessions
+    m.sessions
         .iter()
         .enumerate()
         .map(|(si, s)| {
@@ -216,39 +247,46 @@ pub fn sessions(a: &Analysis, ex: &[Exchange]) -> Table {
                 .iter()
                 .filter_map(|&x| ex[x].ts_end.or(ex[x].ts_request))
                 .max();
-            (
+            SessionRow {
                 label,
-                s.protocol_version.clone(),
+                protocol_version: s.protocol_version.clone(),
+                era: s.era.as_str(),
                 ts_first,
                 ts_last,
-                s.exchanges.len() as u64,
-                flows.len() as u64,
+                exchanges: s.exchanges.len() as u64,
+                flows: flows.len() as u64,
                 streams,
                 resumptions,
-                count(Severity::Error),
-                count(Severity::Warning),
-                count(Severity::Info),
+                errors: count(Severity::Error),
+                warnings: count(Severity::Warning),
+                infos: count(Severity::Info),
                 verdict,
-                s.era.as_str(),
-            )
+            }
         })
-        .collect();
+        .collect()
+}
+
+/// `sessions`: one row per session.
+pub fn sessions(a: &Analysis, ex: &[Exchange]) -> Table {
+    let rows = session_rows(a, ex);
     Table {
         name: "sessions",
         columns: vec![
-            col!("session_id", Str, rows, |r| Some(r.0.as_str())),
-            col!("protocol_version", Str, rows, |r| r.1.as_deref()),
-            col!("era", Str, rows, |r| Some(r.12)),
-            col!("ts_first", Ts, rows, |r| r.2),
-            col!("ts_last", Ts, rows, |r| r.3),
-            col!("exchanges", U64, rows, |r| Some(r.4)),
-            col!("flows", U64, rows, |r| Some(r.5)),
-            col!("streams", U64, rows, |r| Some(r.6)),
-            col!("resumptions", U64, rows, |r| Some(r.7)),
-            col!("errors", U64, rows, |r| Some(r.8)),
-            col!("warnings", U64, rows, |r| Some(r.9)),
-            col!("infos", U64, rows, |r| Some(r.10)),
-            col!("verdict", Str, rows, |r| Some(r.11)),
+            col!("session_id", Str, rows, |r| Some(r.label.as_str())),
+            col!("protocol_version", Str, rows, |r| r
+                .protocol_version
+                .as_deref()),
+            col!("era", Str, rows, |r| Some(r.era)),
+            col!("ts_first", Ts, rows, |r| r.ts_first),
+            col!("ts_last", Ts, rows, |r| r.ts_last),
+            col!("exchanges", U64, rows, |r| Some(r.exchanges)),
+            col!("flows", U64, rows, |r| Some(r.flows)),
+            col!("streams", U64, rows, |r| Some(r.streams)),
+            col!("resumptions", U64, rows, |r| Some(r.resumptions)),
+            col!("errors", U64, rows, |r| Some(r.errors)),
+            col!("warnings", U64, rows, |r| Some(r.warnings)),
+            col!("infos", U64, rows, |r| Some(r.infos)),
+            col!("verdict", Str, rows, |r| Some(r.verdict)),
         ],
     }
 }
