@@ -34,6 +34,10 @@ pub enum Command {
     /// Write the packets of one session, or of one finding's session, to a pcapng file
     /// (`--out FILE.pcapng`), with a comment on each frame a finding cites.
     Extract(ExtractArgs),
+    /// Write the postmortem report of the captures as one self-contained HTML file
+    /// (`--out FILE.html`): a timeline, a narrative and the evidence of every session that is
+    /// not intact.
+    Report(AnalyzeArgs),
     /// Write a large synthetic capture for benchmarks (deterministic from the seed).
     Synth(SynthArgs),
 }
@@ -138,6 +142,9 @@ pub struct AnalyzeArgs {
     /// table of the command (findings for `analyze`) to standard output.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Also write the postmortem report, one self-contained HTML file (as `mcpcap report`).
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
     /// Exit 1 when a finding of this severity or worse exists.
     #[arg(long, value_enum, default_value = "error")]
     pub fail_on: FailOn,

@@ -62,6 +62,7 @@ pub fn main() -> i32 {
         Command::Exchanges(a) => analyze(Mode::Table("exchanges"), &a),
         Command::Events(a) => analyze(Mode::Table("events"), &a),
         Command::Extract(x) => extract(&x),
+        Command::Report(a) => report(&a),
         Command::Synth(a) => synth::run(&a),
     };
     match result {
@@ -95,6 +96,64 @@ fn extract(x: &args::ExtractArgs) -> anyhow::Result<i32> {
         out,
     });
     run::run(&plan)
+}
+
+/// `report`: the plan of `analyze` writing the HTML report to `--out` instead of the tables.
+fn report(args: &args::AnalyzeArgs) -> anyhow::Result<i32> {
+    let Some(out) = args.out.clone() else {
+        anyhow::bail!("report needs --out FILE.html");
+    };
+    if args.report.is_some() {
+        anyhow::bail!("report writes its --out FILE.html; --report is for analyze");
+    }
+    let mut plan = Plan::new(Mode::Report, args)?;
+    plan.report = Some(out);
+    run::run(&plan)
+}
+
+/// The arguments after the selection of an `mcpcap extract` command that numbers frames and
+/// findings as a run with `args` did: the options that change what is analysed, then the
+/// captures, each quoted for a POSIX shell where it needs it.
+pub fn extract_args(args: &args::AnalyzeArgs) -> String {
+    let mut words: Vec<String> = Vec::new();
+    let mut opt = |name: &str, v: &dyn Display| {
+        words.push(name.to_string());
+        words.push(shell_quote(&v.to_string()));
+    };
+    for p in &args.ports {
+        opt("--port", p);
+    }
+    for p in &args.app_seq {
+        opt("--app-seq", p);
+    }
+    for h in &args.backend_headers {
+        opt("--backend-header", h);
+    }
+    for k in &args.tls_keylog {
+        opt("--tls-keylog", &k.display());
+    }
+    for v in &args.vantage {
+        opt("--vantage", v);
+    }
+    words.extend(
+        args.captures
+            .iter()
+            .map(|c| shell_quote(&c.display().to_string())),
+    );
+    words.join(" ")
+}
+
+/// `s` as one word of a POSIX shell: as it is when it holds only characters no shell treats
+/// specially, else in single quotes (a quote inside as `'\''`).
+fn shell_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
 }
 
 /// The error of an operation on `path` that failed with `e`: `<path>: <e>`, as every message

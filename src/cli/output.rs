@@ -281,20 +281,7 @@ fn show(plan: &Plan, results: &Results<'_>, out: &mut impl Write) -> anyhow::Res
     };
     let (a, ex) = (results.analysis, results.exchanges);
     if plan.mode == Mode::Analyze {
-        let s = |n: usize| if n == 1 { "" } else { "s" };
-        let (r, f) = (a.resumptions.len(), a.findings.len());
-        let capture_line = format!(
-            "{} frames{points} ({} not TCP, {} left out by --port), {} TCP segments, {} flows, {} exchanges, {r} resumption{}, {f} finding{}, {} anomalies",
-            count(|c| c.frames),
-            count(|c| c.not_tcp),
-            count(|c| c.filtered),
-            count(|c| c.tcp_segments),
-            flows,
-            ex.len(),
-            s(r),
-            s(f),
-            results.anomalies()
-        );
+        let capture_line = capture_line(results);
         let report = terminal::Report {
             analysis: a,
             capture_line,
@@ -316,6 +303,56 @@ fn show(plan: &Plan, results: &Results<'_>, out: &mut impl Write) -> anyhow::Res
         let _ = writeln!(out, "{s}");
     }
     Ok(())
+}
+
+/// The line of counts the terminal report and the HTML report start with.
+fn capture_line(results: &Results<'_>) -> String {
+    let c = results.capture;
+    let count = |f: fn(&mcpcap::Counters) -> u64| c.count(f);
+    let flows: usize = c.vantages.iter().map(|v| v.analyzer.flows.len()).sum();
+    let points = if c.vantages.len() > 1 {
+        format!(" from {} vantage points", c.vantages.len())
+    } else {
+        String::new()
+    };
+    let s = |n: usize| if n == 1 { "" } else { "s" };
+    let (r, f) = (
+        results.analysis.resumptions.len(),
+        results.analysis.findings.len(),
+    );
+    format!(
+        "{} frames{points} ({} not TCP, {} left out by --port), {} TCP segments, {} flows, {} exchanges, {r} resumption{}, {f} finding{}, {} anomalies",
+        count(|c| c.frames),
+        count(|c| c.not_tcp),
+        count(|c| c.filtered),
+        count(|c| c.tcp_segments),
+        flows,
+        results.exchanges.len(),
+        s(r),
+        s(f),
+        results.anomalies()
+    )
+}
+
+/// Write the HTML report of `results` to `path` ([`mcpcap::report::html`]).
+///
+/// Errors: the file cannot be created or written; the message names it.
+pub fn write_report(plan: &Plan, results: &Results<'_>, path: &Path) -> anyhow::Result<()> {
+    let line = capture_line(results);
+    let input = mcpcap::report::html::Input {
+        analysis: results.analysis,
+        exchanges: results.exchanges,
+        parts: &results.flow_parts,
+        files: &results.capture.file_rows,
+        anomalies: &results.anomaly_sets,
+        frame_files: &results.frame_files,
+        capture_line: &line,
+        extract_args: &plan.extract_args,
+    };
+    let file = std::fs::File::create(path).map_err(|e| at(path, e))?;
+    let mut file = std::io::BufWriter::with_capacity(1 << 20, file);
+    mcpcap::report::html::write(&mut file, &input).map_err(|e| at(path, e))?;
+    file.flush().map_err(|e| at(path, e))
 }
 
 /// polars reads its display settings from the environment: set them (where the user has not)

@@ -21,6 +21,8 @@ pub enum Mode {
     Analyze,
     /// `flows`, `exchanges`, `events`: the one table of that name (exit 0 once written).
     Table(&'static str),
+    /// `report`: the HTML report alone (exit 0 once written).
+    Report,
 }
 
 impl Mode {
@@ -28,7 +30,7 @@ impl Mode {
     /// the command's own table.
     pub fn stdout_table(self) -> &'static str {
         match self {
-            Mode::Analyze => "findings",
+            Mode::Analyze | Mode::Report => "findings",
             Mode::Table(name) => name,
         }
     }
@@ -38,6 +40,7 @@ impl Mode {
         match self {
             Mode::Analyze => report::TABLE_NAMES.to_vec(),
             Mode::Table(name) => vec![name],
+            Mode::Report => Vec::new(),
         }
     }
 }
@@ -110,6 +113,11 @@ pub struct Plan {
     pub style: terminal::Style,
     /// `extract`: the pcapng file to write instead of the tables.
     pub extract: Option<super::extract::Extract>,
+    /// The HTML report's file (`analyze --report FILE`, `report --out FILE`).
+    pub report: Option<PathBuf>,
+    /// What `mcpcap extract` needs after its selection to number frames and findings as this
+    /// run does ([`super::extract_args`]), for the report's commands.
+    pub extract_args: String,
     /// `--port` and `--app-seq` as [`Options`]; [`Plan::options`] completes them.
     options: Options,
 }
@@ -132,7 +140,9 @@ impl Plan {
         let threads = threads(args.threads, paths.len(), args.dump_streams.is_some());
         let inputs = inputs(paths)?;
         let destination = match &args.out {
-            Some(dir) if format != Format::Table => Destination::Dir(dir.clone()),
+            Some(dir) if format != Format::Table && mode != Mode::Report => {
+                Destination::Dir(dir.clone())
+            }
             _ => Destination::Stdout,
         };
         let tables = mode.tables();
@@ -146,7 +156,7 @@ impl Plan {
             tables,
             fail_on: match mode {
                 Mode::Analyze => threshold(args.fail_on),
-                Mode::Table(_) => None,
+                Mode::Table(_) | Mode::Report => None,
             },
             threads,
             backend_headers: args.backend_headers.clone(),
@@ -155,6 +165,8 @@ impl Plan {
             progress_leaves_first: args.out.is_none(),
             style: style(args.all),
             extract: None,
+            report: args.report.clone(),
+            extract_args: super::extract_args(args),
             options: Options {
                 ports: args.ports.clone(),
                 app_seq: args.app_seq.clone(),

@@ -87,7 +87,12 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
         return Ok(EXIT_OK);
     }
     let results = Results::new(&analysis, &exchanges, &capture, &merged.offsets);
-    output::write(plan, &results, beside)?;
+    if let Some(path) = &plan.report {
+        output::write_report(plan, &results, path)?;
+    }
+    if plan.mode != super::plan::Mode::Report {
+        output::write(plan, &results, beside)?;
+    }
     drop(results);
     // Only `analyze` judges (`Plan::fail_on`).
     let failed = plan

@@ -6,6 +6,7 @@
 //! columns. Times are microseconds since the Unix epoch in the rows and
 //! UTC datetimes (microsecond precision) in the tables.
 
+pub mod html;
 pub mod tables;
 pub mod wireshark;
 

@@ -1,0 +1,387 @@
+//! `mcpcap report`: the HTML page of fixture captures, read as text (every finding with its
+//! filter and extract command, a timeline and a narrative per session that is not intact, the
+//! capture's text escaped) and loaded in headless Chromium (no console message, the tables
+//! rendered by the page's script, a screenshot saved for a developer to look at).
+//!
+//! The browser part is skipped, saying why, when `chromium` is missing, unless
+//! `MCPCAP_REQUIRE_READERS` is set.
+
+mod common;
+use common::ndjson_table;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+/// The captures the browser loads: a fork behind a proxy with both legs, a lost response, one
+/// with many sessions.
+const PAGES: [&str; 3] = [
+    "mcp/fork_restart.pcap",
+    "mcp/lost_response.pcap",
+    "mcp-gen/many_sessions.pcap",
+];
+
+fn tmp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("mcpcap-report-{}-{name}", std::process::id()))
+}
+
+/// `mcpcap report CAPTURE --out OUT`; the run must succeed with nothing on stderr.
+fn report(capture: &Path, out: &Path) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+        .arg("report")
+        .arg(capture)
+        .args(["--quiet", "--out"])
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    std::fs::read_to_string(out).unwrap()
+}
+
+/// HTML-escaped as the page escapes text.
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+/// The part of `html` from `start` to the next `end` after it.
+fn block<'a>(html: &'a str, start: &str, end: &str) -> &'a str {
+    let at = html.find(start).unwrap_or_else(|| panic!("no {start:?}"));
+    let rest = &html[at..];
+    &rest[..rest[start.len()..]
+        .find(end)
+        .map_or(rest.len(), |e| e + start.len())]
+}
+
+/// Every finding of the capture is on the page with its filter and extract command; every
+/// session that is not intact has its section with a timeline and a narrative.
+fn check_page(rel: &str, html: &str) {
+    let capture = common::fixture_path(rel);
+    let findings: Vec<Value> = common::fixture_findings(rel);
+    let sessions = ndjson_table(&[&capture], "sessions");
+    let not_intact: Vec<&str> = sessions
+        .iter()
+        .filter(|s| {
+            matches!(
+                s["verdict"].as_str(),
+                Some("broken" | "suspect" | "unverifiable")
+            )
+        })
+        .filter_map(|s| s["session_id"].as_str())
+        .collect();
+    for f in &findings {
+        let n = f["finding"].as_u64().unwrap();
+        // Every finding is in the page's findings table, its filter with it; those of sessions
+        // not intact have their evidence in the session's section too.
+        let filter = f["wireshark_filter"].as_str().unwrap();
+        assert!(
+            html.contains(&format!("\"wireshark_filter\"")) && html.contains(filter),
+            "{rel}: finding {n}'s filter"
+        );
+        if !not_intact.contains(&f["session_id"].as_str().unwrap()) {
+            continue;
+        }
+        let div = block(
+            html,
+            &format!(
+                "<div class=\"finding {}\" id=\"f-{n}\">",
+                f["severity"].as_str().unwrap()
+            ),
+            "</div>",
+        );
+        assert!(
+            div.contains(&esc(filter)),
+            "{rel}: finding {n} without its filter {filter}"
+        );
+        assert!(
+            div.contains(&esc(f["detail"].as_str().unwrap())),
+            "{rel}: finding {n} detail"
+        );
+        assert!(
+            div.contains(&format!(
+                "mcpcap extract --finding {n} --out finding-{n}.pcapng {}",
+                capture.display()
+            )),
+            "{rel}: finding {n} without its extract command"
+        );
+        assert!(
+            html.contains(&format!("href=\"#f-{n}\"")),
+            "{rel}: finding {n} not marked on a timeline"
+        );
+    }
+    for s in &sessions {
+        let label = s["session_id"].as_str().unwrap();
+        let verdict = s["verdict"].as_str().unwrap();
+        if matches!(verdict, "broken" | "suspect" | "unverifiable") {
+            let heading = format!(
+                "<code>{}</code> <span class=\"badge {verdict}\">",
+                esc(label)
+            );
+            let at = html
+                .find(&heading)
+                .unwrap_or_else(|| panic!("{rel}: no section for {label}"));
+            let section = block(&html[at..], "<code>", "</section>");
+            assert!(
+                section.contains("<svg class=\"timeline\""),
+                "{rel}: {label} has no timeline"
+            );
+            assert!(
+                section.contains("<ol class=\"narrative\"><li"),
+                "{rel}: {label} has no narrative"
+            );
+        } else {
+            let intact = block(html, "<section id=\"intact\">", "</section>");
+            assert!(
+                intact.contains(&format!("<code>{}</code>", esc(label))),
+                "{rel}: {label} not listed"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_finding_and_every_broken_session_is_on_the_page() {
+    for rel in PAGES
+        .iter()
+        .chain(&["mcp/resume_409.pcap", "mcp-cut/many_sessions_cut.pcap"])
+    {
+        let out = tmp(&rel.replace('/', "_"));
+        let html = report(&common::fixture_path(rel), &out.with_extension("html"));
+        check_page(rel, &html);
+        // Self-contained: nothing fetched.
+        for attr in ["src=\"http", "href=\"http", "@import", "url(http"] {
+            assert!(!html.contains(attr), "{rel}: the page fetches {attr}");
+        }
+        let _ = std::fs::remove_file(out.with_extension("html"));
+    }
+}
+
+/// What a newcomer must see on the fork's page without reading a table: which stream broke,
+/// where it resumed, which backend forked it, which messages came twice.
+#[test]
+fn the_fork_is_told_in_sentences() {
+    let rel = "mcp/fork_restart.pcap";
+    let out = tmp("fork.html");
+    let html = report(&common::fixture_path(rel), &out);
+    let narrative = block(&html, "<ol class=\"narrative\">", "</ol>");
+    for said in [
+        "POST tools/call (id 2) opened stream S2 (frame 75, flow F2, client port 50356), served by backend 127.0.0.1:3301 (b1): 8 events (ids 2..9).",
+        "S2&#39;s connection on flow F2 was closed by the server side (FIN) before its response was complete after event 9 (frame 120).",
+        "the client resumed stream S2 with Last-Event-ID 9 (frame 123, flow F0, client port 50352); backend 127.0.0.1:3302 (b2) answered 200 with 21 events (ids 1..21), though event 9 came from backend 127.0.0.1:3301 (b1): forked",
+        "finding [2] duplicate_delivery (error): After resuming from Last-Event-ID 9 the client received again 8 progress notification(s) it already had on this stream",
+    ] {
+        assert!(narrative.contains(said), "the narrative does not say {said:?}:\n{narrative}");
+    }
+    // The timeline: an arrow from event 9 to the resumption, its verdict on it.
+    let svg = block(&html, "<svg class=\"timeline\"", "</svg>");
+    assert!(svg.contains(
+        "<g class=\"resume bad\"><title>resumed with Last-Event-ID 9 (frame 123): forked"
+    ));
+    assert!(svg.contains("Last-Event-ID 9 → forked"));
+    assert!(svg.contains("FIN · frame 120"));
+    assert_eq!(
+        svg.matches("<g class=\"conn\"").count(),
+        4,
+        "four connections: S0, S1, S2 and its resumption"
+    );
+    // Hovering an event tells its id and frame.
+    assert!(
+        svg.contains("<title>event id 9 · frame 115 · "),
+        "event 9's title"
+    );
+    let _ = std::fs::remove_file(out);
+}
+
+/// Text from the capture is escaped: a session id and an error body carrying markup.
+#[test]
+fn capture_text_is_escaped() {
+    use common::{accepted, json_response, post, Capture};
+    let evil = "<img src=x onerror=alert(1)>";
+    let mut cap = Capture::new();
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(None, &serde_json::json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}})));
+    c.server(
+        &mut cap,
+        &json_response(
+            Some(evil),
+            &serde_json::json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25"}}),
+        ),
+    );
+    c.client(&mut cap, &post(Some(evil), &serde_json::json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}})));
+    c.server(&mut cap, &accepted());
+    c.close(&mut cap);
+    let pcap = tmp("evil.pcap");
+    std::fs::write(&pcap, cap.pcap()).unwrap();
+    let html = report(&pcap, &tmp("evil.html"));
+    assert!(!html.contains(evil), "unescaped capture text on the page");
+    assert!(
+        html.contains(&esc(evil)) || html.contains("\\u003cimg"),
+        "the session id is shown"
+    );
+    let _ = std::fs::remove_file(pcap);
+    let _ = std::fs::remove_file(tmp("evil.html"));
+}
+
+/// `analyze --report FILE` writes the same page beside its tables.
+#[test]
+fn analyze_writes_the_report_beside_its_tables() {
+    let rel = "mcp/fork_restart.pcap";
+    let page = tmp("beside.html");
+    let o = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+        .args([
+            "analyze",
+            "--quiet",
+            "--format",
+            "ndjson",
+            "--fail-on",
+            "never",
+            "--report",
+        ])
+        .arg(&page)
+        .arg(common::fixture_path(rel))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).lines().count(),
+        4,
+        "the findings on stdout"
+    );
+    let alone = report(&common::fixture_path(rel), &tmp("alone.html"));
+    assert_eq!(std::fs::read_to_string(&page).unwrap(), alone);
+    let _ = std::fs::remove_file(page);
+    let _ = std::fs::remove_file(tmp("alone.html"));
+    // `report` needs its file.
+    let o = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+        .arg("report")
+        .arg(common::fixture_path(rel))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr).trim(),
+        "mcpcap: report needs --out FILE.html"
+    );
+}
+
+/// Where the screenshots go: `<target>/tmp/report-screenshots/`.
+fn screenshot_dir() -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report-screenshots");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn chromium() -> Option<&'static str> {
+    ["chromium", "chromium-browser"].into_iter().find(|b| {
+        Command::new(b)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+/// Run headless Chromium on `page` with `args`: its stdout and stderr.
+fn browse(bin: &str, page: &Path, args: &[&str]) -> (String, String) {
+    let o = Command::new(bin)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn chromium_renders_each_page_without_a_console_message() {
+    let Some(bin) = chromium() else {
+        if std::env::var_os("MCPCAP_REQUIRE_READERS").is_some() {
+            panic!("MCPCAP_REQUIRE_READERS is set, but chromium was not found");
+        }
+        eprintln!("skipped: chromium not found (apt-get install chromium)");
+        return;
+    };
+    for rel in PAGES {
+        let name = Path::new(rel)
+            .file_stem()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let page = screenshot_dir().join(format!("{name}.html"));
+        report(&common::fixture_path(rel), &page);
+        let (dom, log) = browse(bin, &page, &["--dump-dom"]);
+        let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
+        assert!(console.is_empty(), "{rel}: console messages {console:?}");
+        // The page's script turned every table's JSON into rows.
+        let sessions = ndjson_table(&[common::fixture_path(rel)], "sessions");
+        for t in ["sessions", "resumptions", "findings"] {
+            let div = block(
+                &dom,
+                &format!("<div class=\"tbl\" data-table=\"{t}\">"),
+                "</table>",
+            );
+            assert!(
+                div.contains("<thead><tr><th"),
+                "{rel}: table {t} not rendered"
+            );
+            assert!(
+                div.contains("rows</span>"),
+                "{rel}: table {t} has no row count"
+            );
+        }
+        let body_rows = block(
+            &dom,
+            "<div class=\"tbl\" data-table=\"sessions\">",
+            "</table>",
+        )
+        .matches("<tr><td>")
+        .count();
+        assert_eq!(
+            body_rows,
+            sessions.len().min(100),
+            "{rel}: rows of the sessions table"
+        );
+        let broken = sessions
+            .iter()
+            .filter(|s| {
+                matches!(
+                    s["verdict"].as_str(),
+                    Some("broken" | "suspect" | "unverifiable")
+                )
+            })
+            .count();
+        assert_eq!(
+            dom.matches("<svg class=\"timeline\"").count(),
+            broken,
+            "{rel}: a timeline per session not intact"
+        );
+        let shot = screenshot_dir().join(format!("{name}.png"));
+        let arg = format!("--screenshot={}", shot.display());
+        browse(bin, &page, &[&arg, "--window-size=1300,2400"]);
+        let png = std::fs::read(&shot).unwrap();
+        assert!(
+            png.starts_with(b"\x89PNG") && png.len() > 20_000,
+            "{rel}: screenshot"
+        );
+        eprintln!("{rel}: screenshot {}", shot.display());
+    }
+}
