@@ -175,7 +175,7 @@ fn the_fork_is_told_in_sentences() {
     let narrative = block(&html, "<ol class=\"narrative\">", "</ol>");
     for said in [
         "POST tools/call (id 2) opened stream S2 (frame 75, flow F2, client port 50356), served by backend 127.0.0.1:3301 (b1): 8 events (ids 2..9).",
-        "S2&#39;s connection on flow F2 was closed by the server side (FIN) before its response was complete after event 9 (frame 120).",
+        "S2&#39;s connection on flow F2, after event 9, was closed by the server side (FIN) before its response was complete (frame 120).",
         "the client resumed stream S2 with Last-Event-ID 9 (frame 123, flow F0, client port 50352); backend 127.0.0.1:3302 (b2) answered 200 with 21 events (ids 1..21), though event 9 came from backend 127.0.0.1:3301 (b1): forked",
         "finding [2] duplicate_delivery (error): After resuming from Last-Event-ID 9 the client received again 8 progress notification(s) it already had on this stream",
     ] {

@@ -434,8 +434,16 @@ pub fn open_heads(n: u64, head: usize) -> Vec<u8> {
 
 /// Item 5: `n` sessions, each `initialize` and one tools/call answered on a short SSE stream.
 pub fn many_sessions(n: u64) -> Vec<u8> {
+    many_sessions_forked(n, 0)
+}
+
+/// [`many_sessions`], every `every`-th session (none for 0) forked: its call's stream is reset
+/// after its first event and the resumption from that event is answered by a fresh log that
+/// begins with it again (an `id_regression`, a broken session), for the report's scale.
+pub fn many_sessions_forked(n: u64, every: u64) -> Vec<u8> {
     let mut p = Pcap::new();
     for k in 0..n {
+        let forked = every > 0 && k % every == 0;
         let sid = format!("s{k:08}");
         let mut c = Tcp::nth(2 * k);
         c.open(&mut p);
@@ -472,6 +480,23 @@ pub fn many_sessions(n: u64) -> Vec<u8> {
             "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nMcp-Session-Id: {sid}\r\nTransfer-Encoding: chunked\r\n\r\n"
         )
         .into_bytes();
+        if forked {
+            let cut = format!("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nMcp-Session-Id: {sid}\r\nTransfer-Encoding: chunked\r\n\r\n").into_bytes();
+            let mut cut = cut;
+            cut.extend_from_slice(&chunked(format!("id: {sid}-0\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":1,\"progress\":1,\"total\":2}}}}\n\n").as_bytes()));
+            d.server(&mut p, &cut);
+            d.reset(&mut p);
+            let mut g = Tcp::nth(2 * n + k);
+            g.open(&mut p);
+            g.client(
+                &mut p,
+                format!("GET /mcp HTTP/1.1\r\nHost: h\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-11-25\r\nLast-Event-ID: {sid}-0\r\n\r\n").as_bytes(),
+            );
+            resp.extend_from_slice(&body);
+            g.server(&mut p, &resp);
+            g.close(&mut p);
+            continue;
+        }
         resp.extend_from_slice(&body);
         d.server(&mut p, &resp);
         d.close(&mut p);

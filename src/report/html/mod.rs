@@ -18,7 +18,7 @@ pub mod narrative;
 pub mod timeline;
 pub mod view;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
@@ -284,10 +284,7 @@ fn sections(
     order: &[usize],
 ) -> io::Result<()> {
     let (a, ex) = (input.analysis, input.exchanges);
-    let mut by_session: HashMap<&str, Vec<usize>> = HashMap::new();
-    for (k, f) in a.findings.iter().enumerate() {
-        by_session.entry(f.session_id.as_str()).or_default().push(k);
-    }
+    let index = view::Index::new(a, ex);
     let bad: Vec<usize> = order
         .iter()
         .copied()
@@ -319,7 +316,7 @@ fn sections(
     w.write_all(page.as_bytes())?;
     for &i in bad.iter().take(MAX_SECTIONS) {
         page.clear();
-        let view = SessionView::new(a, ex, input.parts, input.frame_files, i, &by_session);
+        let view = SessionView::new(a, ex, input.parts, input.frame_files, i, &index);
         session_section(&mut page, input, &rows[i], &view);
         w.write_all(page.as_bytes())?;
     }
@@ -500,5 +497,29 @@ fn cell(v: &Values, i: usize) -> serde_json::Value {
         Values::Ts(x) => x[i].map_or(Value::Null, |t| {
             Value::String(super::format_ts(crate::capture::clamp_ts(t)))
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markup_and_controls_are_escaped() {
+        assert_eq!(
+            esc("<a href=\"x\">'&'</a>"),
+            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+        );
+        assert_eq!(esc("a\u{1b}[31mb\nc"), "a\u{fffd}[31mb\nc");
+    }
+
+    #[test]
+    fn worst_verdicts_come_first() {
+        let mut v = ["intact", "not_mcp", "unverifiable", "broken", "suspect"];
+        v.sort_by_key(|s| verdict_rank(s));
+        assert_eq!(
+            v,
+            ["broken", "suspect", "unverifiable", "intact", "not_mcp"]
+        );
     }
 }

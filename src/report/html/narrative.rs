@@ -208,16 +208,16 @@ fn ending(ex: &[Exchange], c: &Conn, out: &mut Vec<Sentence>) {
         .filter_map(|ev| ev.sse.id.map(str::to_string))
         .last();
     let after = match last {
-        Some(id) => format!(" after event {id}"),
-        None if e.sse.events.is_empty() => " before any event".to_string(),
-        None => format!(" after {} events without ids", e.sse.events.len()),
+        Some(id) => format!("after event {id}"),
+        None if e.sse.events.is_empty() => "before any event".to_string(),
+        None => format!("after {} events without ids", e.sse.events.len()),
     };
     let st = c.stream.map_or("the".to_string(), |s| format!("S{s}'s"));
     out.push(Sentence {
         ts: c.end,
         rank: 2,
         text: format!(
-            "{st} connection on flow {} {}{after} (frame {}).",
+            "{st} connection on flow {}, {after}, {} (frame {}).",
             FlowId(e.flow_index),
             c.how.phrase(),
             c.end_frame

@@ -463,3 +463,50 @@ fn spot_of(
         });
     Some((axis.x(t), lane_y(i + 1)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_pause_is_compressed_and_time_only_moves_right() {
+        // Two bursts of 100 ms, 60 s apart.
+        let t0 = 1_000_000_000;
+        let mut instants: Vec<i64> = (0..=10).map(|k| t0 + k * 10_000).collect();
+        instants.extend((0..=10).map(|k| t0 + 60_000_000 + k * 10_000));
+        let axis = Axis::new(instants.clone(), 100.0, 900.0);
+        let breaks: Vec<_> = axis.breaks().collect();
+        assert_eq!(breaks.len(), 1);
+        let (x0, x1, idle) = breaks[0];
+        assert_eq!(idle, 60_000_000 - 100_000);
+        assert!(
+            (x1 - x0 - BREAK_W).abs() < 1e-9,
+            "the pause is {BREAK_W} px wide"
+        );
+        // Each burst gets about half of what is left.
+        assert!((axis.x(t0 + 100_000) - 100.0 - (900.0 - BREAK_W) / 2.0).abs() < 1.0);
+        let xs: Vec<f64> = (0..200).map(|k| axis.x(t0 - 1_000 + k * 310_000)).collect();
+        assert!(xs.windows(2).all(|w| w[0] <= w[1]), "x grows with time");
+        assert_eq!(axis.x(t0 - 5), 100.0);
+        assert!((axis.x(i64::MAX) - 1000.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn nothing_and_one_instant_still_draw() {
+        let axis = Axis::new(Vec::new(), 10.0, 100.0);
+        assert_eq!(axis.x(42), 10.0);
+        let axis = Axis::new(vec![5, 5], 10.0, 100.0);
+        assert_eq!(axis.breaks().count(), 0);
+        assert!(axis.x(5) >= 10.0 && axis.x(5) <= 110.0);
+    }
+
+    #[test]
+    fn durations_and_clocks_read_as_written() {
+        assert_eq!(duration(850), "850 µs");
+        assert_eq!(duration(2_000), "2.0 ms");
+        assert_eq!(duration(304_000), "304 ms");
+        assert_eq!(duration(1_250_000), "1.25 s");
+        assert_eq!(duration(185_000_000), "3 min 5 s");
+        assert_eq!(clock(1_764_455_070_061_000), "22:24:30.061");
+    }
+}

@@ -252,20 +252,53 @@ pub fn event_class(ev: &EventRec<'_>) -> &'static str {
     class
 }
 
+/// What every session's view looks up, computed once for the report.
+#[derive(Debug, Clone, Default)]
+pub struct Index<'l> {
+    /// The findings of each session label, by their index in `Analysis::findings`.
+    pub by_session: HashMap<&'l str, Vec<usize>>,
+    /// The resumption (index into `Analysis::resumptions`) each resuming exchange is.
+    pub resumption_of: HashMap<usize, usize>,
+    /// The capture's end ([`capture_end`]).
+    pub end_of_capture: i64,
+}
+
+impl<'l> Index<'l> {
+    /// The index of `a`'s findings and resumptions over `ex`.
+    pub fn new(a: &'l Analysis, ex: &[Exchange]) -> Index<'l> {
+        let mut by_session: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (k, f) in a.findings.iter().enumerate() {
+            by_session.entry(f.session_id.as_str()).or_default().push(k);
+        }
+        let resumption_of = a
+            .resumptions
+            .iter()
+            .enumerate()
+            .map(|(k, r)| (a.model.resumptions[r.index].exchange, k))
+            .collect();
+        Index {
+            by_session,
+            resumption_of,
+            end_of_capture: capture_end(ex),
+        }
+    }
+}
+
 impl<'a> SessionView<'a> {
-    /// The view of session `si`; `by_session`: the findings of each session label, with their
-    /// numbers from 0.
+    /// The view of session `si`.
     pub fn new(
         a: &'a Analysis,
         ex: &[Exchange],
         parts: &[FlowsPart<'_>],
         frame_files: &FrameFiles<'_>,
         si: usize,
-        by_session: &HashMap<&str, Vec<usize>>,
+        index: &Index<'_>,
     ) -> SessionView<'a> {
         let m = &a.model;
         let s = &m.sessions[si];
-        let findings: Vec<(usize, &Finding, Vec<u64>)> = by_session
+        let (resumption_of, end_of_capture) = (&index.resumption_of, index.end_of_capture);
+        let findings: Vec<(usize, &Finding, Vec<u64>)> = index
+            .by_session
             .get(s.label_str())
             .into_iter()
             .flatten()
@@ -274,18 +307,11 @@ impl<'a> SessionView<'a> {
                 (k + 1, f, frame_files.cited(f).1)
             })
             .collect();
-        let resumption_of: HashMap<usize, usize> = a
-            .resumptions
-            .iter()
-            .enumerate()
-            .map(|(k, r)| (m.resumptions[r.index].exchange, k))
-            .collect();
         let resumptions: Vec<usize> = s
             .exchanges
             .iter()
             .filter_map(|x| resumption_of.get(x).copied())
             .collect();
-        let end_of_capture = capture_end(ex);
         let mut flows: HashMap<usize, Option<(FlowRow, usize)>> = HashMap::new();
         let mut conns = Vec::new();
         let mut others = Vec::new();
