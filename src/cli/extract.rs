@@ -194,10 +194,9 @@ fn comments<'a>(
         if !chosen {
             continue;
         }
-        let (vantage, frames) = files.cited(f);
-        for fr in frames {
+        for c in &f.cited {
             by_frame
-                .entry((vantage.unwrap_or(""), fr))
+                .entry((files.vantage_of(c.flow_index).unwrap_or(""), c.frame))
                 .or_default()
                 .push(format!(
                     "mcpcap finding {n}: {} ({})",
