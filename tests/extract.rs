@@ -165,3 +165,220 @@ fn a_finding_extract_comments_only_that_findings_frames() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no finding 99"));
 }
+
+/// A display filter selecting the frames of the connections `ids` (`flow_id`s) of `flows`.
+fn flows_filter(flows: &[Value], ids: &BTreeSet<String>) -> String {
+    let one = |f: &Value| {
+        format!(
+            "(ip.addr == {} && ip.addr == {} && tcp.port == {} && tcp.port == {})",
+            f["orig_h"].as_str().unwrap(),
+            f["resp_h"].as_str().unwrap(),
+            f["orig_p"],
+            f["resp_p"]
+        )
+    };
+    let parts: Vec<String> = flows
+        .iter()
+        .filter(|f| ids.contains(f["flow_id"].as_str().unwrap()))
+        .map(one)
+        .collect();
+    assert_eq!(parts.len(), ids.len(), "{ids:?}");
+    parts.join(" || ")
+}
+
+/// tshark's hex dump of the frames of `file` that `filter` selects (all without one), in order.
+fn hex(file: &Path, filter: Option<&str>) -> String {
+    let mut cmd = Command::new("tshark");
+    cmd.arg("-r").arg(file).arg("-x");
+    if let Some(f) = filter {
+        cmd.args(["-Y", f]);
+    }
+    let o = cmd.output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// The distinct comments of `file`'s frames (tshark joins a frame's comments with commas).
+fn comment_set(file: &Path) -> BTreeSet<String> {
+    tshark(file, "frame.comment")
+        .iter()
+        .flat_map(|c| c.split(','))
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The comment naming finding `f` (a row of `findings`).
+fn comment_of(f: &Value) -> String {
+    format!(
+        "mcpcap finding {}: {} ({})",
+        f["finding"],
+        f["kind"].as_str().unwrap(),
+        f["severity"].as_str().unwrap()
+    )
+}
+
+/// The findings citing one of `frames` (their filters list every cited frame: one file).
+fn citing<'a>(findings: &'a [Value], frames: &BTreeSet<u64>) -> Vec<&'a Value> {
+    findings
+        .iter()
+        .filter(|f| {
+            let filter = f["wireshark_filter"].as_str().unwrap();
+            let inner = &filter["frame.number in {".len()..filter.len() - 1];
+            inner
+                .split(", ")
+                .any(|n| frames.contains(&n.parse::<u64>().unwrap()))
+        })
+        .collect()
+}
+
+/// The frame numbers of `file` that `filter` selects.
+fn frames_of(file: &Path, filter: &str) -> BTreeSet<u64> {
+    let o = Command::new("tshark")
+        .arg("-r")
+        .arg(file)
+        .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_flow_extract_is_that_connections_frames_byte_for_byte() {
+    if tshark_missing() {
+        return;
+    }
+    let cap = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp/fork_restart.pcap");
+    let findings = ndjson_table(&[&cap], "findings");
+    let flows = ndjson_table(&[&cap], "flows");
+    // The connection of the first finding's first evidence, and one no finding names first.
+    for id in ["F0", "F1"] {
+        let out = tmp(&format!("flow-{id}.pcapng"));
+        extract(&cap, &["--flow", id], &out);
+        let filter = flows_filter(&flows, &BTreeSet::from([id.to_string()]));
+        let row = flows.iter().find(|f| f["flow_id"] == id).unwrap();
+        let packets = row["orig_pkts"].as_u64().unwrap() + row["resp_pkts"].as_u64().unwrap();
+        assert_eq!(tshark(&out, "frame.number").len() as u64, packets, "{id}");
+        assert_eq!(hex(&out, None), hex(&cap, Some(&filter)), "{id}");
+        // Comments: the findings that cite a frame of the connection, each of them.
+        let want: BTreeSet<String> = citing(&findings, &frames_of(&cap, &filter))
+            .into_iter()
+            .map(comment_of)
+            .collect();
+        assert_eq!(comment_set(&out), want, "{id}");
+        assert_eq!(!want.is_empty(), id == "F0", "{id}: {want:?}");
+    }
+    let run = |flow: &str| {
+        Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+            .args(["extract", "--flow", flow])
+            .arg(&cap)
+            .arg("--out")
+            .arg(tmp("none.pcapng"))
+            .output()
+            .unwrap()
+    };
+    for (flow, says) in [
+        ("F99", "no flow F99 in the capture"),
+        ("X3", "--flow X3: not a flow id"),
+    ] {
+        let o = run(flow);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flow}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(says), "{err}");
+    }
+}
+
+#[test]
+fn selections_combine_into_the_union_of_their_connections() {
+    if tshark_missing() {
+        return;
+    }
+    let cap = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp-gen/many_sessions.pcap");
+    let findings = ndjson_table(&[&cap], "findings");
+    let exchanges = ndjson_table(&[&cap], "exchanges");
+    let flows = ndjson_table(&[&cap], "flows");
+    let session = findings[0]["session_id"].as_str().unwrap();
+    let flows_of = |s: &str| -> BTreeSet<String> {
+        exchanges
+            .iter()
+            .filter(|e| e["session_id"] == s)
+            .map(|e| e["flow_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // A connection of another session, and a third session whole.
+    let other = findings[1]["session_id"].as_str().unwrap();
+    let third = findings[2]["session_id"].as_str().unwrap();
+    assert!(session != other && other != third && session != third);
+    let flow = flows_of(other).into_iter().next().unwrap();
+    let out = tmp("union.pcapng");
+    extract(
+        &cap,
+        &["--finding", "1", "--flow", &flow, "--session", third],
+        &out,
+    );
+    let mut union = flows_of(session);
+    union.insert(flow.clone());
+    union.extend(flows_of(third));
+    let filter = flows_filter(&flows, &union);
+    assert_eq!(hex(&out, None), hex(&cap, Some(&filter)));
+    // Comments: finding 1, those citing the connection, and those of the third session.
+    let mut want: BTreeSet<String> = citing(
+        &findings,
+        &frames_of(&cap, &flows_filter(&flows, &BTreeSet::from([flow.clone()]))),
+    )
+    .into_iter()
+    .map(comment_of)
+    .collect();
+    want.insert(comment_of(&findings[0]));
+    want.extend(
+        findings
+            .iter()
+            .filter(|f| f["session_id"] == third)
+            .map(comment_of),
+    );
+    assert_eq!(comment_set(&out), want);
+    // Without a selection: one line, exit 2.
+    let o = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+        .arg("extract")
+        .arg(&cap)
+        .arg("--out")
+        .arg(tmp("none.pcapng"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("extract needs a selection"), "{err}");
+}
+
+#[test]
+fn extract_help_shows_only_what_applies_to_extract() {
+    let o = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+        .args(["extract", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&o.stdout);
+    for absent in [
+        "--format",
+        "--all",
+        "--fail-on",
+        "--dump-streams",
+        "csv/parquet",
+    ] {
+        assert!(!help.contains(absent), "{absent} in {help}");
+    }
+    for present in [
+        "--out <FILE.pcapng>",
+        "--finding <N>",
+        "--session <ID>",
+        "--flow <F>",
+        "--tls-keylog",
+    ] {
+        assert!(help.contains(present), "{present} not in {help}");
+    }
+}

@@ -31,7 +31,7 @@ pub enum Command {
     Exchanges(AnalyzeArgs),
     /// Print or write the events table (one row per SSE event).
     Events(AnalyzeArgs),
-    /// Write the packets of one session, or of one finding's session, to a pcapng file
+    /// Write the packets of sessions, findings' sessions or flows to a pcapng file
     /// (`--out FILE.pcapng`), with a comment on each frame a finding cites.
     Extract(ExtractArgs),
     /// Write the postmortem report of the captures as one self-contained HTML file
@@ -78,19 +78,28 @@ fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("{s:?}: too large"))
 }
 
-// `mcpcap extract`: the input options of `analyze` (its `--out` is the pcapng file written),
-// and which packets.
+// `mcpcap extract`: the input options of `analyze`, the file written, and which packets (the
+// selections are repeatable and combined: the union of the connections they involve).
 #[derive(clap::Args, Debug)]
 pub struct ExtractArgs {
     #[command(flatten)]
-    pub analyze: AnalyzeArgs,
-    /// The session whose packets are written (its `session_id`, as the tables show it).
-    #[arg(long, required_unless_present = "finding", conflicts_with = "finding")]
-    pub session: Option<String>,
-    /// The finding (its number, `[n]` in the report) whose session's packets are written; only
-    /// its cited frames get comments.
-    #[arg(long)]
-    pub finding: Option<u64>,
+    pub input: InputArgs,
+    /// The pcapng file to write (replaced if it exists).
+    #[arg(long, value_name = "FILE.pcapng")]
+    pub out: Option<PathBuf>,
+    /// A finding (its number, `[n]` in the report, the `finding` column): the packets of its
+    /// session, with comments on the frames it cites (repeatable).
+    #[arg(long, value_name = "N")]
+    pub finding: Vec<u64>,
+    /// A session (its `session_id`, as the tables show it): the packets of every connection
+    /// that carried one of its exchanges, with comments on the frames its findings cite
+    /// (repeatable).
+    #[arg(long, value_name = "ID")]
+    pub session: Vec<String>,
+    /// A TCP connection (its `flow_id`, `F3`, as the tables show it): its packets, with
+    /// comments on the frames cited by the findings that cite one of its frames (repeatable).
+    #[arg(long, value_name = "F")]
+    pub flow: Vec<String>,
 }
 
 // `--format`.
@@ -111,30 +120,16 @@ pub enum FailOn {
     Never,
 }
 
-// The arguments of `analyze`, `flows`, `exchanges` and `events`.
+// The arguments of `analyze`, `flows`, `exchanges` and `events`: the input options, and what
+// is written.
 #[derive(clap::Args, Debug)]
 pub struct AnalyzeArgs {
-    /// Capture files (pcap or pcapng) or directories of them, or `-` for one capture on standard
-    /// input. Files whose times follow each other are one vantage point (rotation); files whose
-    /// times overlap are separate vantage points.
-    #[arg(required_unless_present = "vantage")]
-    pub captures: Vec<PathBuf>,
-    /// Threads for reassembly and HTTP, the reading thread included (flows sharded after
-    /// decoding); 0: all cores. The output is the same for any value. `--dump-streams` runs on
-    /// one thread.
-    #[arg(long, default_value_t = 0)]
-    pub threads: usize,
-    /// No progress bar (it is shown only on a terminal, for runs over a second).
-    #[arg(long, short)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub input: InputArgs,
     /// With `--format table` on a terminal: list every intact session and its findings (more
     /// than 20 collapse into one line otherwise).
     #[arg(long)]
     pub all: bool,
-    /// Put FILE in vantage point NAME (repeatable; several files of one NAME are rotated parts).
-    /// Other vantage points are named v1, v2, … in order of their first frame.
-    #[arg(long = "vantage", value_name = "NAME=FILE")]
-    pub vantage: Vec<String>,
     /// Output format (default: table on a terminal, ndjson otherwise).
     #[arg(long, value_enum)]
     pub format: Option<FormatArg>,
@@ -148,6 +143,47 @@ pub struct AnalyzeArgs {
     /// Exit 1 when a finding of this severity or worse exists.
     #[arg(long, value_enum, default_value = "error")]
     pub fail_on: FailOn,
+    /// Write each direction's reassembled bytes to DIR/<flow_id>.orig.bin and .resp.bin
+    /// (gaps are holes of the missing length, so file offsets are stream offsets). Runs on
+    /// one thread.
+    #[arg(long = "dump-streams", value_name = "DIR")]
+    pub dump_streams: Option<PathBuf>,
+}
+
+impl AnalyzeArgs {
+    /// The arguments of an analysis that writes no tables of its own (`extract`): `input`, and
+    /// the defaults of the rest.
+    pub fn of_input(input: InputArgs) -> AnalyzeArgs {
+        AnalyzeArgs {
+            input,
+            all: false,
+            format: None,
+            out: None,
+            fail_on: FailOn::Error,
+            dump_streams: None,
+        }
+    }
+}
+
+// The input options of every analysing command: what is read, and how.
+#[derive(clap::Args, Debug, Clone)]
+pub struct InputArgs {
+    /// Capture files (pcap or pcapng) or directories of them, or `-` for one capture on standard
+    /// input. Files whose times follow each other are one vantage point (rotation); files whose
+    /// times overlap are separate vantage points.
+    #[arg(required_unless_present = "vantage")]
+    pub captures: Vec<PathBuf>,
+    /// Threads for reassembly and HTTP, the reading thread included (flows sharded after
+    /// decoding); 0: all cores. The output is the same for any value.
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// No progress bar (it is shown only on a terminal, for runs over a second).
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Put FILE in vantage point NAME (repeatable; several files of one NAME are rotated parts).
+    /// Other vantage points are named v1, v2, … in order of their first frame.
+    #[arg(long = "vantage", value_name = "NAME=FILE")]
+    pub vantage: Vec<String>,
     /// Keep only TCP connections with this port on either side (repeatable).
     #[arg(long = "port")]
     pub ports: Vec<u16>,
@@ -162,8 +198,4 @@ pub struct AnalyzeArgs {
     /// secrets it holds are decrypted and read as cleartext.
     #[arg(long = "tls-keylog", value_name = "FILE")]
     pub tls_keylog: Vec<PathBuf>,
-    /// Write each direction's reassembled bytes to DIR/<flow_id>.orig.bin and .resp.bin
-    /// (gaps are holes of the missing length, so file offsets are stream offsets).
-    #[arg(long = "dump-streams", value_name = "DIR")]
-    pub dump_streams: Option<PathBuf>,
 }

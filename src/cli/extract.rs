@@ -1,13 +1,14 @@
-//! `mcpcap extract`: the packets of one session (every frame of every connection that carried
-//! one of its exchanges, handshakes and closes included), or of the session of one finding,
-//! written to a pcapng file with their original timestamps and link types. Each frame a finding
-//! of the session cites gets a comment naming the finding (`opt_comment`).
+//! `mcpcap extract`: the packets of sessions (every frame of every connection that carried one
+//! of their exchanges, handshakes and closes included), of the sessions of findings, or of
+//! connections, written to a pcapng file with their original timestamps and link types. The
+//! selections combine: the union of their connections is written. Each frame a chosen finding
+//! cites gets a comment naming the finding (`opt_comment`).
 //!
 //! The captures are read a second time, from the files the `files` table lists, so the frame
 //! numbers are those of the tables; a frame belongs to a connection when its TCP addresses are
 //! the connection's and its number lies in the connection's frames (`flows`).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::io::BufWriter;
 use std::path::PathBuf;
 
@@ -26,19 +27,30 @@ use super::read::Capture;
 /// What `extract` writes.
 #[derive(Debug, Clone)]
 pub struct Extract {
-    /// The packets chosen.
-    pub selection: Selection,
+    /// The packets chosen: those of the union of the connections these select (one at least).
+    pub selections: Vec<Selection>,
     /// The pcapng file written.
     pub out: PathBuf,
 }
 
-/// Which packets `extract` writes.
+/// Which packets `extract` writes, and which findings' cited frames get comments.
 #[derive(Debug, Clone)]
 pub enum Selection {
-    /// Those of the session with this `session_id`.
+    /// Those of the session with this `session_id`; its findings.
     Session(String),
-    /// Those of the session of the finding with this number (from 1, the `finding` column).
+    /// Those of the session of the finding with this number (from 1, the `finding` column),
+    /// and of the connections it cites; that finding.
     Finding(u64),
+    /// Those of the connection with this flow index (`F<index>`); the findings that cite one
+    /// of its frames.
+    Flow(usize),
+}
+
+/// The connections and findings (indices into `findings`) a selection chose.
+#[derive(Debug, Default)]
+struct Chosen {
+    flows: BTreeSet<usize>,
+    findings: BTreeSet<usize>,
 }
 
 /// A connection to extract: its vantage point, addresses and frame range.
@@ -50,7 +62,7 @@ struct Wanted {
 
 /// Write the extract; returns the number of packets written.
 ///
-/// Errors: the session or finding does not exist, a capture was read from standard input (it
+/// Errors: a session, finding or flow selected does not exist, a capture was read from standard input (it
 /// cannot be read again), a capture cannot be reopened, or the output cannot be written; the
 /// message names the path.
 pub fn write(
@@ -71,32 +83,13 @@ pub fn write(
         })
         .collect();
     let files = FrameFiles::new(&parts, &capture.file_rows);
-    let session = match &x.selection {
-        Selection::Session(s) => s.clone(),
-        Selection::Finding(n) => analysis
-            .findings
-            .get((*n as usize).wrapping_sub(1))
-            .map(|f| f.session_id.clone())
-            .ok_or_else(|| {
-                anyhow!(
-                    "no finding {n} (the capture has {})",
-                    analysis.findings.len()
-                )
-            })?,
-    };
-    let m = &analysis.model;
-    let flows: HashSet<usize> = exchanges
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| m.sessions[m.exchange_session[*i]].label_str() == session)
-        .map(|(_, e)| e.flow_index)
-        .collect();
-    if flows.is_empty() {
-        bail!("no session {session} in the capture (see the sessions table)");
+    let mut chosen = Chosen::default();
+    for s in &x.selections {
+        choose(s, analysis, exchanges, &parts, &mut chosen)?;
     }
     let mut wanted = Vec::new();
     for p in &parts {
-        for &i in &flows {
+        for &i in &chosen.flows {
             if let Some(r) = p.flows.row(i) {
                 wanted.push(Wanted {
                     vantage: p.vantage.to_string(),
@@ -106,7 +99,7 @@ pub fn write(
             }
         }
     }
-    let comments = comments(x, analysis, &files, &session);
+    let comments = comments(&chosen, analysis, &files);
     let tmp = x.out.clone();
     let file = std::fs::File::create(&tmp).map_err(|e| at(&tmp, e))?;
     let mut w = PcapngWriter::new(
@@ -175,29 +168,80 @@ fn takes(w: &Wanted, number: u64, linktype: i32, data: &[u8], orig_len: u32) -> 
     }
 }
 
-/// The comment of each cited frame, by (vantage point, frame): `mcpcap finding <n>: <kind>
-/// (<severity>)`, one per finding citing it; for [`Selection::Finding`] that finding's
-/// frames only, else those of every finding of `session`.
+/// Add what selection `s` chooses to `chosen`.
+///
+/// Errors: the finding, session or flow does not exist (one line, naming the table to look in).
+fn choose(
+    s: &Selection,
+    analysis: &Analysis,
+    exchanges: &[Exchange],
+    parts: &[FlowsPart<'_>],
+    chosen: &mut Chosen,
+) -> anyhow::Result<()> {
+    let m = &analysis.model;
+    let of_session = |session: &str| -> BTreeSet<usize> {
+        exchanges
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| m.sessions[m.exchange_session[*i]].label_str() == session)
+            .map(|(_, e)| e.flow_index)
+            .collect()
+    };
+    match s {
+        Selection::Finding(n) => {
+            let k = (*n as usize).wrapping_sub(1);
+            let f = analysis.findings.get(k).ok_or_else(|| {
+                anyhow!(
+                    "no finding {n} (the capture has {})",
+                    analysis.findings.len()
+                )
+            })?;
+            chosen.flows.extend(of_session(&f.session_id));
+            chosen.flows.extend(f.cited.iter().map(|c| c.flow_index));
+            chosen.findings.insert(k);
+        }
+        Selection::Session(session) => {
+            let flows = of_session(session);
+            if flows.is_empty() {
+                bail!("no session {session} in the capture (see the sessions table)");
+            }
+            chosen.flows.extend(flows);
+            chosen.findings.extend(
+                (0..analysis.findings.len())
+                    .filter(|&k| analysis.findings[k].session_id == *session),
+            );
+        }
+        Selection::Flow(i) => {
+            if !parts.iter().any(|p| p.flows.row(*i).is_some()) {
+                bail!("no flow F{i} in the capture (see the flows table)");
+            }
+            chosen.flows.insert(*i);
+            chosen
+                .findings
+                .extend((0..analysis.findings.len()).filter(|&k| {
+                    analysis.findings[k]
+                        .cited
+                        .iter()
+                        .any(|c| c.flow_index == *i)
+                }));
+        }
+    }
+    Ok(())
+}
+
+/// The comment of each frame the `chosen` findings cite, by (vantage point, frame): `mcpcap
+/// finding <n>: <kind> (<severity>)`, one per finding citing it, in the findings' order.
 fn comments<'a>(
-    x: &Extract,
+    chosen: &Chosen,
     analysis: &'a Analysis,
     files: &'a FrameFiles<'_>,
-    session: &str,
 ) -> HashMap<(&'a str, u64), Vec<String>> {
     let mut by_frame: HashMap<(&str, u64), Vec<String>> = HashMap::new();
-    for (k, f) in analysis.findings.iter().enumerate() {
-        let n = k as u64 + 1;
-        let chosen = match x.selection {
-            Selection::Finding(want) => n == want,
-            Selection::Session(_) => f.session_id == session,
-        };
-        if !chosen {
-            continue;
-        }
-        let (vantage, frames) = files.cited(f);
-        for fr in frames {
+    for &k in &chosen.findings {
+        let (n, f) = (k as u64 + 1, &analysis.findings[k]);
+        for c in &f.cited {
             by_frame
-                .entry((vantage.unwrap_or(""), fr))
+                .entry((files.vantage_of(c.flow_index).unwrap_or(""), c.frame))
                 .or_default()
                 .push(format!(
                     "mcpcap finding {n}: {} ({})",

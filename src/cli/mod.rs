@@ -81,20 +81,34 @@ fn analyze(mode: Mode, args: &args::AnalyzeArgs) -> anyhow::Result<i32> {
 
 /// `extract`: the plan of `analyze` for its input options, then the run, writing the pcapng
 /// file instead of the tables.
+///
+/// Errors (one line each): no `--out`, no selection, a `--flow` that is not a flow id.
 fn extract(x: &args::ExtractArgs) -> anyhow::Result<i32> {
-    let Some(out) = x.analyze.out.clone() else {
+    let Some(out) = x.out.clone() else {
         anyhow::bail!("extract needs --out FILE.pcapng");
     };
-    let mut plan = Plan::new(Mode::Table("findings"), &x.analyze)?;
+    let mut selections: Vec<extract::Selection> = Vec::new();
+    selections.extend(x.finding.iter().map(|&n| extract::Selection::Finding(n)));
+    selections.extend(x.session.iter().cloned().map(extract::Selection::Session));
+    for f in &x.flow {
+        let index = f
+            .strip_prefix('F')
+            .and_then(|n| n.parse::<usize>().ok())
+            .ok_or_else(|| {
+                anyhow::anyhow!("--flow {f}: not a flow id (F<n>, as the tables show it)")
+            })?;
+        selections.push(extract::Selection::Flow(index));
+    }
+    if selections.is_empty() {
+        anyhow::bail!("extract needs a selection: --finding N, --session ID or --flow F");
+    }
+    let mut plan = Plan::new(
+        Mode::Table("findings"),
+        &args::AnalyzeArgs::of_input(x.input.clone()),
+    )?;
     plan.destination = plan::Destination::Stdout;
     plan.beside.clear();
-    plan.extract = Some(extract::Extract {
-        selection: match (&x.session, x.finding) {
-            (Some(s), _) => extract::Selection::Session(s.clone()),
-            (None, n) => extract::Selection::Finding(n.unwrap_or(0)),
-        },
-        out,
-    });
+    plan.extract = Some(extract::Extract { selections, out });
     run::run(&plan)
 }
 

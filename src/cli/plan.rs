@@ -129,15 +129,16 @@ impl Plan {
     /// JSON pointer, `--format parquet` without `--out`, a `--vantage` that is not `NAME=FILE`,
     /// standard input or a pipe among other captures.
     pub fn new(mode: Mode, args: &AnalyzeArgs) -> anyhow::Result<Plan> {
-        check_app_seq(&args.app_seq)?;
+        let input = &args.input;
+        check_app_seq(&input.app_seq)?;
         let format = format(args.format);
         if format == Format::Parquet && args.out.is_none() {
             bail!("--format parquet needs --out DIR");
         }
-        let named = named(&args.vantage)?;
-        let mut paths = args.captures.clone();
+        let named = named(&input.vantage)?;
+        let mut paths = input.captures.clone();
         paths.extend(named.iter().map(|(_, f)| f.clone()));
-        let threads = threads(args.threads, paths.len(), args.dump_streams.is_some());
+        let threads = threads(input.threads, paths.len(), args.dump_streams.is_some());
         let inputs = inputs(paths)?;
         let destination = match &args.out {
             Some(dir) if format != Format::Table && mode != Mode::Report => {
@@ -159,19 +160,19 @@ impl Plan {
                 Mode::Table(_) | Mode::Report => None,
             },
             threads,
-            backend_headers: args.backend_headers.clone(),
+            backend_headers: input.backend_headers.clone(),
             dump_streams: args.dump_streams.clone(),
-            progress: !args.quiet && std::io::stderr().is_terminal(),
+            progress: !input.quiet && std::io::stderr().is_terminal(),
             progress_leaves_first: args.out.is_none(),
             style: style(args.all),
             extract: None,
             report: args.report.clone(),
             extract_args: super::extract_args(args),
             options: Options {
-                ports: args.ports.clone(),
-                app_seq: args.app_seq.clone(),
+                ports: input.ports.clone(),
+                app_seq: input.app_seq.clone(),
                 tls: mcpcap::tls::TlsOptions {
-                    secrets: keylogs(&args.tls_keylog)?,
+                    secrets: keylogs(&input.tls_keylog)?,
                 },
                 ..Default::default()
             },

@@ -52,6 +52,20 @@ pub struct Finding {
     pub observed: Option<String>,
     /// One sentence a postmortem can quote, naming the frames that prove it.
     pub detail: String,
+    /// Every frame `detail` names (both ends of a range), and the first evidence (`flow_id`,
+    /// `frame`): each once, ascending by flow, then frame.
+    pub cited: Vec<Cited>,
+}
+
+/// A frame a finding cites, with the flow it belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Cited {
+    /// Index of the flow (`F<index>` in every table). Flows are indexed globally, across
+    /// vantage points.
+    pub flow_index: usize,
+    /// Frame number, in the numbering of the vantage point the flow belongs to (the tables'
+    /// `frame` columns; from 1).
+    pub frame: u64,
 }
 
 impl Finding {
@@ -76,7 +90,36 @@ impl Finding {
             expected: None,
             observed: None,
             detail,
+            cited: Vec::new(),
         }
+    }
+
+    /// The same finding, citing frame `frame` of flow `flow_index` too (a frame its detail
+    /// names).
+    pub(crate) fn cite(mut self, flow_index: usize, frame: u64) -> Finding {
+        self.add_cite(flow_index, frame);
+        self
+    }
+
+    /// Cite frame `frame` of flow `flow_index` too (see [`Finding::cite`]).
+    pub(crate) fn add_cite(&mut self, flow_index: usize, frame: u64) {
+        self.cited.push(Cited { flow_index, frame });
+    }
+
+    /// Make [`Finding::cited`] what it promises once the rules are done: the first evidence
+    /// added, frame 0 (written where a frame was not captured; frames count from 1) left out,
+    /// sorted and deduplicated.
+    pub(crate) fn settle_cited(&mut self) {
+        let first = self
+            .flow_id
+            .strip_prefix('F')
+            .and_then(|n| n.parse::<usize>().ok());
+        if let Some(flow_index) = first {
+            self.add_cite(flow_index, self.frame);
+        }
+        self.cited.retain(|c| c.frame != 0);
+        self.cited.sort_unstable();
+        self.cited.dedup();
     }
 
     /// The same finding, its evidence starting at event `ev` instead.

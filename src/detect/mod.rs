@@ -21,7 +21,7 @@ pub(crate) mod verdict;
 
 pub use connects::RefusedConnect;
 pub(crate) use finding::{flow_id, fmt_num};
-pub use finding::{Finding, Severity};
+pub use finding::{Cited, Finding, Severity};
 pub use kind::Kind;
 pub use verdict::{ResumptionResult, Verdict};
 
@@ -90,6 +90,9 @@ pub fn run(
         }
         (results, ctx.inner_gapped.clone())
     };
+    for f in &mut findings {
+        f.settle_cited();
+    }
     findings.sort_by(|a, b| {
         (a.ts, &a.session_id, a.kind, a.frame).cmp(&(b.ts, &b.session_id, b.kind, b.frame))
     });

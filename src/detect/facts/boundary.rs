@@ -22,7 +22,7 @@ use super::series::{self, Desync, SeqKey, Series};
 use super::streams::{answered_before, empty_answer, planned_close, polling_era, retry_after};
 use super::{Ev, Walk};
 use crate::detect::context::Context;
-use crate::detect::{flow_id, Finding, Kind, Severity};
+use crate::detect::{flow_id, Cited, Finding, Kind, Severity};
 use crate::http::{EventRec, Exchange};
 use crate::mcp::ids;
 use crate::mcp::McpExchange;
@@ -183,7 +183,7 @@ pub(crate) struct ForeignEvent<'a> {
     /// The stream it belongs to.
     pub stream: usize,
     /// The frame where that stream delivered it itself, when it did.
-    pub delivered: Option<u64>,
+    pub delivered: Option<Cited>,
     /// Whether the client received it twice (that stream delivered it too, to this client).
     pub twice: bool,
 }
@@ -278,7 +278,16 @@ impl<'a> Boundary<'a> {
             expected: None,
             observed: None,
             detail,
+            cited: Vec::new(),
         }
+    }
+
+    /// The flow of event `ev` of this resumption's stream: that of the connection before the
+    /// cursor that delivered it, else the resumed connection's.
+    pub(crate) fn flow_of(&self, exchanges: &[Exchange], ev: &EventRec) -> usize {
+        self.events()
+            .and_then(|e| e.cut.before.iter().find(|b| b.2.is(ev)))
+            .map_or(self.exchange.flow_index, |b| exchanges[b.0].flow_index)
     }
 
     /// `detail`, with the backends named when another backend served the resumption (the

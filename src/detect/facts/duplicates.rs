@@ -17,6 +17,7 @@ use super::boundary::{Cut, ForeignEvent};
 use super::series::SeqKey;
 use super::Ev;
 use crate::detect::context::Context;
+use crate::detect::Cited;
 use crate::http::EventRec;
 use crate::jsonrpc::{Kind, Short};
 use crate::mcp::Resumption;
@@ -46,7 +47,7 @@ pub(crate) struct Duplicates<'a> {
     /// Another stream's events that stream also delivered itself (before or after), with the
     /// frame where it did: the client received them twice. (A response received twice is the
     /// session's `duplicate_delivery`.)
-    pub foreign: Vec<(EventRec<'a>, u64)>,
+    pub foreign: Vec<(EventRec<'a>, Cited)>,
 }
 
 impl Duplicates<'_> {

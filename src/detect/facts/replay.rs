@@ -14,6 +14,7 @@
 
 use crate::hash::{FastMap as HashMap, FastSet as HashSet};
 
+use crate::detect::Cited;
 use crate::http::{EventRec, Exchange};
 use crate::jsonrpc::{Kind, Short};
 use crate::mcp::ids::{self, IdFormat};
@@ -31,11 +32,23 @@ pub(crate) struct Seen {
     pub ts: i64,
     /// First frame of the event.
     pub frame: u64,
+    /// Flow of the connection that delivered it.
+    pub flow_index: usize,
     /// The event's own id.
     pub id: Option<String>,
     /// Whether the delivery was on a resumed connection (a GET with `Last-Event-ID`), which may
     /// itself be a replay of the wrong stream.
     pub resumed: bool,
+}
+
+impl Seen {
+    /// The frame of the delivery, with its flow.
+    pub(crate) fn cited(&self) -> Cited {
+        Cited {
+            flow_index: self.flow_index,
+            frame: self.frame,
+        }
+    }
 }
 
 /// Deliveries of the events that resumed connections carry.
@@ -110,6 +123,7 @@ impl ReplayIndex {
                         stream: sti,
                         ts: ev.ts,
                         frame: ev.frame_first,
+                        flow_index: exchanges[xi].flow_index,
                         id: log.id_of(ei).map(str::to_string).filter(|_| ev.has_own_id),
                         resumed,
                     };
@@ -178,7 +192,7 @@ impl ReplayIndex {
         session: usize,
         st: usize,
         ev: &EventRec,
-    ) -> Option<(usize, Option<u64>, bool)> {
+    ) -> Option<(usize, Option<Cited>, bool)> {
         if !ev.carries_data() {
             return None;
         }
@@ -213,7 +227,7 @@ impl ReplayIndex {
                         .and_then(|t| owner(&self.token_stream, t))
                         == Some(seen.stream)
                 });
-            return Some((seen.stream, Some(seen.frame), sure));
+            return Some((seen.stream, Some(seen.cited()), sure));
         }
         // Responses and progress belong to their request's POST stream; the standalone GET
         // stream never carries a response (MCP "Listening for Messages from the Server"), and
@@ -228,12 +242,12 @@ impl ReplayIndex {
         ev.messages.iter().find_map(|m| match m.kind {
             Kind::Response | Kind::Error => {
                 let o = owner(&self.request_stream, m.id.as_ref()?)?;
-                let also = also(o).map(|s| s.frame);
+                let also = also(o).map(Seen::cited);
                 Some((o, also, also.is_some()))
             }
             _ if kind == StreamKind::Post => {
                 let o = owner(&self.token_stream, m.progress_token.as_ref()?)?;
-                Some((o, Some(also(o)?.frame), true))
+                Some((o, Some(also(o)?.cited()), true))
             }
             _ => None,
         })
@@ -255,7 +269,7 @@ impl ReplayIndex {
         resumed: usize,
         began: i64,
         ev: &EventRec,
-    ) -> Option<(usize, u64)> {
+    ) -> Option<(usize, Cited)> {
         let candidates = self.headless.get(&ev.data_hash)?;
         let id = ev
             .sse
@@ -271,7 +285,7 @@ impl ReplayIndex {
                 && h.server == e.server
                 && h.ts_last_byte.or(h.ts_end).is_some_and(|end| began < end)
         })?;
-        Some((seen.stream, seen.frame))
+        Some((seen.stream, seen.cited()))
     }
 
     /// Evidence that `ev`, on a resumed connection of `session`, is another session's event: the

@@ -31,7 +31,16 @@ fn check(ctx: &Context, b: &Boundary, out: &mut Vec<Found>) {
         let label = d.key.label(ctx.app_seq);
         let (prev, next) = (d.prev.0, d.next.0);
         let detail = b.with_backends(detail(b, ev, d, &label));
-        let mut f = b.finding(Kind::AppSeqDesync, Severity::Error, Some(d.next.1), detail);
+        let mut f = b
+            .finding(Kind::AppSeqDesync, Severity::Error, Some(d.next.1), detail)
+            .cite(
+                b.flow_of(ctx.exchanges, &d.prev.1),
+                d.prev.1.sse.frame_first,
+            )
+            .cite(
+                b.flow_of(ctx.exchanges, &d.next.1),
+                d.next.1.sse.frame_first,
+            );
         // The cursor the client held just before the jump.
         f.last_event_id = Some(d.prev.2.clone());
         f.expected = Some(format!("{label} ≤ {}", fmt_num(prev + d.step)));

@@ -59,7 +59,9 @@ fn check(
             flow_id(c),
             c.frame(),
         ),
-    );
+    )
+    .cite(e.flow_index, e.frame())
+    .cite(c.flow_index, c.frame());
     f.expected = Some(format!("backend {before}"));
     f.observed = Some(format!("backend {now}"));
     Some(f)

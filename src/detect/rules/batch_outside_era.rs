@@ -49,7 +49,8 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
                 if batches.len() > 1 { format!("; {} such POSTs in all", batches.len()) } else { String::new() },
                 match e.status() { 0 => "nothing captured".to_string(), c => format!("HTTP {c}") }
             ),
-        );
+        )
+        .cite(e.flow_index, e.frame());
         f.expected = Some("one JSON-RPC message per POST".into());
         f.observed = Some(format!("a batch of {}", e.rpc.request.len()));
         out.push(f);

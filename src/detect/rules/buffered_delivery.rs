@@ -128,7 +128,10 @@ fn check_pair(model: &Model, exchanges: &[Exchange], a: usize, b: usize, out: &m
             ms(max_lag),
         ),
     )
-    .at_event(&md[s]);
+    .at_event(&md[s])
+    .cite(u.flow_index, mu[s].sse.frame_first)
+    .cite(u.flow_index, mu[e - 1].sse.frame_first)
+    .cite(d.flow_index, md[s].sse.frame_last);
     f.request_id = first_request_id(d);
     f.expected = Some("events forwarded as the server sends them".into());
     f.observed = Some(format!(

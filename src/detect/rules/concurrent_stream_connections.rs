@@ -104,7 +104,12 @@ fn concurrent_finding(model: &Model, session: usize, a: &Exchange, b: &Exchange)
             flow_id(b),
             b.frame_response.unwrap_or(0)
         ),
-    );
+    )
+    .cite(a.flow_index, a.frame_response.unwrap_or(0))
+    .cite(b.flow_index, b.frame_response.unwrap_or(0));
+    if !a.open_at_capture_end {
+        f.add_cite(a.flow_index, a.frame_last.unwrap_or(0));
+    }
     f.ts = b.ts_response.unwrap_or(f.ts);
     f.frame = b.frame_response.unwrap_or(f.frame);
     f.expected = Some("one live connection per stream".into());

@@ -116,7 +116,12 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
                 (last.ts - first.ts) / 1000,
                 (first.ts - end) / 1000,
             ),
-        );
+        )
+        .cite(e.flow_index, e.frame_last.unwrap_or(e.frame()));
+        for r in refused.iter().take(4) {
+            f.add_cite(r.flow_index, r.frame_syn);
+            f.add_cite(r.flow_index, r.frame_rst);
+        }
         f.ts = first.ts;
         f.frame = first.frame_syn;
         f.flow_id = FlowId(first.flow_index).to_string();

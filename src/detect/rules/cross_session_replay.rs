@@ -38,7 +38,10 @@ fn check(ctx: &Context, b: &Boundary, out: &mut Vec<Found>) {
             seen.id.as_deref().map(|i| format!("(id {i})")).unwrap_or_default(),
             seen.frame
         ),
-    );
+    )
+    .cite(e.flow_index, e.frame())
+    .cite(e.flow_index, at.sse.frame_first)
+    .cite(seen.flow_index, seen.frame);
     f.expected = Some("only this session's events".into());
     f.observed = Some(format!("{n} event(s) of session {other}"));
     out.push(Found::new(f, Cause::OtherSession));

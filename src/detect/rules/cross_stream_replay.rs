@@ -34,7 +34,7 @@ fn check(ctx: &Context, b: &Boundary, out: &mut Vec<Found>) {
     };
     let whence = first
         .delivered
-        .map(|f| format!(" that stream delivered itself in frame {f}"))
+        .map(|c| format!(" that stream delivered itself in frame {}", c.frame))
         .unwrap_or_else(|| " (a message of that stream's request)".into());
     let mut f = b.finding(
         Kind::CrossStreamReplay,
@@ -47,7 +47,12 @@ fn check(ctx: &Context, b: &Boundary, out: &mut Vec<Found>) {
             flow_id(e),
             first.ev.sse.frame_first
         ),
-    );
+    )
+    .cite(e.flow_index, e.frame())
+    .cite(e.flow_index, first.ev.sse.frame_first);
+    if let Some(c) = first.delivered {
+        f.add_cite(c.flow_index, c.frame);
+    }
     // The request whose stream the replayed events belong to.
     f.request_id = stream_request_id(model, ctx.exchanges, other);
     f.expected = Some(format!("only events of stream S{st}"));

@@ -48,7 +48,11 @@ fn check(ctx: &Context, b: &Boundary, out: &mut Vec<Found>) {
         reset.sse.frame_first,
         flow_id(&ctx.exchanges[cut.cursor_exchange]),
     );
-    let mut f = b.finding(Kind::CursorResetIgnored, Severity::Warning, None, detail);
+    let reset_flow = b.flow_of(ctx.exchanges, &reset);
+    let mut f = b
+        .finding(Kind::CursorResetIgnored, Severity::Warning, None, detail)
+        .cite(b.exchange.flow_index, b.exchange.frame())
+        .cite(reset_flow, reset.sse.frame_first);
     f.event_id = Some(String::new());
     f.expected = Some("no Last-Event-ID after an empty id line".into());
     f.observed = Some(format!("Last-Event-ID {}", b.leid()));

@@ -86,7 +86,11 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
                 lasted / 1000,
             ),
         )
-        .at_response(e);
+        .at_response(e)
+        .cite(e.flow_index, e.frame_response.unwrap_or(e.frame()));
+        if !(e.open_at_capture_end || e.ts_end.is_none()) {
+            f.add_cite(e.flow_index, e.frame_last.unwrap_or(e.frame()));
+        }
         f.expected = Some("405, or events on the stream".into());
         f.observed = Some(format!("200 and no byte in {} ms", lasted / 1000));
         out.push(f);

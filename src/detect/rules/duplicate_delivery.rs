@@ -18,7 +18,7 @@ use crate::detect::facts::boundary::Boundary;
 use crate::detect::facts::duplicates::Duplicates;
 use crate::detect::facts::Ev;
 use crate::detect::verdict::Cause;
-use crate::detect::{flow_id, Finding, Kind, Severity};
+use crate::detect::{flow_id, Cited, Finding, Kind, Severity};
 use crate::http::Exchange;
 use crate::jsonrpc::{Kind as MessageKind, Short};
 
@@ -69,12 +69,13 @@ fn at_resumption(ctx: &Context, b: &Boundary, out: &mut Vec<Found>) {
     };
     if let Some((ev, also)) = d.foreign.first() {
         what.push(format!(
-            "{} event(s) of another stream that stream delivered too (the one in frame {} also in frame {also})",
+            "{} event(s) of another stream that stream delivered too (the one in frame {} also in frame {})",
             d.foreign.len(),
-            ev.sse.frame_first
+            ev.sse.frame_first,
+            also.frame
         ));
     }
-    let cursor_behind = after_l_text(d, b.leid(), ctx.exchanges);
+    let (cursor_behind, original) = after_l_text(d, b.leid(), ctx.exchanges);
     let mut f = b.finding(
         Kind::DuplicateDelivery,
         Severity::Error,
@@ -85,7 +86,15 @@ fn at_resumption(ctx: &Context, b: &Boundary, out: &mut Vec<Found>) {
             what.join(", and "),
             at.map(|ev| ev.sse.frame_first).unwrap_or(0)
         ),
-    );
+    )
+    .cite(b.exchange.flow_index, at.map(|ev| ev.sse.frame_first).unwrap_or(0));
+    if let Some((ev, also)) = d.foreign.first() {
+        f.add_cite(b.exchange.flow_index, ev.sse.frame_first);
+        f.add_cite(also.flow_index, also.frame);
+    }
+    if let Some(c) = original {
+        f.add_cite(c.flow_index, c.frame);
+    }
     let foreign_part = match d.foreign.len() {
         0 => String::new(),
         n => format!(", {n} of another stream"),
@@ -101,8 +110,9 @@ fn at_resumption(ctx: &Context, b: &Boundary, out: &mut Vec<Found>) {
 /// What the finding says of duplicates only the events read after L explain (`behind`): how
 /// many the client had read there with ids of their own (its Last-Event-ID was behind what it
 /// had) and without (its cursor rightly stayed at L, and the server replayed them), and the
-/// first connection that delivered them. Empty when there are none.
-fn after_l_text(d: &Duplicates, leid: &str, exchanges: &[Exchange]) -> String {
+/// first connection that delivered them; with the frame it names there. Empty (and `None`)
+/// when there are none.
+fn after_l_text(d: &Duplicates, leid: &str, exchanges: &[Exchange]) -> (String, Option<Cited>) {
     let (read_after_l, dup_ids, dup_payload) = (&d.read_after_l, &d.ids, &d.payload);
     // The first event read after L of each id (with its data) and of each progress value.
     let mut by_id: HashMap<(&str, u64), &Ev> = HashMap::default();
@@ -141,7 +151,7 @@ fn after_l_text(d: &Duplicates, leid: &str, exchanges: &[Exchange]) -> String {
         }
     }
     let Some(&&(x, _, first)) = originals.iter().min_by_key(|o| o.2.sse.frame_first) else {
-        return String::new();
+        return (String::new(), None);
     };
     let own = originals.iter().filter(|o| o.2.sse.has_own_id).count();
     // An empty `id:` line resets the cursor (WHATWG "server-sent events"): no id of its own.
@@ -170,7 +180,7 @@ fn after_l_text(d: &Duplicates, leid: &str, exchanges: &[Exchange]) -> String {
             leid
         ));
     }
-    format!(
+    let text = format!(
         " Of these, {}: on flow {} (from frame {}), a connection read to its end ({}).",
         parts.join("; and "),
         flow_id(&exchanges[x]),
@@ -182,7 +192,12 @@ fn after_l_text(d: &Duplicates, leid: &str, exchanges: &[Exchange]) -> String {
             }
             _ => "the server closed it with a FIN, and the client answered with its own",
         }
-    )
+    );
+    let cited = Cited {
+        flow_index: exchanges[x].flow_index,
+        frame: first.sse.frame_first,
+    };
+    (text, Some(cited))
 }
 
 /// By JSON-RPC response id, per session: the client received the response to one request
@@ -249,7 +264,7 @@ fn responses_twice(ctx: &Context, out: &mut Vec<Finding>) {
                     Some(&(_, _, _, n)) if sent.partition_point(|&t| t <= ts) > n => {
                         seen.insert(id, (ts, frame, xi, n + 1));
                     }
-                    Some(&(_, first_frame, _, _)) => {
+                    Some(&(_, first_frame, fx, _)) => {
                         let e = &exchanges[xi];
                         out.push(Finding {
                             session_id: s.label(),
@@ -265,6 +280,10 @@ fn responses_twice(ctx: &Context, out: &mut Vec<Finding>) {
                             observed: Some("a second response".into()),
                             // Exchanges are in order of their start: the copy on the later one may have come first.
                             detail: format!("The response to request {id} reached the client twice: first in frame {}, again in frame {} (flow {}).", first_frame.min(frame), first_frame.max(frame), flow_id(e)),
+                            cited: vec![
+                                Cited { flow_index: exchanges[fx].flow_index, frame: first_frame },
+                                Cited { flow_index: e.flow_index, frame },
+                            ],
                         });
                     }
                 }

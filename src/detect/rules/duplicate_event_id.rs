@@ -67,7 +67,10 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
                     if dups.len() > 1 { format!(", and {} more event(s) likewise", dups.len() - 1) } else { String::new() }
                 ),
             )
-            .at_event(&again);
+            .at_event(&again)
+            .cite(e.flow_index, e.frame_response.unwrap_or(0))
+            .cite(e.flow_index, first.sse.frame_first)
+            .cite(e.flow_index, again.sse.frame_first);
             f.request_id = stream_request_id(model, exchanges, sti);
             f.expected = Some("each event id once per stream".into());
             f.observed = Some(format!("{} repeated event(s)", dups.len()));

@@ -66,7 +66,9 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
                 flow_id(b),
                 b.ts().saturating_sub(a.ts()) / 1000,
             ),
-        );
+        )
+        .cite(a.flow_index, a.frame())
+        .cite(b.flow_index, b.frame());
         f.request_id = Some(c.id.to_string());
         f.expected = Some("one request in flight per id".into());
         f.observed = Some(format!("two requests with id {}", c.id));

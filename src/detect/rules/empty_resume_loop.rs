@@ -67,7 +67,9 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
                 z.frame(),
                 every
             ),
-        );
+        )
+        .cite(a.flow_index, a.frame())
+        .cite(z.flow_index, z.frame());
         f.expected = Some("a replay, or an error status".into());
         f.observed = Some(format!("{} empty 200 answers", best.len()));
         out.push(f);

@@ -40,12 +40,14 @@ fn at_cursor(_: &Context, b: &Boundary, out: &mut Vec<Found>) {
         first.sse.frame_first,
         gap.lost
     );
-    let mut f = b.finding(
-        Kind::IdGap,
-        Severity::Error,
-        Some(first),
-        b.with_backends(detail),
-    );
+    let mut f = b
+        .finding(
+            Kind::IdGap,
+            Severity::Error,
+            Some(first),
+            b.with_backends(detail),
+        )
+        .cite(b.exchange.flow_index, first.sse.frame_first);
     f.expected = Some(format!("{}", gap.first_missing));
     f.observed = Some(id.to_string());
     out.push(Found::new(f, Cause::DenseSkip));
@@ -76,7 +78,9 @@ fn inside(ctx: &Context, out: &mut Vec<Finding>) {
                 }
             ),
         )
-        .at_event(&g.at);
+        .at_event(&g.at)
+        .cite(e.flow_index, e.frame_response.unwrap_or(0))
+        .cite(e.flow_index, g.at.sse.frame_first);
         f.last_event_id = Some(g.from.to_string());
         f.request_id = stream_request_id(ctx.model, ctx.exchanges, g.stream);
         f.expected = Some(g.first_missing.to_string());

@@ -7,7 +7,7 @@ use super::{Check, Found, Rule};
 use crate::detect::context::Context;
 use crate::detect::facts::boundary::Boundary;
 use crate::detect::verdict::Cause;
-use crate::detect::{flow_id, Finding, Kind, Severity};
+use crate::detect::{flow_id, Cited, Finding, Kind, Severity};
 use crate::http::EventRec;
 
 /// The rule.
@@ -18,9 +18,12 @@ pub(crate) const RULE: Rule = Rule {
     checks: &[Check::Resumption(check)],
 };
 
-fn check(_: &Context, b: &Boundary, out: &mut Vec<Found>) {
+fn check(ctx: &Context, b: &Boundary, out: &mut Vec<Found>) {
     let Some(ev) = b.events() else { return };
-    let l_frame = ev.cut.l_ev().sse.frame_first;
+    let l_frame = Cited {
+        flow_index: ctx.exchanges[ev.cut.before[ev.cut.lpos].0].flow_index,
+        frame: ev.cut.l_ev().sse.frame_first,
+    };
     if let (true, Some(first), Some(id)) = (ev.ids.regressed, ev.first, ev.first_id.as_deref()) {
         let f = regressed(b, l_frame, first, id, "began with", "which is not after");
         out.push(Found::new(f, Cause::Regressed));
@@ -37,7 +40,7 @@ fn check(_: &Context, b: &Boundary, out: &mut Vec<Found>) {
 /// in frame `l_frame`).
 fn regressed(
     b: &Boundary,
-    l_frame: u64,
+    l_frame: Cited,
     at: EventRec,
     id: &str,
     how: &str,
@@ -50,14 +53,18 @@ fn regressed(
         flow_id(e),
         at.sse.frame_first,
         b.leid(),
-        l_frame
+        l_frame.frame
     );
-    let mut f = b.finding(
-        Kind::IdRegression,
-        Severity::Error,
-        Some(at),
-        b.with_backends(detail),
-    );
+    let mut f = b
+        .finding(
+            Kind::IdRegression,
+            Severity::Error,
+            Some(at),
+            b.with_backends(detail),
+        )
+        .cite(e.flow_index, e.frame())
+        .cite(e.flow_index, at.sse.frame_first)
+        .cite(l_frame.flow_index, l_frame.frame);
     f.expected = Some(format!("first id after {}", b.leid()));
     f.observed = Some(id.to_string());
     f

@@ -32,12 +32,14 @@ fn check(ctx: &Context, b: &Boundary, out: &mut Vec<Found>) {
             first.sse.frame_first,
             b.leid()
         );
-        let mut f = b.finding(
-            Kind::IdRestart,
-            Severity::Error,
-            Some(first),
-            b.with_backends(detail),
-        );
+        let mut f = b
+            .finding(
+                Kind::IdRestart,
+                Severity::Error,
+                Some(first),
+                b.with_backends(detail),
+            )
+            .cite(b.exchange.flow_index, first.sse.frame_first);
         f.expected = Some(format!("continuation of the stream of {}", b.leid()));
         f.observed = Some(format!("new sequence starting at {id}"));
         out.push(Found::new(f, Cause::Restarted));
@@ -71,12 +73,14 @@ fn by_progress(ctx: &Context, b: &Boundary, ev: &Events, p: &ProgressRestart) ->
         p.ev.sse.frame_first,
         fmt_num(p.last)
     );
-    let mut f = b.finding(
-        Kind::IdRestart,
-        Severity::Error,
-        Some(p.ev),
-        b.with_backends(detail),
-    );
+    let mut f = b
+        .finding(
+            Kind::IdRestart,
+            Severity::Error,
+            Some(p.ev),
+            b.with_backends(detail),
+        )
+        .cite(b.exchange.flow_index, p.ev.sse.frame_first);
     f.expected = Some(format!("continuation of the stream of {}", b.leid()));
     f.observed = Some(format!("{label} started over at {}", fmt_num(p.value)));
     f

@@ -110,6 +110,10 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
                 if same.len() > frames.len() { ", …" } else { "" }
             ),
         );
+        for c in same.iter().take(6) {
+            let e = &exchanges[c.2];
+            f.add_cite(e.flow_index, e.frame_last.unwrap_or(0));
+        }
         f.ts = first.ts_end.unwrap_or(f.ts);
         f.frame = first.frame_last.unwrap_or(f.frame);
         f.expected =

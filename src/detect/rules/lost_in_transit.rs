@@ -126,7 +126,8 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
                 flow_id(&exchanges[toward_client]),
             ),
         )
-        .at_event(&first);
+        .at_event(&first)
+        .cite(b.flow_index, first.sse.frame_first);
         f.request_id = first_request_id(ea);
         f.expected = Some("every event the backend sent reaches the client".into());
         f.observed = Some(format!("{} event(s) lost between hops", lost.len()));

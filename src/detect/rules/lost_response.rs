@@ -33,6 +33,7 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
             e.frame(),
             flow_id(e)
         );
+        let mut cited = vec![(e.flow_index, e.frame())];
         let detail = match u.why {
             Why::Nothing if u.crossed => format!(
                 "{head} on its own stream by the end of the capture: another request with its id was in flight at once, and the response with that id came only on that one's stream."
@@ -40,18 +41,21 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
             Why::Nothing => {
                 format!("{head} on any stream of the session by the end of the capture.")
             }
-            Why::Unresumable => format!(
-                "{head}: its event stream ended without it in frame {} and carried no event id, so no resumption could bring it.",
-                e.frame_last.unwrap_or(e.frame())
-            ),
+            Why::Unresumable => {
+                cited.push((e.flow_index, e.frame_last.unwrap_or(e.frame())));
+                format!(
+                    "{head}: its event stream ended without it in frame {} and carried no event id, so no resumption could bring it.",
+                    e.frame_last.unwrap_or(e.frame())
+                )
+            }
             _ => continue,
         };
         out.push(unanswered_finding(
             ctx,
             u,
-            Kind::LostResponse,
-            Severity::Error,
+            (Kind::LostResponse, Severity::Error),
             detail,
+            &cited,
         ));
     }
 }
@@ -60,12 +64,12 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
 pub(super) fn unanswered_finding(
     ctx: &Context,
     u: &Unanswered,
-    kind: Kind,
-    severity: Severity,
+    (kind, severity): (Kind, Severity),
     detail: String,
+    cited: &[(usize, u64)],
 ) -> Finding {
     let e = &ctx.exchanges[u.exchange];
-    Finding {
+    let mut f = Finding {
         session_id: ctx.label(u.session),
         kind,
         severity,
@@ -78,5 +82,10 @@ pub(super) fn unanswered_finding(
         expected: Some(format!("a response to request {} ({})", u.id, u.method)),
         observed: Some("no response on any stream by the end of the capture".into()),
         detail,
+        cited: Vec::new(),
+    };
+    for &(flow_index, frame) in cited {
+        f.add_cite(flow_index, frame);
     }
+    f
 }

@@ -26,12 +26,14 @@ fn check(_: &Context, b: &Boundary, out: &mut Vec<Found>) {
         at.sse.frame_first,
         b.leid()
     );
-    let mut f = b.finding(
-        Kind::MissingEventId,
-        Severity::Error,
-        Some(at),
-        b.with_backends(detail),
-    );
+    let mut f = b
+        .finding(
+            Kind::MissingEventId,
+            Severity::Error,
+            Some(at),
+            b.with_backends(detail),
+        )
+        .cite(b.exchange.flow_index, at.sse.frame_first);
     f.expected = Some("an id on every event after a resume".into());
     f.observed = Some("event without id".into());
     out.push(Found::new(f, Cause::NoId));

@@ -49,7 +49,8 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
                 methods(exchanges, &alike),
             ),
         )
-        .at_response(e);
+        .at_response(e)
+        .cite(e.flow_index, e.frame_response.unwrap_or(e.frame()));
         f.expected = Some("HTTP 404 for an unknown session".into());
         f.observed = Some(format!("HTTP {}", e.status()));
         out.push(f);

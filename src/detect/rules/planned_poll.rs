@@ -74,7 +74,9 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
                     b.frame(),
                     flow_id(b)
                 ),
-            );
+            )
+            .cite(a.flow_index, a.frame_last.unwrap_or(0))
+            .cite(b.flow_index, b.frame());
             f.ts = end;
             f.frame = a.frame_last.unwrap_or(f.frame);
             f.last_event_id = Some(l.to_string());

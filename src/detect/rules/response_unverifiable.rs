@@ -28,30 +28,41 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
             e.frame(),
             flow_id(e)
         );
+        let mut cited = vec![(e.flow_index, e.frame())];
         let detail = match u.why {
             Why::Nothing | Why::Unresumable => continue,
-            Why::BrokeAtEnd => format!(
+            Why::BrokeAtEnd => {
+                cited.push((e.flow_index, e.frame_last.unwrap_or(e.frame())));
+                format!(
                 "{head}; its stream ended without it in frame {}, shortly before the capture did, and what the client did next (a resumption, a retry) is not in the capture.",
                 e.frame_last.unwrap_or(e.frame())
-            ),
-            Why::StreamOpen(o) => format!(
+            )
+            }
+            Why::StreamOpen(o) => {
+                cited.push((o.flow_index, o.frame()));
+                format!(
                 "{head}, but the capture ended while a stream that could carry it was still open or about to be resumed (flow {}, from frame {}).",
                 flow_id(o),
                 o.frame()
-            ),
-            Why::CaptureLost(g) => format!(
+            )
+            }
+            Why::CaptureLost(g) => {
+                cited.push((g.flow_index, g.frame()));
+                cited.push((g.flow_index, g.frame_last.unwrap_or(g.frame())));
+                format!(
                 "{head}, but the capture lost bytes of the session's responses (flow {}, frames {}–{}), which could hold it.",
                 flow_id(g),
                 g.frame(),
                 g.frame_last.unwrap_or(g.frame())
-            ),
+            )
+            }
         };
         out.push(unanswered_finding(
             ctx,
             u,
-            Kind::ResponseUnverifiable,
-            Severity::Info,
+            (Kind::ResponseUnverifiable, Severity::Info),
             detail,
+            &cited,
         ));
     }
 }

@@ -58,7 +58,9 @@ fn check(_: &Context, b: &Boundary, out: &mut Vec<Found>) {
         format!("{head} continued the stream with {n} event(s){first_text}{later}.")
     };
     let at = ev.first.or(ev.cut.after.first().copied());
-    let mut f = b.finding(Kind::ResumeOk, Severity::Info, at, detail);
+    let mut f = b
+        .finding(Kind::ResumeOk, Severity::Info, at, detail)
+        .cite(e.flow_index, e.frame());
     f.observed = ev.first_id.clone();
     out.push(Found::new(f, Cause::Continued));
 }

@@ -134,7 +134,11 @@ fn orphaned(ctx: &Context, r: &Resumption) -> Option<Finding> {
                 exchanges[before].frame(),
                 e.frame_last.unwrap_or(e.frame()),
             ),
-        );
+        )
+        .cite(g.flow_index, g.frame())
+        .cite(e.flow_index, e.frame())
+        .cite(exchanges[before].flow_index, exchanges[before].frame())
+        .cite(e.flow_index, e.frame_last.unwrap_or(e.frame()));
         f.last_event_id = Some(r.last_event_id.clone());
         f.expected = Some(format!("the {n} notification(s) on the resumed stream"));
         f.observed = Some("none".into());

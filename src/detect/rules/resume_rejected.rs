@@ -33,7 +33,9 @@ fn check(_: &Context, b: &Boundary, out: &mut Vec<Found>) {
             e.frame_response.unwrap_or(0)
         ),
     )
-    .at_response(e);
+    .at_response(e)
+    .cite(e.flow_index, e.frame())
+    .cite(e.flow_index, e.frame_response.unwrap_or(0));
     f.observed = Some(format!("HTTP {status}"));
     out.push(Found {
         finding: f,

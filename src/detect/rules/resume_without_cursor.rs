@@ -13,7 +13,7 @@ use crate::hash::FastMap as HashMap;
 use super::{Check, Rule};
 use crate::detect::context::Context;
 use crate::detect::facts::streams::{describe, pending, stream_request_id};
-use crate::detect::{flow_id, Finding, Kind, Severity};
+use crate::detect::{flow_id, Cited, Finding, Kind, Severity};
 use crate::mcp::McpExchange;
 
 /// The rule.
@@ -119,7 +119,8 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
             continue;
         }
         let what = broken_connection(model, exchanges, sti, last);
-        let refused = refusals_after(exchanges, &gets[gets.partition_point(|&(t, _)| t < end)..]);
+        let (refused, refused_frames) =
+            refusals_after(exchanges, &gets[gets.partition_point(|&(t, _)| t < end)..]);
         let mut f = Finding::at_exchange(
             s.label(),
             Kind::ResumeWithoutCursor,
@@ -132,7 +133,12 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
                 ge.frame(),
                 flow_id(ge)
             ),
-        );
+        )
+        .cite(l.flow_index, l.frame_last.unwrap_or(0))
+        .cite(ge.flow_index, ge.frame());
+        for c in refused_frames {
+            f.add_cite(c.flow_index, c.frame);
+        }
         f.last_event_id = Some(cursor.to_string());
         f.request_id = request;
         f.expected = Some(format!("GET with Last-Event-ID {cursor}"));
@@ -166,15 +172,19 @@ fn broken_connection(
 /// How the session's GETs without a cursor after the break (`gets`: time, exchange) were
 /// answered, when the server refused them (a status of 400 or more, e.g. typescript-sdk's 409
 /// Conflict while it still holds the standalone stream, typescript-sdk #2499): ", and 3 GETs
-/// without a cursor (frames 61..70) were answered 409"; empty when none was refused.
-fn refusals_after(exchanges: &[crate::http::Exchange], gets: &[(i64, usize)]) -> String {
+/// without a cursor (frames 61..70) were answered 409"; empty when none was refused. With it,
+/// the frames it names (the first and last refused GET).
+fn refusals_after(
+    exchanges: &[crate::http::Exchange],
+    gets: &[(i64, usize)],
+) -> (String, Vec<Cited>) {
     let refused: Vec<&crate::http::Exchange> = gets
         .iter()
         .map(|&(_, x)| &exchanges[x])
         .filter(|e| e.status() >= 400)
         .collect();
     let (Some(first), Some(last)) = (refused.first(), refused.last()) else {
-        return String::new();
+        return (String::new(), Vec::new());
     };
     let mut statuses: Vec<u16> = refused.iter().map(|e| e.status()).collect();
     statuses.sort_unstable();
@@ -189,8 +199,13 @@ fn refusals_after(exchanges: &[crate::http::Exchange], gets: &[(i64, usize)]) ->
         1 => ("1 GET".to_string(), "was"),
         k => (format!("{k} GETs"), "were"),
     };
-    format!(
+    let text = format!(
         ", and {n} without a cursor ({frames}) {were} answered {}",
         statuses.join("/")
-    )
+    );
+    let cited = [first, last].map(|e| Cited {
+        flow_index: e.flow_index,
+        frame: e.frame(),
+    });
+    (text, cited.to_vec())
 }

@@ -126,7 +126,8 @@ fn finding(ctx: &Context, r: &Refusals) -> Finding {
             by(&r.served),
         ),
     )
-    .at_response(first);
+    .at_response(first)
+    .cite(first.flow_index, first.frame_response.unwrap_or(first.frame()));
     f.request_id = first
         .rpc
         .request

@@ -36,7 +36,9 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
                 dead.id,
                 d.frame_response.unwrap_or(0)
             ),
-        );
+        )
+        .cite(e.flow_index, e.frame())
+        .cite(d.flow_index, d.frame_response.unwrap_or(0));
         f.request_id = e
             .rpc
             .request

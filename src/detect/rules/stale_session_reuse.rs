@@ -39,8 +39,9 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
                 c => c.to_string(),
             })
             .collect();
-        let tail = match dead.reinit {
-            Some(x) => format!("; it re-initialised only in frame {}", exchanges[x].frame()),
+        let reinit = dead.reinit.map(|x| &exchanges[x]);
+        let tail = match reinit {
+            Some(r) => format!("; it re-initialised only in frame {}", r.frame()),
             None => " and never re-initialised in the capture".to_string(),
         };
         let mut f = Finding::at_exchange(
@@ -58,7 +59,12 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
                 e.frame(),
                 statuses.join("/"),
             ),
-        );
+        )
+        .cite(d.flow_index, d.frame_response.unwrap_or(0))
+        .cite(e.flow_index, e.frame());
+        if let Some(r) = reinit {
+            f.add_cite(r.flow_index, r.frame());
+        }
         f.expected = Some(format!(
             "initialize without Mcp-Session-Id after the {}",
             d.status()

@@ -105,7 +105,9 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
                 leg.unwrap_or_default(),
             ),
         )
-        .at_response(e);
+        .at_response(e)
+        .cite(e.flow_index, e.frame())
+        .cite(o.flow_index, o.frame_last.unwrap_or(o.frame()));
         f.expected = Some("the standalone stream reopened".into());
         f.observed = Some(format!("{} × 409", stale.len()));
         out.push(f);

@@ -340,12 +340,15 @@ impl Judging<'_, '_> {
             x.sse.id.unwrap_or("-"),
             x.sse.frame_first
         );
-        let mut f = self.b.finding(
-            Kind::SuspectTerminal,
-            severity,
-            Some(x),
-            self.b.with_backends(detail),
-        );
+        let mut f = self
+            .b
+            .finding(
+                Kind::SuspectTerminal,
+                severity,
+                Some(x),
+                self.b.with_backends(detail),
+            )
+            .cite(self.b.exchange.flow_index, x.sse.frame_first);
         f.request_id = Some(rid.to_string());
         f.expected = Some(expected);
         f.observed = Some(observed);

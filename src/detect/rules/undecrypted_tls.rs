@@ -76,6 +76,7 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
                 conns.len(),
                 why.join(", "),
             ),
+            cited: Vec::new(),
         });
     }
 }

@@ -27,6 +27,8 @@ fn check(_: &Context, b: &Boundary, out: &mut Vec<Found>) {
         flow_id(e),
         b.leid()
     );
+    // The exchange the detail names besides the GET, and whether as a range of frames.
+    let other = lost.map(|g| (g, true)).or(began_before.map(|g| (g, false)));
     let (severity, detail) = match (lost, began_before) {
         (Some(g), _) => (
             Severity::Info,
@@ -49,7 +51,15 @@ fn check(_: &Context, b: &Boundary, out: &mut Vec<Found>) {
             format!("{head}: the capture is incomplete or the client invented a cursor."),
         ),
     };
-    let mut f = b.finding(Kind::UnknownLastEventId, severity, None, detail);
+    let mut f = b
+        .finding(Kind::UnknownLastEventId, severity, None, detail)
+        .cite(e.flow_index, e.frame());
+    if let Some((g, range)) = other {
+        f.add_cite(g.flow_index, g.frame());
+        if range {
+            f.add_cite(g.flow_index, g.frame_last.unwrap_or(g.frame()));
+        }
+    }
     f.observed = Some("cursor never delivered".into());
     out.push(Found {
         finding: f,
