@@ -37,7 +37,7 @@ pub enum Command {
     /// Write the postmortem report of the captures as one self-contained HTML file
     /// (`--out FILE.html`): a timeline, a narrative and the evidence of every session that is
     /// not intact.
-    Report(AnalyzeArgs),
+    Report(ReportArgs),
     /// Write a large synthetic capture for benchmarks (deterministic from the seed).
     Synth(SynthArgs),
 }
@@ -102,6 +102,16 @@ pub struct ExtractArgs {
     pub flow: Vec<String>,
 }
 
+// `mcpcap report`: the input options of `analyze` and the page written.
+#[derive(clap::Args, Debug)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// The HTML file to write (replaced if it exists).
+    #[arg(long, value_name = "FILE.html")]
+    pub out: Option<PathBuf>,
+}
+
 // `--format`.
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum FormatArg {
@@ -151,14 +161,15 @@ pub struct AnalyzeArgs {
 }
 
 impl AnalyzeArgs {
-    /// The arguments of an analysis that writes no tables of its own (`extract`): `input`, and
-    /// the defaults of the rest.
+    /// The arguments of an analysis that writes no tables of its own (`extract`, `report`):
+    /// `input`, and the defaults of the rest.
     pub fn of_input(input: InputArgs) -> AnalyzeArgs {
         AnalyzeArgs {
             input,
             all: false,
             format: None,
             out: None,
+            report: None,
             fail_on: FailOn::Error,
             dump_streams: None,
         }

@@ -112,15 +112,13 @@ fn extract(x: &args::ExtractArgs) -> anyhow::Result<i32> {
     run::run(&plan)
 }
 
-/// `report`: the plan of `analyze` writing the HTML report to `--out` instead of the tables.
-fn report(args: &args::AnalyzeArgs) -> anyhow::Result<i32> {
-    let Some(out) = args.out.clone() else {
+/// `report`: the plan of `analyze` for its input options, then the run, writing the HTML
+/// report to `--out` instead of the tables.
+fn report(x: &args::ReportArgs) -> anyhow::Result<i32> {
+    let Some(out) = x.out.clone() else {
         anyhow::bail!("report needs --out FILE.html");
     };
-    if args.report.is_some() {
-        anyhow::bail!("report writes its --out FILE.html; --report is for analyze");
-    }
-    let mut plan = Plan::new(Mode::Report, args)?;
+    let mut plan = Plan::new(Mode::Report, &args::AnalyzeArgs::of_input(x.input.clone()))?;
     plan.report = Some(out);
     run::run(&plan)
 }
@@ -128,7 +126,7 @@ fn report(args: &args::AnalyzeArgs) -> anyhow::Result<i32> {
 /// The arguments after the selection of an `mcpcap extract` command that numbers frames and
 /// findings as a run with `args` did: the options that change what is analysed, then the
 /// captures, each quoted for a POSIX shell where it needs it.
-pub fn extract_args(args: &args::AnalyzeArgs) -> String {
+pub fn extract_args(args: &args::InputArgs) -> String {
     let mut words: Vec<String> = Vec::new();
     let mut opt = |name: &str, v: &dyn Display| {
         words.push(name.to_string());

@@ -167,7 +167,7 @@ impl Plan {
             style: style(args.all),
             extract: None,
             report: args.report.clone(),
-            extract_args: super::extract_args(args),
+            extract_args: super::extract_args(&args.input),
             options: Options {
                 ports: input.ports.clone(),
                 app_seq: input.app_seq.clone(),

@@ -316,7 +316,7 @@ fn sections(
     w.write_all(page.as_bytes())?;
     for &i in bad.iter().take(MAX_SECTIONS) {
         page.clear();
-        let view = SessionView::new(a, ex, input.parts, input.frame_files, i, &index);
+        let view = SessionView::new(a, ex, input.parts, i, &index);
         session_section(&mut page, input, &rows[i], &view);
         w.write_all(page.as_bytes())?;
     }
@@ -358,8 +358,8 @@ fn session_section(page: &mut String, input: &Input<'_>, r: &SessionRow, view: &
     if !view.findings.is_empty() {
         page.push_str("<h4>Findings and their evidence</h4>");
     }
-    for (n, f, frames) in &view.findings {
-        evidence(page, input, *n, f, frames);
+    for (n, f) in &view.findings {
+        evidence(page, input, *n, f);
     }
     page.push_str("</section>");
 }
@@ -370,7 +370,6 @@ fn evidence(
     input: &Input<'_>,
     n: usize,
     f: &crate::detect::Finding,
-    frames: &[u64],
 ) {
     let sev = f.severity.as_str();
     let located = input.frame_files.locate(f);
@@ -389,7 +388,19 @@ fn evidence(
             )
         })
         .unwrap_or_default();
-    let list: Vec<String> = frames.iter().map(u64::to_string).collect();
+    // The cited frames, each with its flow when that is not the finding's own.
+    let list: Vec<String> = f
+        .cited
+        .iter()
+        .map(|c| {
+            let flow = crate::tcp::FlowId(c.flow_index).to_string();
+            if flow == f.flow_id {
+                c.frame.to_string()
+            } else {
+                format!("{} ({flow})", c.frame)
+            }
+        })
+        .collect();
     let _ = write!(
         page,
         "<div class=\"finding {sev}\" id=\"f-{n}\"><p class=\"head\"><span class=\"num\">[{n}]</span> <code>{}</code> <span class=\"sev {sev}\">{sev}</span> <span class=\"meaning\">{}</span></p><p class=\"detail\">{}</p><dl><dt>frames</dt><dd>{}</dd><dt>flow</dt><dd>{} {}</dd>",

@@ -68,7 +68,7 @@ pub fn sentences(a: &Analysis, ex: &[Exchange], view: &SessionView<'_>) -> Vec<(
             bad: false,
         });
     }
-    for (n, f, _) in &view.findings {
+    for (n, f) in &view.findings {
         out.push(Sentence {
             ts: f.ts,
             rank: 3,

@@ -8,7 +8,6 @@ use crate::detect::{Analysis, Finding};
 use crate::http::{EventRec, Exchange};
 use crate::mcp::StreamKind;
 use crate::report::tables::FlowsPart;
-use crate::report::wireshark::FrameFiles;
 use crate::tcp::{FlowId, FlowRow};
 
 /// Connections drawn per session at most: a client looping on one cursor opens thousands.
@@ -119,8 +118,8 @@ pub struct SessionView<'a> {
     pub conns_left_out: usize,
     /// Its other exchanges, in time order.
     pub others: Vec<Other>,
-    /// Its findings: (number from 1, finding, cited frames in the vantage point's numbering).
-    pub findings: Vec<(usize, &'a Finding, Vec<u64>)>,
+    /// Its findings, each with its number from 1.
+    pub findings: Vec<(usize, &'a Finding)>,
     /// Its resumptions (indices into `Analysis::resumptions`), in time order.
     pub resumptions: Vec<usize>,
 }
@@ -290,22 +289,18 @@ impl<'a> SessionView<'a> {
         a: &'a Analysis,
         ex: &[Exchange],
         parts: &[FlowsPart<'_>],
-        frame_files: &FrameFiles<'_>,
         si: usize,
         index: &Index<'_>,
     ) -> SessionView<'a> {
         let m = &a.model;
         let s = &m.sessions[si];
         let (resumption_of, end_of_capture) = (&index.resumption_of, index.end_of_capture);
-        let findings: Vec<(usize, &Finding, Vec<u64>)> = index
+        let findings: Vec<(usize, &Finding)> = index
             .by_session
             .get(s.label_str())
             .into_iter()
             .flatten()
-            .map(|&k| {
-                let f = &a.findings[k];
-                (k + 1, f, frame_files.cited(f).1)
-            })
+            .map(|&k| (k + 1, &a.findings[k]))
             .collect();
         let resumptions: Vec<usize> = s
             .exchanges
@@ -409,7 +404,7 @@ fn conn(
 fn keep_lanes(
     conns: Vec<Conn>,
     ex: &[Exchange],
-    findings: &[(usize, &Finding, Vec<u64>)],
+    findings: &[(usize, &Finding)],
 ) -> (Vec<Conn>, usize) {
     if conns.len() <= MAX_LANES {
         return (conns, 0);
@@ -417,10 +412,11 @@ fn keep_lanes(
     let n = conns.len();
     let cited = |c: &Conn| {
         let e = &ex[c.x];
-        let flow = FlowId(e.flow_index).to_string();
-        let (lo, hi) = (e.frame(), e.frame_last.unwrap_or(e.frame()));
-        findings.iter().any(|(_, f, frames)| {
-            f.flow_id == flow && frames.iter().any(|fr| (lo..=hi).contains(fr))
+        let (lo, hi) = (e.frame(), e.frame_last.unwrap_or(e.frame()).max(c.end_frame));
+        findings.iter().any(|(_, f)| {
+            f.cited
+                .iter()
+                .any(|k| k.flow_index == e.flow_index && (lo..=hi).contains(&k.frame))
         })
     };
     let mut kept = 0;
