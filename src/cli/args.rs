@@ -96,6 +96,7 @@ pub enum FormatArg {
     Csv,
     Parquet,
     Ndjson,
+    Har,
 }
 
 // `--fail-on`.
@@ -131,7 +132,8 @@ pub struct AnalyzeArgs {
     /// Other vantage points are named v1, v2, … in order of their first frame.
     #[arg(long = "vantage", value_name = "NAME=FILE")]
     pub vantage: Vec<String>,
-    /// Output format (default: table on a terminal, ndjson otherwise).
+    /// Output format (default: table on a terminal, ndjson otherwise); `har` (`exchanges`
+    /// only): the exchanges as a HAR 1.2 document.
     #[arg(long, value_enum)]
     pub format: Option<FormatArg>,
     /// Directory for csv/parquet files (one file per table); without it, csv writes the one
