@@ -1,4 +1,4 @@
-//! Rows → tables → terminal, CSV, Parquet and NDJSON.
+//! Rows → tables → terminal, CSV, Parquet and NDJSON; the exchanges also as HAR ([`har`]).
 //!
 //! Stages collect plain rows; this module turns them into [`Table`]s (named,
 //! typed columns with snake_case names, Zeek style) and builds polars
