@@ -17,7 +17,8 @@
 //! 6. [`mcp`] — sessions, logical streams and resumptions from the exchanges; [`mcp::hops`]
 //!    makes one exchange of its observations at a proxy's legs or several vantage points.
 //! 7. [`detect`] — verdicts and findings per resumption and session.
-//! 8. [`report`] — rows → polars tables → terminal, CSV, Parquet, NDJSON.
+//! 8. [`report`] — rows → polars tables → terminal, CSV, Parquet, NDJSON; the exchanges also as
+//!    a HAR 1.2 document ([`report::har`]).
 //!
 //! Nothing in the library opens files, reads clocks or prints; [`Analyzer`]
 //! ties stages 2–5 together (on worker threads with [`shard`]), [`analyze_exchanges`]

@@ -119,6 +119,7 @@ pub enum FormatArg {
     Csv,
     Parquet,
     Ndjson,
+    Har,
 }
 
 // `--fail-on`.
@@ -140,7 +141,8 @@ pub struct AnalyzeArgs {
     /// than 20 collapse into one line otherwise).
     #[arg(long)]
     pub all: bool,
-    /// Output format (default: table on a terminal, ndjson otherwise).
+    /// Output format (default: table on a terminal, ndjson otherwise); `har` (`exchanges`
+    /// only): the exchanges as a HAR 1.2 document.
     #[arg(long, value_enum)]
     pub format: Option<FormatArg>,
     /// Directory for csv/parquet files (one file per table); without it, csv writes the one

@@ -12,6 +12,7 @@ use anyhow::{anyhow, bail};
 use mcpcap::anomaly::Anomalies;
 use mcpcap::detect::Analysis;
 use mcpcap::http::Exchange;
+use mcpcap::report::har::{self, HarInput};
 use mcpcap::report::tables::{self, FlowsPart, VantageRow};
 use mcpcap::report::wireshark::FrameFiles;
 use mcpcap::report::{self, Format, Table};
@@ -131,6 +132,15 @@ impl<'a> Results<'a> {
         }
     }
 
+    /// What the HAR document of the exchanges is written from.
+    fn har(&self) -> HarInput<'_> {
+        HarInput {
+            analysis: self.analysis,
+            exchanges: self.exchanges,
+            flows: &self.flow_parts,
+        }
+    }
+
     /// The anomalies of the run, of every set.
     fn anomalies(&self) -> u64 {
         self.anomaly_sets.iter().map(|a| a.total()).sum()
@@ -179,6 +189,11 @@ pub fn write(
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let table = plan.mode.stdout_table();
     match (&plan.destination, plan.format) {
+        (Destination::Dir(dir), Format::Har) => har_file(results, dir)?,
+        (Destination::Stdout, Format::Har) => match har::write_har(&mut out, results.har()) {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => bail!("stdout: {e}"),
+            _ => {}
+        },
         (Destination::Dir(dir), format) => files(plan, results, dir, format, beside)?,
         (Destination::Stdout, Format::Table) => show(plan, results, &mut out)?,
         // Without --out, CSV goes to standard output: the command's one table (findings for
@@ -203,7 +218,7 @@ pub fn write(
     }
     match out.flush() {
         Err(e)
-            if matches!(plan.format, Format::Ndjson | Format::Csv)
+            if matches!(plan.format, Format::Ndjson | Format::Csv | Format::Har)
                 && e.kind() != std::io::ErrorKind::BrokenPipe =>
         {
             bail!("stdout: {e}")
@@ -238,6 +253,18 @@ fn files(
         ))
     });
     result.and(r)
+}
+
+/// Write the HAR document of the exchanges to `<dir>/exchanges.har`, creating `dir` if missing.
+///
+/// Errors: the directory or the file cannot be created or written; the message names the path.
+fn har_file(results: &Results<'_>, dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| at(dir, e))?;
+    let path = dir.join("exchanges.har");
+    let file = std::fs::File::create(&path).map_err(|e| at(&path, e))?;
+    let mut file = std::io::BufWriter::with_capacity(1 << 20, file);
+    har::write_har(&mut file, results.har()).map_err(|e| at(&path, e))?;
+    file.flush().map_err(|e| at(&path, e))
 }
 
 /// Write one table given as consecutive pieces to `<dir>/<name>.<ext>` (`csv`, `ndjson`, or

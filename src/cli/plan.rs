@@ -66,10 +66,10 @@ pub enum Inputs {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Destination {
     /// Standard output: the terminal report (`--format table`), or the one table of
-    /// [`Mode::stdout_table`] as CSV or NDJSON.
+    /// [`Mode::stdout_table`] as CSV or NDJSON, or the HAR document.
     Stdout,
-    /// One file per table, `<dir>/<table>.<csv|parquet|ndjson>` (the directory is created if
-    /// missing).
+    /// One file per table, `<dir>/<table>.<csv|parquet|ndjson>`, or `<dir>/exchanges.har` (the
+    /// directory is created if missing).
     Dir(PathBuf),
 }
 
@@ -126,12 +126,16 @@ impl Plan {
     /// Check the arguments of `mode` and decide what the run does.
     ///
     /// Errors (the one-line message, in this order of checks): an `--app-seq` that is not a
-    /// JSON pointer, `--format parquet` without `--out`, a `--vantage` that is not `NAME=FILE`,
+    /// JSON pointer, `--format har` for a command other than `exchanges`, `--format parquet`
+    /// without `--out`, a `--vantage` that is not `NAME=FILE`,
     /// standard input or a pipe among other captures.
     pub fn new(mode: Mode, args: &AnalyzeArgs) -> anyhow::Result<Plan> {
         let input = &args.input;
         check_app_seq(&input.app_seq)?;
         let format = format(args.format);
+        if format == Format::Har && mode != Mode::Table("exchanges") {
+            bail!("--format har is for `mcpcap exchanges` only");
+        }
         if format == Format::Parquet && args.out.is_none() {
             bail!("--format parquet needs --out DIR");
         }
@@ -152,7 +156,11 @@ impl Plan {
             inputs,
             named,
             format,
-            beside: beside(&tables, &destination, threads),
+            // The HAR document needs the detectors' verdicts: it is written after them.
+            beside: match format {
+                Format::Har => Vec::new(),
+                _ => beside(&tables, &destination, threads),
+            },
             destination,
             tables,
             fail_on: match mode {
@@ -228,6 +236,7 @@ fn format(arg: Option<FormatArg>) -> Format {
         Some(FormatArg::Csv) => Format::Csv,
         Some(FormatArg::Parquet) => Format::Parquet,
         Some(FormatArg::Ndjson) => Format::Ndjson,
+        Some(FormatArg::Har) => Format::Har,
         None if std::io::stdout().is_terminal() => Format::Table,
         None => Format::Ndjson,
     }

@@ -1,4 +1,4 @@
-//! Rows → tables → terminal, CSV, Parquet and NDJSON.
+//! Rows → tables → terminal, CSV, Parquet and NDJSON; the exchanges also as HAR ([`har`]).
 //!
 //! Stages collect plain rows; this module turns them into [`Table`]s (named,
 //! typed columns with snake_case names, Zeek style) and builds polars
@@ -6,6 +6,7 @@
 //! columns. Times are microseconds since the Unix epoch in the rows and
 //! UTC datetimes (microsecond precision) in the tables.
 
+pub mod har;
 pub mod html;
 pub mod tables;
 pub mod wireshark;
@@ -202,12 +203,14 @@ pub enum Format {
     Parquet,
     /// One JSON object per row: the findings on stdout, or one `.ndjson` file per table.
     Ndjson,
+    /// The `exchanges` as one HAR 1.2 document ([`har::write_har`]); not a table format.
+    Har,
 }
 
 /// Write one table given as consecutive pieces (same columns, rows in order) to `w`, one piece
 /// in memory at a time: CSV (`format` [`Format::Csv`]) with one header, NDJSON
-/// ([`Format::Ndjson`]) one object per row, Parquet (any other format) with a row group per
-/// piece. Callers give at least one (possibly empty) piece: without one, nothing is written (not
+/// ([`Format::Ndjson`]) one object per row, Parquet (any other format: the terminal's and HAR
+/// are not written from pieces of a table) with a row group per piece. Callers give at least one (possibly empty) piece: without one, nothing is written (not
 /// even CSV's header or Parquet's footer). `w` is written as it comes: a caller writing to a
 /// file buffers it (the Parquet writer's metadata comes in writes of a few bytes each).
 ///

@@ -291,10 +291,10 @@ pub fn sessions(a: &Analysis, ex: &[Exchange]) -> Table {
     }
 }
 
-/// `streams`: one row per logical stream.
-pub fn streams(a: &Analysis, ex: &[Exchange]) -> Table {
+/// The resumption results of each logical stream, by stream index, in the order of
+/// [`Analysis::resumptions`].
+fn resumptions_by_stream(a: &Analysis) -> Vec<Vec<&crate::detect::ResumptionResult>> {
     let m = &a.model;
-    // Resumption results per stream, grouped once.
     let mut res_of: Vec<Vec<&crate::detect::ResumptionResult>> = vec![Vec::new(); m.streams.len()];
     for r in &a.resumptions {
         if let Some(v) = m.resumptions[r.index]
@@ -304,6 +304,50 @@ pub fn streams(a: &Analysis, ex: &[Exchange]) -> Table {
             v.push(r);
         }
     }
+    res_of
+}
+
+/// The verdict of a logical stream (the `streams` table's `verdict`) from its resumptions'
+/// results `res`: the worst resumption's; a stream that lost events inside a connection, with
+/// nothing worse at a resumption, is a `gap` too; `single_connection` without resumptions.
+fn stream_verdict(
+    a: &Analysis,
+    st: &crate::mcp::LogicalStream,
+    res: &[&crate::detect::ResumptionResult],
+) -> &'static str {
+    // (By `Verdict::badness`, one value per verdict.)
+    let worst = res
+        .iter()
+        .map(|r| r.verdict)
+        .filter(|v| !matches!(v, crate::detect::Verdict::Resumed))
+        .max_by_key(|v| v.badness());
+    match worst {
+        None if st.connections.iter().any(|x| a.id_gapped.contains(x)) => {
+            crate::detect::Verdict::Gap.as_str()
+        }
+        _ => worst
+            .or(res.first().map(|r| r.verdict))
+            .map_or("single_connection", |v| v.as_str()),
+    }
+}
+
+/// The `verdict` column of the `streams` table: one value per logical stream, by stream index
+/// (`S<n>` is index `n`).
+pub fn stream_verdicts(a: &Analysis) -> Vec<&'static str> {
+    let res_of = resumptions_by_stream(a);
+    a.model
+        .streams
+        .iter()
+        .zip(&res_of)
+        .map(|(st, res)| stream_verdict(a, st, res))
+        .collect()
+}
+
+/// `streams`: one row per logical stream.
+pub fn streams(a: &Analysis, ex: &[Exchange]) -> Table {
+    let m = &a.model;
+    // Resumption results per stream, grouped once.
+    let res_of = resumptions_by_stream(a);
     let rows: Vec<_> = m
         .streams
         .iter()
@@ -321,22 +365,7 @@ pub fn streams(a: &Analysis, ex: &[Exchange]) -> Table {
                 .map(|&x| ex[x].sse.events.message_count())
                 .sum();
             let res = &res_of[i];
-            // The worst resumption's; a stream that lost events inside a connection, with
-            // nothing worse at a resumption, is a `gap` too.
-            // (By `Verdict::badness`, one value per verdict.)
-            let worst = res
-                .iter()
-                .map(|r| r.verdict)
-                .filter(|v| !matches!(v, crate::detect::Verdict::Resumed))
-                .max_by_key(|v| v.badness());
-            let verdict = match worst {
-                None if st.connections.iter().any(|x| a.id_gapped.contains(x)) => {
-                    crate::detect::Verdict::Gap.as_str()
-                }
-                _ => worst
-                    .or(res.first().map(|r| r.verdict))
-                    .map_or("single_connection", |v| v.as_str()),
-            };
+            let verdict = stream_verdict(a, st, res);
             let req_ids = join(
                 o.rpc
                     .request
@@ -651,6 +680,39 @@ fn pieces(len: usize, rows: usize) -> impl Iterator<Item = std::ops::Range<usize
         .map(move |i| i..len.min(i.saturating_add(rows)))
 }
 
+/// The `jsonrpc_methods` and `jsonrpc_ids` of the `exchanges` table for `e`: the distinct
+/// methods of its messages (request, JSON response, then SSE events) in order of first
+/// appearance, and the ids of its requests and responses, each comma-separated (`None` when
+/// there are none).
+pub(super) fn methods_and_ids(e: &Exchange) -> (Option<String>, Option<String>) {
+    // Every message of the exchange, borrowed.
+    let msgs = e
+        .rpc
+        .request
+        .iter()
+        .chain(e.rpc.response.iter())
+        .map(MessageRef::of)
+        .chain(e.sse.events.iter().flat_map(|v| v.messages.refs()));
+    // Distinct methods (a long stream repeats its notifications thousands of times; the events
+    // table has them one by one) and ids, from one pass over the messages.
+    let mut seen = crate::hash::FastSet::default();
+    let (mut methods, mut ids) = (Vec::new(), Vec::new());
+    // The previous message's method: a run of one method is not hashed again.
+    let mut last = None;
+    for m in msgs {
+        if m.method != last {
+            last = m.method;
+            if let Some(method) = m.method.filter(|x| seen.insert(*x)) {
+                methods.push(method);
+            }
+        }
+        if m.kind != Kind::Notification {
+            ids.extend(m.id);
+        }
+    }
+    (join(methods), join(ids))
+}
+
 /// The `exchanges` rows of the exchanges `range` (indices into `ex`).
 fn exchanges_rows(m: &crate::mcp::Model, ex: &[Exchange], range: std::ops::Range<usize>) -> Table {
     let r: Vec<(usize, &Exchange)> = ex
@@ -660,39 +722,8 @@ fn exchanges_rows(m: &crate::mcp::Model, ex: &[Exchange], range: std::ops::Range
         .enumerate()
         .map(|(k, e)| (range.start + k, e))
         .collect();
-    // Every message of the exchange: request, JSON response, then SSE events (borrowed).
-    fn msgs(e: &Exchange) -> impl Iterator<Item = MessageRef<'_>> {
-        e.rpc
-            .request
-            .iter()
-            .chain(e.rpc.response.iter())
-            .map(MessageRef::of)
-            .chain(e.sse.events.iter().flat_map(|v| v.messages.refs()))
-    }
-    // Distinct methods in order of first appearance (a long stream repeats its notifications
-    // thousands of times; the events table has them one by one), and the ids of requests and
-    // responses: both from one pass over the exchange's messages.
-    let (methods, ids): (Vec<Option<String>>, Vec<Option<String>>) = r
-        .iter()
-        .map(|(_, e)| {
-            let mut seen = crate::hash::FastSet::default();
-            let (mut methods, mut ids) = (Vec::new(), Vec::new());
-            // The previous message's method: a run of one method is not hashed again.
-            let mut last = None;
-            for m in msgs(e) {
-                if m.method != last {
-                    last = m.method;
-                    if let Some(method) = m.method.filter(|x| seen.insert(*x)) {
-                        methods.push(method);
-                    }
-                }
-                if m.kind != Kind::Notification {
-                    ids.extend(m.id);
-                }
-            }
-            (join(methods), join(ids))
-        })
-        .unzip();
+    let (methods, ids): (Vec<Option<String>>, Vec<Option<String>>) =
+        r.iter().map(|(_, e)| methods_and_ids(e)).unzip();
     Table {
         name: "exchanges",
         columns: vec![
