@@ -87,6 +87,7 @@ codes! {
     HttpBadChunkEnd => "http.bad_chunk_end", "Chunk data not followed by CRLF.";
     HttpChunkResync => "http.chunk_resync", "Chunked framing found again after a gap, or a start line after the gap showed the body ended in it.";
     HttpUpgrade => "http.upgrade", "A 101 Switching Protocols (or 2xx to CONNECT): HTTP/1.x parsing of the connection ends.";
+    HttpH2NotRead => "http.h2_not_read", "An HTTP/2 connection (its connection preface, or an upgrade to h2c): mcpcap does not read HTTP/2, so MCP inside it is not seen.";
     HttpResponsesLostInGap => "http.responses_lost_in_gap", "Responses lost in a capture gap: the next response is paired with the request sent just before it.";
     HttpHeadlessSse => "http.headless_sse", "The capture began inside an event stream: its events are read from the first one found, with no HTTP head.";
     HttpContentEncodingUnsupported => "http.content_encoding_unsupported", "A body with a content coding mcpcap does not decode; its messages are not read.";

@@ -408,6 +408,12 @@ impl DirParser {
         }
     }
 
+    /// Whether the direction has left HTTP/1.x (an upgrade, a tunnel, an HTTP/2 preface): what
+    /// follows is not parsed.
+    pub fn left_http(&self) -> bool {
+        self.state == State::Tunnel
+    }
+
     /// Whether no message body is under way: between messages, or inside a head (a gap here
     /// loses a head, and with it the message it began).
     pub fn outside_body(&self) -> bool {
@@ -611,6 +617,11 @@ impl DirParser {
         // Tolerate stray CRLFs between messages (RFC 9112 §2.2).
         if rest[0] == b'\r' || rest[0] == b'\n' {
             return Step::Advance(1);
+        }
+        if self.is_request && rest[0] == b'P' {
+            if let Some(step) = self.h2_preface(rest, out) {
+                return step;
+            }
         }
         if self.head_tried > 0 && rest.len() >= self.head_searched {
             // (The bytes searched before, less the 2 that could begin a blank line.)
@@ -865,8 +876,13 @@ impl DirParser {
         if head.status == 101 {
             // Recorded by name: after a 101 the connection leaves HTTP/1.x (WebSocket, h2c, …).
             let up = head.header("upgrade").unwrap_or("an unnamed protocol");
+            let code = if up.trim().eq_ignore_ascii_case("h2c") {
+                Code::HttpH2NotRead
+            } else {
+                Code::HttpUpgrade
+            };
             out(HttpEvent::Anomaly(
-                Code::HttpUpgrade,
+                code,
                 format!("connection upgraded to {up}; HTTP parsing ends"),
             ));
         }
@@ -924,6 +940,31 @@ impl DirParser {
             out(HttpEvent::End { complete: true });
         }
         HeadResult::Done(n)
+    }
+
+    /// A client's HTTP/2 connection preface (RFC 9113 §3.4) where a request head would begin:
+    /// HTTP/2 is not read, so the direction leaves HTTP (said once, `http.h2_not_read`);
+    /// `None` when `rest` is no preface (nor the start of one).
+    fn h2_preface(
+        &mut self,
+        rest: &[u8],
+        out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule,
+    ) -> Option<Step> {
+        const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+        if rest.len() < PREFACE.len() {
+            return PREFACE.starts_with(rest).then_some(Step::Stop(0));
+        }
+        if !rest.starts_with(PREFACE) {
+            return None;
+        }
+        out(HttpEvent::Anomaly(
+            Code::HttpH2NotRead,
+            "HTTP/2 connection preface: the connection's HTTP/2 streams are not read".into(),
+        ));
+        self.buf.clear();
+        self.head_tried = 0;
+        self.state = State::Tunnel;
+        Some(Step::Stop(rest.len()))
     }
 
     fn bad_head(

@@ -356,6 +356,9 @@ struct Conn {
     /// The response just read switched protocols for a request that asked to (`Upgrade`, or
     /// CONNECT): the request side leaves HTTP too.
     switched: bool,
+    /// The client's direction left HTTP/1.x by an HTTP/2 connection preface, and the server's
+    /// was told so.
+    left_http: bool,
     /// When response bytes were last lost between two responses (a capture gap, or a head that
     /// could not be read), µs: whole responses may be missing, so the next response head is
     /// paired by time ([`HttpLayer`] docs), and at the close only requests sent by then can
@@ -458,6 +461,7 @@ impl Conn {
             resp_idx: None,
             resp_interim: false,
             switched: false,
+            left_http: false,
             resp_lost_at: None,
             server_ended: false,
             server_fin: false,
@@ -818,6 +822,13 @@ impl HttpLayer {
             };
             let mut out = |ev: HttpEvent<'_>| -> BodyRule { on_event(conn, ev, &mut cx) };
             f(&mut parser, &mut out);
+        }
+        if is_request && parser.left_http() && !conn.left_http {
+            // The client spoke HTTP/2 from its first byte: the server's side is HTTP/2 too.
+            conn.left_http = true;
+            if let Some(resp) = conn.parsers[1 - d].as_mut() {
+                resp.tunnel_after_message();
+            }
         }
         if !is_request && std::mem::take(&mut conn.switched) {
             // A 101 to an upgrade (or a 2xx to CONNECT) ends HTTP in both directions: what the

@@ -641,9 +641,12 @@ pub fn run_path(path: &std::path::Path, args: &[&str]) -> (i32, Vec<Value>) {
     (out.status.code().expect("exit code"), rows)
 }
 
-/// Whether a stderr line is the note that TLS connections carried data that was not decrypted.
+/// Whether a stderr line is the note that TLS connections carried data that was not decrypted,
+/// or that HTTP/2 connections were not read.
 pub fn is_tls_note(line: &str) -> bool {
-    line.starts_with("mcpcap: ") && line.contains("TLS connection(s)") && line.contains("not seen")
+    line.starts_with("mcpcap: ")
+        && (line.contains("TLS connection(s)") || line.contains("HTTP/2 connection(s)"))
+        && line.contains("not seen")
 }
 
 /// Run `mcpcap analyze --format ndjson --fail-on never <extra…>` on the capture and return the
