@@ -176,11 +176,14 @@ fn the_fork_is_told_in_sentences() {
     for said in [
         "POST tools/call (id 2) opened stream S2 (frame 75, flow F2, client port 50356), served by backend 127.0.0.1:3301 (b1): 8 events (ids 2..9).",
         "S2&#39;s connection on flow F2, after event 9, was closed by the server side (FIN) before its response was complete (frame 120).",
-        "the client resumed stream S2 with Last-Event-ID 9 (frame 123, flow F0, client port 50352); backend 127.0.0.1:3302 (b2) answered 200 with 21 events (ids 1..21), though event 9 came from backend 127.0.0.1:3301 (b1): forked",
+        "the client resumed stream S2 with Last-Event-ID 9 (frame 123, flow F0, client port 50352). Backend 127.0.0.1:3302 (b2) answered 200 with 21 events (ids 1..21), though event 9 had come from backend 127.0.0.1:3301 (b1). Verdict: forked (",
+        "the response to request 2 arrived on S2&#39;s connection F0 (frame 216, event id 21).",
         "finding [2] duplicate_delivery (error): After resuming from Last-Event-ID 9 the client received again 8 progress notification(s) it already had on this stream",
     ] {
         assert!(narrative.contains(said), "the narrative does not say {said:?}:\n{narrative}");
     }
+    let headline = block(&html, "<p class=\"headline\">", "</p>");
+    assert!(headline.contains("Stream S2 was closed by the server side (FIN) before its response was complete (frame 120); the client resumed it with Last-Event-ID 9 (frame 123, flow F0) and backend 127.0.0.1:3302 (b2) answered 200: verdict forked"), "{headline}");
     // The timeline: an arrow from event 9 to the resumption, its verdict on it.
     let svg = block(&html, "<svg class=\"timeline\"", "</svg>");
     assert!(svg.contains(

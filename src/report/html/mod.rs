@@ -332,23 +332,28 @@ fn session_section(page: &mut String, input: &Input<'_>, r: &SessionRow, view: &
     };
     let _ = write!(
         page,
-        "<section class=\"session\" id=\"s-{}\" data-verdict=\"{}\"><h3>Session <code>{}</code> <span class=\"badge {}\">{}</span></h3><p class=\"meta\">{span} · protocol {} · {} exchanges on {} connections · {} streams · {} resumptions · {} errors, {} warnings</p>",
+        "<section class=\"session\" id=\"s-{}\" data-verdict=\"{}\"><h3>Session <code>{}</code> <span class=\"badge {}\">{}</span></h3><p class=\"meta\">{span} · protocol {} · {} on {} · {} · {} · {}, {}</p>",
         view.session,
         r.verdict,
         esc(&r.label),
         r.verdict,
         r.verdict,
         esc(r.protocol_version.as_deref().unwrap_or("unknown")),
-        r.exchanges,
-        r.flows,
-        r.streams,
-        r.resumptions,
-        r.errors,
-        r.warnings
+        count(r.exchanges, "exchange"),
+        count(r.flows, "connection"),
+        count(r.streams, "stream"),
+        count(r.resumptions, "resumption"),
+        count(r.errors, "error"),
+        count(r.warnings, "warning")
+    );
+    let _ = write!(
+        page,
+        "<p class=\"headline\">{}</p>",
+        esc(&narrative::headline(a, ex, view))
     );
     page.push_str("<figure>");
     page.push_str(&timeline::svg(a, ex, view));
-    page.push_str("<figcaption><span class=\"key resp\"></span>response <span class=\"key prog\"></span>progress <span class=\"key msg\"></span>other message <span class=\"key req\"></span>server request <span class=\"key prime\"></span>priming (cursor) <span class=\"key bad\"></span>cut or not JSON · <span class=\"key arrow\"></span>Last-Event-ID: from the event it names to the connection that resumed · <span class=\"key fmark\"></span>finding (click for its evidence) · hover a mark for its frame and data</figcaption></figure>");
+    legend(page, ex, view);
     page.push_str("<h4>What happened</h4><ol class=\"narrative\">");
     for (line, bad) in narrative::sentences(a, ex, view) {
         let class = if bad { " class=\"bad\"" } else { "" };
@@ -362,6 +367,45 @@ fn session_section(page: &mut String, input: &Input<'_>, r: &SessionRow, view: &
         evidence(page, input, *n, f);
     }
     page.push_str("</section>");
+}
+
+/// The timeline's legend: the kinds of event its ticks show, the arrows, the finding marks.
+fn legend(page: &mut String, ex: &[Exchange], view: &SessionView<'_>) {
+    let mut present: Vec<&str> = Vec::new();
+    for c in &view.conns {
+        for ev in ex[c.x].sse.events.iter() {
+            let class = view::event_class(&ev);
+            if !present.contains(&class) {
+                present.push(class);
+            }
+        }
+    }
+    page.push_str("<figcaption>");
+    for (class, what) in [
+        ("resp", "response"),
+        ("prog", "progress"),
+        ("msg", "other message"),
+        ("req", "request from the server"),
+        ("prime", "priming event (a cursor)"),
+        ("bad", "cut short or not JSON"),
+    ] {
+        if present.contains(&class) {
+            let _ = write!(page, "<span class=\"key {class}\"></span>{what} ");
+        }
+    }
+    if !view.resumptions.is_empty() {
+        page.push_str("· arrow: from the event a Last-Event-ID names to the connection that resumed (green resumed, orange unverifiable or rejected, dashed red forked or gap) ");
+    }
+    page.push_str("· <span class=\"key fmark\"></span>finding number, on the frames it cites (click for its evidence) · hover any mark for its frame</figcaption></figure>");
+}
+
+/// `n` and `word`, in the plural unless `n` is 1: `1 stream`, `2 streams`.
+fn count(n: u64, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
 }
 
 /// One finding with its evidence: frames, the flow's addresses, the filter, the extract command.
@@ -384,8 +428,9 @@ fn evidence(page: &mut String, input: &Input<'_>, n: usize, f: &crate::detect::F
         })
         .unwrap_or_default();
     // The cited frames, each with its flow when that is not the finding's own.
-    let list: Vec<String> = f
-        .cited
+    let mut cited = f.cited.clone();
+    cited.sort_by_key(|c| (c.frame, c.flow_index));
+    let list: Vec<String> = cited
         .iter()
         .map(|c| {
             let flow = crate::tcp::FlowId(c.flow_index).to_string();
@@ -476,8 +521,9 @@ fn table_data(page: &mut String, t: &Table) {
         .replace('&', "\\u0026");
     let _ = write!(
         page,
-        "<h3 id=\"table-{0}\">{0} <span class=\"note\">({1} rows)</span></h3><div class=\"tbl\" data-table=\"{0}\"><script type=\"application/json\">{text}</script><noscript>The tables need JavaScript; they are also written by <code>mcpcap analyze --format csv</code>.</noscript></div>",
-        t.name, height
+        "<h3 id=\"table-{0}\">{0} <span class=\"note\">({1})</span></h3><div class=\"tbl\" data-table=\"{0}\"><script type=\"application/json\">{text}</script><noscript>The tables need JavaScript; they are also written by <code>mcpcap analyze --format csv</code>.</noscript></div>",
+        t.name,
+        count(height as u64, "row")
     );
     if height > shown {
         let _ = write!(

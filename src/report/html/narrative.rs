@@ -32,12 +32,13 @@ pub fn sentences(a: &Analysis, ex: &[Exchange], view: &SessionView<'_>) -> Vec<(
     let mut out: Vec<Sentence> = Vec::new();
     for c in &view.conns {
         opening(a, ex, c, &mut out);
+        responses(ex, c, &mut out);
         ending(ex, c, &mut out);
     }
     for o in &view.others {
         let e = &ex[o.x];
-        let important = e.status() >= 400
-            || e.status() == 0
+        let important = super::view::refused(e)
+            || e.status() >= 400
             || e.method() == "DELETE"
             || e.rpc
                 .request
@@ -53,7 +54,7 @@ pub fn sentences(a: &Analysis, ex: &[Exchange], view: &SessionView<'_>) -> Vec<(
                     e.frame(),
                     FlowId(e.flow_index)
                 ),
-                bad: e.status() >= 400 || e.status() == 0,
+                bad: super::view::refused(e),
             });
         }
     }
@@ -110,6 +111,64 @@ pub fn sentences(a: &Analysis, ex: &[Exchange], view: &SessionView<'_>) -> Vec<(
     lines
 }
 
+/// What went wrong in `view`'s session, in one or two sentences for the top of its section:
+/// each resumption that did not continue its stream (how the stream's connection had ended,
+/// where the client resumed, what the server did), else the kinds of its findings.
+pub fn headline(a: &Analysis, ex: &[Exchange], view: &SessionView<'_>) -> String {
+    let m = &a.model;
+    let mut told = Vec::new();
+    for &k in &view.resumptions {
+        let r = &a.resumptions[k];
+        if r.verdict == crate::detect::Verdict::Resumed || told.len() == 2 {
+            continue;
+        }
+        let res = &m.resumptions[r.index];
+        let e = &ex[res.exchange];
+        let st = res
+            .stream
+            .map_or("A stream".to_string(), |s| format!("Stream S{s}"));
+        let cut = res
+            .cursor
+            .and_then(|(cx, _)| view.conns.iter().find(|c| c.x == cx))
+            .filter(|c| c.how.is_cut())
+            .map(|c| format!(" {} (frame {});", c.how.phrase(), c.end_frame))
+            .unwrap_or_default();
+        let by = m
+            .backend(res.exchange)
+            .map(|b| format!("backend {b}"))
+            .unwrap_or_else(|| "the server".to_string());
+        told.push(format!(
+            "{st}{cut} the client resumed it with Last-Event-ID {} (frame {}, flow {}) and {by} answered {}: verdict {} ({}).",
+            res.last_event_id,
+            e.frame(),
+            FlowId(e.flow_index),
+            e.status(),
+            r.verdict.as_str(),
+            r.reason
+        ));
+    }
+    let mut kinds: Vec<&str> = view
+        .findings
+        .iter()
+        .filter(|(_, f)| f.severity != crate::detect::Severity::Info)
+        .map(|(_, f)| f.kind.as_str())
+        .collect();
+    kinds.dedup();
+    // Without a resumption to tell, the worst finding's own sentence says what went wrong.
+    let worst = view
+        .findings
+        .iter()
+        .max_by_key(|(n, f)| (f.severity, std::cmp::Reverse(*n)))
+        .filter(|(_, f)| told.is_empty() && f.severity != crate::detect::Severity::Info);
+    if let Some((n, f)) = worst {
+        told.push(format!("[{n}] {}", f.detail));
+    }
+    if !kinds.is_empty() {
+        told.push(format!("Findings: {}.", kinds.join(", ")));
+    }
+    told.join(" ")
+}
+
 /// The ids of the events of exchange `x` with an id of their own: `ids 1..9`, `id 4`, or none.
 fn id_range(ex: &[Exchange], x: usize) -> Option<String> {
     let mut ids = ex[x]
@@ -153,11 +212,17 @@ fn opening(a: &Analysis, ex: &[Exchange], c: &Conn, out: &mut Vec<Sentence>) {
                 .cursor
                 .and_then(|(cx, _)| m.backend(cx))
                 .filter(|b| Some(*b) != m.backend(c.x))
-                .map(|b| format!(", though event {} came from backend {b}", res.last_event_id))
+                .map(|b| {
+                    format!(
+                        ", though event {} had come from backend {b}",
+                        res.last_event_id
+                    )
+                })
                 .unwrap_or_default();
             format!(
-                "the client resumed {st} with Last-Event-ID {} ({at}); {served} answered {} with {events} event{}{ids}{cursor_from}: {} — {}.",
+                "the client resumed {st} with Last-Event-ID {} ({at}). {} answered {} with {events} event{}{ids}{cursor_from}. Verdict: {} ({}).",
                 res.last_event_id,
+                capitalized(&served),
                 e.status(),
                 if events == 1 { "" } else { "s" },
                 r.verdict.as_str(),
@@ -192,6 +257,43 @@ fn opening(a: &Analysis, ex: &[Exchange], c: &Conn, out: &mut Vec<Sentence>) {
         text,
         bad: false,
     });
+}
+
+/// `s` with its first letter in upper case.
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+/// The sentences of the responses connection `c` delivered: which request each answered, in
+/// which frame (a call's outcome, or a response delivered twice, is told where it happened).
+fn responses(ex: &[Exchange], c: &Conn, out: &mut Vec<Sentence>) {
+    use crate::jsonrpc::Kind;
+    let e = &ex[c.x];
+    for ev in e.sse.events.iter() {
+        for m in ev.messages.refs() {
+            let what = match m.kind {
+                Kind::Response => "the response",
+                Kind::Error => "an error response",
+                _ => continue,
+            };
+            let id = m.id.unwrap_or("?");
+            let st = c.stream.map_or(String::new(), |s| format!(" S{s}'s"));
+            out.push(Sentence {
+                ts: ev.sse.ts,
+                rank: 2,
+                text: format!(
+                    "{what} to request {id} arrived on{st} connection {} (frame {}, event id {}).",
+                    FlowId(e.flow_index),
+                    ev.sse.frame_first,
+                    ev.sse.id.filter(|_| ev.sse.has_own_id).unwrap_or("none")
+                ),
+                bad: false,
+            });
+        }
+    }
 }
 
 /// The sentence of connection `c`'s end, when it ended other than as its framing said.

@@ -153,7 +153,7 @@ pub fn svg(a: &Analysis, ex: &[Exchange], view: &SessionView<'_>) -> String {
     for o in &view.others {
         let e = &ex[o.x];
         let x = axis.x(e.ts());
-        let class = if e.status() >= 400 || e.status() == 0 {
+        let class = if super::view::refused(e) {
             "req-mark bad"
         } else {
             "req-mark"
@@ -202,10 +202,10 @@ fn axis_marks(s: &mut String, axis: &Axis, height: f64) {
             let x = axis.x(t);
             let _ = write!(
                 s,
-                r#"<line class="tick minor" x1="{x:.1}" x2="{x:.1}" y1="{:.1}" y2="{:.1}"/><text class="axis minor" x="{x:.1}" y="28">+{}</text>"#,
+                r#"<line class="tick minor" x1="{x:.1}" x2="{x:.1}" y1="{:.1}" y2="{:.1}"/><text class="axis minor" x="{x:.1}" y="28">:{}</text>"#,
                 AXIS_H - 6.0,
                 height - 4.0,
-                duration(t - a)
+                clock(t).get(6..).unwrap_or("")
             );
         }
     }
@@ -232,18 +232,21 @@ fn lane(s: &mut String, ex: &[Exchange], c: &Conn, axis: &Axis, y: f64) {
     let (x0, x1) = (axis.x(c.start), axis.x(c.end));
     let _ = write!(
         s,
-        r#"<g class="conn" data-exchange="{}"><title>{} · {} · request frame {} · {} to {} ({})</title><text class="lane-label" x="8" y="{:.1}">{}</text><text class="lane-sub" x="8" y="{:.1}">{}</text><rect class="bar" x="{x0:.1}" y="{:.1}" width="{:.1}" height="10" rx="3"/></g>"#,
+        r#"<g class="conn" data-exchange="{}"><title>{} · {} {} · request frame {} · {} to {} ({})</title><text class="lane-label" x="8" y="{:.1}">{}</text><text class="lane-sub" x="8" y="{:.1}">{}</text><text class="lane-sub" x="8" y="{:.1}">{}</text><rect class="bar" x="{x0:.1}" y="{:.1}" width="{:.1}" height="10" rx="3"/></g>"#,
         c.x,
         esc(&c.label),
         esc(&c.sub),
+        esc(c.backend.as_deref().unwrap_or("")),
         e.frame(),
         clock(c.start),
         clock(c.end),
         esc(c.how.label()),
-        y - 2.0,
+        y - 7.0,
         esc(&c.label),
-        y + 10.0,
+        y + 5.0,
         esc(&c.sub),
+        y + 16.0,
+        esc(c.backend.as_deref().unwrap_or("")),
         y - 5.0,
         (x1 - x0).max(2.0)
     );
@@ -390,39 +393,59 @@ fn finding_marks(
     axis: &Axis,
     lane_y: &dyn Fn(usize) -> f64,
 ) {
-    // Marks placed so far: one that would cover another moves right.
-    let mut placed: Vec<(f64, f64)> = Vec::new();
-    for (n, f) in &view.findings {
-        let mut spots: Vec<(f64, f64)> = Vec::new();
+    // One spot per finding and lane (its earliest cited frame there); findings at the same spot
+    // share one mark, their numbers side by side, so no number drifts off its event.
+    let mut spots: Vec<((f64, f64), Vec<(usize, &crate::detect::Finding)>)> = Vec::new();
+    for &(n, f) in &view.findings {
+        let mut mine: Vec<(f64, f64)> = Vec::new();
         for cited in &f.cited {
             if let Some(spot) = spot_of(ex, view, f, cited, axis, lane_y) {
-                if !spots
-                    .iter()
-                    .any(|p| (p.0 - spot.0).abs() < 1.0 && p.1 == spot.1)
-                {
-                    spots.push(spot);
+                if !mine.iter().any(|p| p.1 == spot.1) {
+                    mine.push(spot);
                 }
             }
         }
-        if spots.is_empty() {
-            spots.push((axis.x(f.ts), lane_y(0)));
+        if mine.is_empty() {
+            mine.push((axis.x(f.ts), lane_y(0)));
         }
-        let sev = f.severity.as_str();
-        for (x, y) in spots.into_iter().take(12) {
-            let mut x = x;
-            while placed.iter().any(|p| (p.0 - x).abs() < 15.0 && p.1 == y) {
-                x += 15.0;
+        for spot in mine {
+            match spots
+                .iter_mut()
+                .find(|(p, _)| (p.0 - spot.0).abs() < 4.0 && p.1 == spot.1)
+            {
+                Some((_, fs)) => fs.push((n, f)),
+                None => spots.push((spot, vec![(n, f)])),
             }
-            placed.push((x, y));
+        }
+    }
+    for ((x, y), fs) in spots {
+        let w = 14.0 * fs.len() as f64;
+        let worst = fs
+            .iter()
+            .map(|(_, f)| f.severity)
+            .max()
+            .map_or("info", |s| s.as_str());
+        let cy = y - 20.0;
+        let _ = write!(
+            s,
+            r#"<g class="finding-mark {worst}"><line x1="{x:.1}" x2="{x:.1}" y1="{:.1}" y2="{:.1}"/><rect x="{:.1}" y="{:.1}" width="{w:.1}" height="14" rx="7"/>"#,
+            cy + 7.0,
+            y - 6.0,
+            x - 7.0,
+            cy - 7.0,
+        );
+        for (k, (n, f)) in fs.iter().enumerate() {
             let _ = write!(
                 s,
-                r##"<a href="#f-{n}"><g class="finding-mark {sev}"><title>[{n}] {} ({sev}): {}</title><circle cx="{x:.1}" cy="{:.1}" r="7"/><text x="{x:.1}" y="{:.1}">{n}</text></g></a>"##,
+                r##"<a href="#f-{n}"><text x="{:.1}" y="{:.1}"><title>[{n}] {} ({}): {}</title>{n}</text></a>"##,
+                x + 14.0 * k as f64,
+                cy + 3.5,
                 f.kind.as_str(),
+                f.severity.as_str(),
                 esc(&f.detail),
-                y - 14.0,
-                y - 10.5,
             );
         }
+        s.push_str("</g>");
     }
 }
 

@@ -85,8 +85,10 @@ pub struct Conn {
     pub resumption: Option<usize>,
     /// What it is, in a few words: `S2 POST tools/call 2`, `S1 GET`, `S2 resume from 9`.
     pub label: String,
-    /// Its flow, client port and backend: `F3 :51234 → b2`.
+    /// Its flow, client port and server: `F3 :51234 → 10.0.0.1:3300`.
     pub sub: String,
+    /// The backend that served it, when known: `backend 10.0.0.2:3302 (b2)`.
+    pub backend: Option<String>,
     /// When it began and ended, µs since the Unix epoch (the capture's end when still open).
     pub start: i64,
     /// See `start`.
@@ -175,6 +177,17 @@ pub fn how_it_ended(e: &Exchange, flow: Option<&(FlowRow, usize)>) -> (End, u64)
         (End::Cut, last)
     };
     how
+}
+
+/// Whether exchange `e` was refused or went unanswered: no response captured, or a status of
+/// 400 or more — but for a 405 to a GET, which a server without a standalone GET stream answers
+/// (MCP 2025-11-25 "Listening for Messages from the Server").
+pub fn refused(e: &Exchange) -> bool {
+    match e.status() {
+        0 => true,
+        405 if e.method() == "GET" => false,
+        s => s >= 400,
+    }
 }
 
 /// The JSON-RPC method and id of exchange `e`'s first message: `tools/call (id 2)`.
@@ -380,7 +393,11 @@ fn conn(
         _ => format!("{st} {}", e.method()),
     };
     let port = e.client_port.map(|p| format!(" :{p}")).unwrap_or_default();
-    let backend = m.backend(x).map(|b| format!(" → {b}")).unwrap_or_default();
+    let server = e
+        .server
+        .map(|(ip, p)| format!(" → {ip}:{p}"))
+        .unwrap_or_default();
+    let backend = m.backend(x).map(|b| format!("backend {b}"));
     let start = e.ts();
     let end = if how == End::Open {
         end_of_capture.max(start)
@@ -392,7 +409,8 @@ fn conn(
         stream,
         resumption: r,
         label,
-        sub: format!("{}{port}{backend}", FlowId(e.flow_index)),
+        sub: format!("{}{port}{server}", FlowId(e.flow_index)),
+        backend,
         start,
         end,
         how,
