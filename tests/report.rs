@@ -84,7 +84,7 @@ fn check_page(rel: &str, html: &str) {
         // not intact have their evidence in the session's section too.
         let filter = f["wireshark_filter"].as_str().unwrap();
         assert!(
-            html.contains(&format!("\"wireshark_filter\"")) && html.contains(filter),
+            html.contains("\"wireshark_filter\"") && html.contains(filter),
             "{rel}: finding {n}'s filter"
         );
         if !not_intact.contains(&f["session_id"].as_str().unwrap()) {

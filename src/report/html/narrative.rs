@@ -82,7 +82,7 @@ pub fn sentences(a: &Analysis, ex: &[Exchange], view: &SessionView<'_>) -> Vec<(
             bad: f.severity != crate::detect::Severity::Info,
         });
     }
-    out.sort_by(|x, y| (x.ts, x.rank).cmp(&(y.ts, y.rank)));
+    out.sort_by_key(|x| (x.ts, x.rank));
     let total = out.len();
     let mut lines = Vec::with_capacity(total.min(MAX_SENTENCES + 1));
     let mut prev: Option<i64> = None;
@@ -178,7 +178,7 @@ fn id_range(ex: &[Exchange], x: usize) -> Option<String> {
         .filter(|ev| ev.sse.has_own_id && !ev.priming)
         .filter_map(|ev| ev.sse.id.map(str::to_string));
     let first = ids.next()?;
-    Some(match ids.last() {
+    Some(match ids.next_back() {
         Some(last) if last != first => format!("ids {first}..{last}"),
         _ => format!("id {first}"),
     })
@@ -308,7 +308,7 @@ fn ending(ex: &[Exchange], c: &Conn, out: &mut Vec<Sentence>) {
         .iter()
         .filter(|ev| ev.sse.has_own_id)
         .filter_map(|ev| ev.sse.id.map(str::to_string))
-        .last();
+        .next_back();
     let after = match last {
         Some(id) => format!("after event {id}"),
         None if e.sse.events.is_empty() => "before any event".to_string(),

@@ -395,7 +395,8 @@ fn finding_marks(
 ) {
     // One spot per finding and lane (its earliest cited frame there); findings at the same spot
     // share one mark, their numbers side by side, so no number drifts off its event.
-    let mut spots: Vec<((f64, f64), Vec<(usize, &crate::detect::Finding)>)> = Vec::new();
+    type Spot<'f> = ((f64, f64), Vec<(usize, &'f crate::detect::Finding)>);
+    let mut spots: Vec<Spot<'_>> = Vec::new();
     for &(n, f) in &view.findings {
         let mut mine: Vec<(f64, f64)> = Vec::new();
         for cited in &f.cited {

@@ -163,7 +163,7 @@ pub fn how_it_ended(e: &Exchange, flow: Option<&(FlowRow, usize)>) -> (End, u64)
         return (if e.resp_gap { End::Gap } else { End::Cut }, last);
     };
     let (c, s) = (*c, 1 - *c);
-    let how = if row.rst[s] {
+    if row.rst[s] {
         (End::ServerReset, at(row.end_frame[s]))
     } else if row.rst[c] {
         (End::ClientReset, at(row.end_frame[c]))
@@ -175,8 +175,7 @@ pub fn how_it_ended(e: &Exchange, flow: Option<&(FlowRow, usize)>) -> (End, u64)
         (End::ServerFin, at(row.end_frame[s]))
     } else {
         (End::Cut, last)
-    };
-    how
+    }
 }
 
 /// Whether exchange `e` was refused or went unanswered: no response captured, or a status of
