@@ -1705,6 +1705,41 @@ mod tests {
         assert_eq!(heads.get(), 2);
     }
 
+    /// An HTTP/2 connection preface, split anywhere, is said once (`http.h2_not_read`) and what
+    /// follows it is not parsed as HTTP/1.x: no bad head, no head, no resync.
+    #[test]
+    fn an_h2_preface_split_anywhere_is_said_once() {
+        let mut input = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+        // A SETTINGS frame, then a HEADERS frame of binary bytes.
+        input.extend_from_slice(&[
+            0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 5, 1, 5, 0, 0, 0, 1, 0x82, 0x86, 0x84, 0x41, 0x8a,
+        ]);
+        for at in 0..=input.len() {
+            let codes = std::cell::RefCell::new(Vec::new());
+            let heads = std::cell::Cell::new(0);
+            let mut p = DirParser::new(true, HttpLimits::default());
+            let mut out = |e: HttpEvent<'_>| {
+                match e {
+                    HttpEvent::Anomaly(code, _) => codes.borrow_mut().push(code),
+                    HttpEvent::Head(_) => heads.set(heads.get() + 1),
+                    _ => {}
+                }
+                BodyRule::ByHeaders
+            };
+            p.push(&input[..at], &mut out);
+            p.push(&input[at..], &mut out);
+            assert!(p.left_http(), "split at {at}");
+            p.end(true, &mut out);
+            assert_eq!(*codes.borrow(), [Code::HttpH2NotRead], "split at {at}");
+            assert_eq!(heads.get(), 0);
+        }
+        // "PRI" alone is no preface: a request head of that method is read as one.
+        assert_eq!(
+            run(true, b"PRI /x HTTP/1.1\r\nHost: h\r\n\r\n", &[2])[0],
+            Ev::Head(0, "PRI".into())
+        );
+    }
+
     #[test]
     fn conflicting_framing_and_upgrade_are_named() {
         let codes = std::cell::RefCell::new(Vec::new());
