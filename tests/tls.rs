@@ -221,3 +221,111 @@ fn a_record_lost_in_a_gap_is_a_plaintext_gap_and_decryption_goes_on() {
     assert_eq!(ex[6]["method"], "DELETE");
     assert_eq!(ex[6]["status"], "200");
 }
+
+/// The tables every run of a capture and its copies must share: all but `files` and
+/// `vantages`, which name the file read.
+const SAME_TABLES: [&str; 6] = [
+    "sessions",
+    "exchanges",
+    "events",
+    "calls",
+    "findings",
+    "flows",
+];
+
+/// The key log embedded in the capture as a pcapng Decryption Secrets Block (`editcap
+/// --inject-secrets`, `fixtures/gen/tls/run_tls.sh`) decrypts it without `--tls-keylog`: the
+/// findings, sessions and every other table of the key-log run, and of the cleartext twin;
+/// read from standard input alike.
+#[test]
+fn secrets_embedded_in_the_pcapng_decrypt_as_the_key_log_does() {
+    for name in ["tls13", "tls12"] {
+        let dsb = fixture(&format!("{name}_dsb.pcapng"));
+        let pcap = fixture(&format!("{name}.pcap"));
+        let keys = fixture(&format!("{name}.keys"));
+        let clear = fixture(&format!("{name}_clear.pcap"));
+        let (d, stderr) = tables(&format!("{name}-dsb"), &[dsb.as_os_str()]);
+        let (k, _) = tables(
+            &format!("{name}-dsbkeys"),
+            &["--tls-keylog".as_ref(), keys.as_os_str(), pcap.as_os_str()],
+        );
+        let (c, _) = tables(&format!("{name}-dsbclear"), &[clear.as_os_str()]);
+        assert!(stderr.is_empty(), "{name}: {stderr}");
+        assert!(d["flows"].iter().all(|f| f["decrypted"] == "yes"), "{name}");
+        assert_eq!(d["sessions"].len(), 1, "{name}");
+        assert!(d["anomalies"].is_empty(), "{name}: {:#?}", d["anomalies"]);
+        for table in SAME_TABLES {
+            assert_eq!(
+                d[table], k[table],
+                "{name}: table {table} of the key-log run"
+            );
+        }
+        for table in ["sessions", "findings", "exchanges", "events"] {
+            assert_eq!(strip(&d[table]), strip(&c[table]), "{name}: table {table}");
+        }
+        let piped = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+            .args(["exchanges", "--format", "csv", "-"])
+            .stdin(std::fs::File::open(&dsb).unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(piped.status.code(), Some(0), "{name}");
+        assert_eq!(
+            common::csv_rows(&String::from_utf8_lossy(&piped.stdout)),
+            d["exchanges"],
+            "{name}: standard input"
+        );
+    }
+}
+
+/// Secrets after the first packet, and secrets of another type, are counted anomalies; the
+/// secrets are not used (they are fixed before the packets are read).
+#[test]
+fn secrets_after_the_first_packet_are_counted_not_used() {
+    let pcap = fixture("tls13.pcap");
+    let dir = std::env::temp_dir().join(format!("mcpcap-tls-late-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (head, tail) = (dir.join("head.pcapng"), dir.join("tail.pcapng"));
+    let late = dir.join("late.pcapng");
+    // Frame 1 alone, then the rest with the secrets in front of them: joined, the secrets come
+    // after the first packet.
+    let run = |args: &[&std::ffi::OsStr]| {
+        let o = Command::new("editcap").args(args).output();
+        o.is_ok_and(|o| o.status.success())
+    };
+    let made = run(&[
+        "-r".as_ref(),
+        pcap.as_os_str(),
+        head.as_os_str(),
+        "1".as_ref(),
+    ]) && run(&[
+        "--inject-secrets".as_ref(),
+        format!("tls,{}", fixture("tls13.keys").display()).as_ref(),
+        pcap.as_os_str(),
+        tail.as_os_str(),
+        "1".as_ref(),
+    ]) && Command::new("mergecap")
+        .args(["-a", "-w"])
+        .arg(&late)
+        .arg(&head)
+        .arg(&tail)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !made {
+        let _ = std::fs::remove_dir_all(&dir);
+        if std::env::var_os("MCPCAP_REQUIRE_READERS").is_some() {
+            panic!("editcap and mergecap are needed (MCPCAP_REQUIRE_READERS is set)");
+        }
+        eprintln!("skipped: editcap or mergecap (Wireshark) not found");
+        return;
+    }
+    let (t, _) = tables("late", &[late.as_os_str()]);
+    let _ = std::fs::remove_dir_all(&dir);
+    let codes: Vec<&str> = t["anomalies"].iter().map(|a| a["code"].as_str()).collect();
+    assert!(t["flows"].iter().all(|f| f["decrypted"] == "no_keys"));
+    assert!(codes.contains(&"pcapng.late_secrets"), "{codes:?}");
+    let late = t["anomalies"]
+        .iter()
+        .find(|a| a["code"] == "pcapng.late_secrets")
+        .unwrap();
+    assert!(late["detail"].contains("not used"), "{late:?}");
+}

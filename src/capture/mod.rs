@@ -6,8 +6,12 @@
 //! [`pcap_parser`]. The reader never holds more than one block buffer
 //! (`BLOCK_BUFFER` bytes, grown up to `MAX_BLOCK` for a single large block).
 //!
+//! A pcapng file's Decryption Secrets Blocks (§4.7) before its first packet block are its
+//! [`FileHead::secrets`] ([`read_head`]), for the caller to decrypt with before the frames are
+//! read; one after the first packet, or of a secrets type not read, is a counted anomaly.
+//!
 //! Sources: the pcap format (draft-ietf-opsawg-pcap), pcapng
-//! (draft-ietf-opsawg-pcapng §4.2 IDB, §4.3 EPB, §4.4 SPB).
+//! (draft-ietf-opsawg-pcapng §4.2 IDB, §4.3 EPB, §4.4 SPB, §4.7 DSB).
 
 use std::io::Read;
 
@@ -24,6 +28,30 @@ pub const MAX_BLOCK: usize = 64 << 20;
 /// Bytes gathered before the format is recognised (a pcap header is 24 bytes; a pcapng section
 /// header with its options, and what follows it, fit easily).
 const HEAD_BYTES: usize = 64 << 10;
+
+/// Secrets type of a TLS key log in NSS format, `TLSK` (draft-ietf-opsawg-pcapng §4.7).
+pub const SECRETS_TLS_KEY_LOG: u32 = 0x544c_534b;
+/// The most bytes of secrets a file's head may hold (over every Decryption Secrets Block
+/// before its first packet); blocks past it are counted as `pcapng.late_secrets`, not kept.
+pub const MAX_HEAD_SECRETS: usize = 16 << 20;
+
+/// One pcapng Decryption Secrets Block (draft-ietf-opsawg-pcapng §4.7).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretsBlock {
+    /// Secrets type ([`SECRETS_TLS_KEY_LOG`] is the one read).
+    pub secrets_type: u32,
+    /// The secrets, `secrets_len` bytes (padding dropped); for a TLS key log, NSS key log text.
+    pub data: Vec<u8>,
+}
+
+/// What a capture file holds before its first packet ([`read_head`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileHead {
+    /// The first frame's capture time, µs since the Unix epoch; `None` without frames.
+    pub first_ts: Option<i64>,
+    /// The TLS key log Decryption Secrets Blocks before the first packet block, in file order.
+    pub secrets: Vec<SecretsBlock>,
+}
 
 /// One captured frame, borrowed from the reader's buffer.
 #[derive(Debug, Clone, Copy)]
@@ -103,12 +131,32 @@ pub fn read_capture<R: Read + Send>(
 /// The capture time of the first frame of a file (µs since the Unix epoch), reading only up to it;
 /// `None` when the file holds no frame. Used to put several files of one capture in time order.
 pub fn first_timestamp<R: Read + Send>(input: R) -> Result<Option<i64>, CaptureError> {
+    Ok(read_head(input)?.first_ts)
+}
+
+/// A file's head: its first frame's time and the TLS key log Decryption Secrets Blocks before
+/// its first packet block (draft-ietf-opsawg-pcapng §4.7), reading only up to its first frame.
+/// A pcap file has none. Anomalies are not counted here: [`read_capture`] counts them.
+///
+/// Errors: as [`read_capture`].
+pub fn read_head<R: Read + Send>(input: R) -> Result<FileHead, CaptureError> {
     let mut first = None;
-    read_capture_while(input, 1, &mut Anomalies::default(), |f| {
-        first = Some(f.ts);
-        false
-    })?;
-    Ok(first)
+    let mut reader = open(input)?;
+    let mut file = FileState::new(1);
+    file.keep_secrets = true;
+    run(
+        &mut *reader,
+        &mut file,
+        &mut Anomalies::default(),
+        &mut |f| {
+            first = Some(f.ts);
+            false
+        },
+    );
+    Ok(FileHead {
+        first_ts: first,
+        secrets: file.head_secrets,
+    })
 }
 
 /// As [`read_capture`], but `sink` returns whether to go on; reading stops after the first `false`.
@@ -124,6 +172,18 @@ pub fn read_capture_while<R: Read + Send>(
 ) -> Result<FileSummary, CaptureError> {
     let mut reader = open(input)?;
     let mut file = FileState::new(first_number);
+    run(&mut *reader, &mut file, anomalies, &mut sink);
+    Ok(file.summary)
+}
+
+/// The loop of [`read_capture_while`]: the blocks of `reader` into `file`, until `sink` says
+/// stop or the file ends.
+fn run(
+    reader: &mut dyn PcapReaderIterator,
+    file: &mut FileState,
+    anomalies: &mut Anomalies,
+    sink: &mut impl FnMut(Frame<'_>) -> bool,
+) {
     loop {
         // pcap-parser compares a block's two length fields for some block types only: every
         // block is checked here before it is parsed, once it is whole in the buffer.
@@ -137,7 +197,7 @@ pub fn read_capture_while<R: Read + Send>(
         // Why the parser refused the block at `position`, when it did.
         let refused: String = match reader.next() {
             Ok((offset, block)) => {
-                let go_on = file.block(block, anomalies, &mut sink);
+                let go_on = file.block(block, anomalies, sink);
                 file.position += offset as u64;
                 // No shift here: `refill` moves the unparsed rest to the front once per read,
                 // where `consume` would move half the buffer each time it passes the middle.
@@ -148,7 +208,7 @@ pub fn read_capture_while<R: Read + Send>(
                 continue;
             }
             Err(PcapError::Eof) => break,
-            Err(PcapError::Incomplete(_)) => match file.incomplete(&mut *reader) {
+            Err(PcapError::Incomplete(_)) => match file.incomplete(reader) {
                 Next::Retry => continue,
                 Next::Stop => break,
                 Next::Refused(why) => why,
@@ -158,7 +218,7 @@ pub fn read_capture_while<R: Read + Send>(
                 break;
             }
             Err(PcapError::BufferTooSmall) if file.ng_big_endian.is_some() => {
-                match file.too_small(&mut *reader) {
+                match file.too_small(reader) {
                     Next::Retry => continue,
                     Next::Stop => break,
                     Next::Refused(why) => why,
@@ -166,11 +226,10 @@ pub fn read_capture_while<R: Read + Send>(
             }
             Err(e) => short_err(&e),
         };
-        if !file.refused(&refused, &mut *reader, anomalies) {
+        if !file.refused(&refused, reader, anomalies) {
             break;
         }
     }
-    Ok(file.summary)
 }
 
 /// A pcap-parser reader over `input`, which recognises the format on its first read alone. A
@@ -218,6 +277,14 @@ struct FileState {
     position: u64,
     /// The read buffer's size, in bytes.
     capacity: usize,
+    /// A packet block was seen (any section): a Decryption Secrets Block from here is late.
+    packets: bool,
+    /// Keep the data of the TLS key log blocks before the first packet ([`read_head`]).
+    keep_secrets: bool,
+    /// Those blocks, when kept.
+    head_secrets: Vec<SecretsBlock>,
+    /// Bytes of secrets in those blocks (kept or not), at most [`MAX_HEAD_SECRETS`].
+    head_bytes: usize,
 }
 
 /// What to do once the parser refused the block at the front of the buffer for want of bytes.
@@ -242,6 +309,10 @@ impl FileState {
             number: first_number,
             position: 0,
             capacity: BLOCK_BUFFER,
+            packets: false,
+            keep_secrets: false,
+            head_secrets: Vec::new(),
+            head_bytes: 0,
         }
     }
 
@@ -265,7 +336,10 @@ impl FileState {
                 self.legacy_nanos = h.is_nanosecond_precision();
                 true
             }
-            PcapBlockOwned::Legacy(b) => self.legacy_packet(&b, anomalies, sink),
+            PcapBlockOwned::Legacy(b) => {
+                self.packets = true;
+                self.legacy_packet(&b, anomalies, sink)
+            }
             PcapBlockOwned::NG(Block::SectionHeader(shb)) => {
                 self.ifaces.clear();
                 self.ng_big_endian = Some(shb.big_endian());
@@ -276,13 +350,74 @@ impl FileState {
                 true
             }
             PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
+                self.packets = true;
                 self.enhanced_packet(&epb, anomalies, sink)
             }
             PcapBlockOwned::NG(Block::SimplePacket(spb)) => {
+                self.packets = true;
                 self.simple_packet(&spb, anomalies, sink)
+            }
+            PcapBlockOwned::NG(Block::DecryptionSecrets(dsb)) => {
+                self.secrets(&dsb, anomalies);
+                true
             }
             PcapBlockOwned::NG(_) => true,
         }
+    }
+
+    /// A Decryption Secrets Block (draft-ietf-opsawg-pcapng §4.7): a TLS key log before the
+    /// first packet is part of the file's head (kept for [`read_head`]); one after it
+    /// (`pcapng.late_secrets`: the secrets are fixed before the frames are read), one past
+    /// [`MAX_HEAD_SECRETS`] (the same code), and one of another secrets type
+    /// (`pcapng.unknown_secrets`) are counted and not used.
+    fn secrets(
+        &mut self,
+        dsb: &pcap_parser::pcapng::DecryptionSecretsBlock<'_>,
+        anomalies: &mut Anomalies,
+    ) {
+        let kind = dsb.secrets_type.0;
+        let data = &dsb.data[..(dsb.secrets_len as usize).min(dsb.data.len())];
+        if kind != SECRETS_TLS_KEY_LOG {
+            let name: String = kind
+                .to_be_bytes()
+                .iter()
+                .map(|&b| if b.is_ascii_graphic() { b as char } else { '.' })
+                .collect();
+            return anomalies.add(Anomaly::new(
+                Code::PcapngUnknownSecrets,
+                None,
+                None,
+                format!(
+                    "Decryption Secrets Block of secrets type {kind:#010x} ({name}), {} bytes: not read (mcpcap reads TLS key logs, TLSK)",
+                    data.len()
+                ),
+            ));
+        }
+        let why = if self.packets {
+            "after the file's first packet: secrets are read before the packets, so these are not used (editcap --inject-secrets writes them at the start)".to_string()
+        } else if self.head_bytes + data.len() > MAX_HEAD_SECRETS {
+            format!(
+                "past the {MAX_HEAD_SECRETS} bytes of secrets read from a file's start: not used"
+            )
+        } else {
+            self.head_bytes += data.len();
+            if self.keep_secrets {
+                self.head_secrets.push(SecretsBlock {
+                    secrets_type: kind,
+                    data: data.to_vec(),
+                });
+            }
+            return;
+        };
+        anomalies.add(Anomaly::new(
+            Code::PcapngLateSecrets,
+            Some(self.number),
+            None,
+            format!(
+                "TLS key log Decryption Secrets Block of {} bytes {why}",
+                data.len()
+            ),
+        ));
     }
 
     /// A pcap record: its frame to `sink` (whose answer is returned). A fraction of a second
@@ -933,6 +1068,65 @@ mod tests {
                 (1, 5_000_001, 1, b"eth".to_vec()),
                 (2, 6_000_000, 101, b"ip".to_vec())
             ]
+        );
+    }
+
+    /// A Decryption Secrets Block (draft-ietf-opsawg-pcapng §4.7) of `kind` holding `data`.
+    fn ng_dsb(kind: u32, data: &[u8]) -> Vec<u8> {
+        let mut b = kind.to_le_bytes().to_vec();
+        b.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        b.extend_from_slice(data);
+        while !b.len().is_multiple_of(4) {
+            b.push(0);
+        }
+        ng_block(0x0A, &b)
+    }
+
+    /// The TLS key logs before the first packet are the file's head, padding dropped; one
+    /// after it and one of another secrets type are counted, and the frames read alike.
+    #[test]
+    fn decryption_secrets_before_the_first_packet_are_the_head() {
+        let mut file = ng_shb();
+        file.extend(ng_dsb(SECRETS_TLS_KEY_LOG, b"CLIENT_RANDOM a b\n"));
+        file.extend(ng_idb(1, None));
+        file.extend(ng_dsb(0x5747_4b4c, b"wireguard"));
+        file.extend(ng_dsb(SECRETS_TLS_KEY_LOG, b"x"));
+        file.extend(ng_epb(0, 1, b"one"));
+        file.extend(ng_dsb(SECRETS_TLS_KEY_LOG, b"late"));
+        file.extend(ng_epb(0, 2, b"two"));
+        let head = read_head(&file[..]).unwrap();
+        assert_eq!(head.first_ts, Some(1));
+        assert_eq!(
+            head.secrets,
+            vec![
+                SecretsBlock {
+                    secrets_type: SECRETS_TLS_KEY_LOG,
+                    data: b"CLIENT_RANDOM a b\n".to_vec()
+                },
+                SecretsBlock {
+                    secrets_type: SECRETS_TLS_KEY_LOG,
+                    data: b"x".to_vec()
+                }
+            ]
+        );
+        let (frames, codes, stopped) = read_all(&file);
+        assert_eq!(stopped, None);
+        assert_eq!(frames, vec![(1, b"one".to_vec()), (2, b"two".to_vec())]);
+        assert_eq!(
+            codes,
+            vec![
+                (Code::PcapngUnknownSecrets.to_string(), None),
+                (Code::PcapngLateSecrets.to_string(), Some(2))
+            ]
+        );
+        // A pcap file has no head secrets.
+        let pcap = legacy(0xa1b2c3d4, false, 1, &[(5, 0, b"a")]);
+        assert_eq!(
+            read_head(&pcap[..]).unwrap(),
+            FileHead {
+                first_ts: Some(5_000_000),
+                secrets: Vec::new()
+            }
         );
     }
 

@@ -76,11 +76,28 @@ impl Capture {
     }
 }
 
+/// Open a capture to read: standard input (`stdin`) or the file at `path`; `None`, said in
+/// one line, when it cannot be opened.
+pub fn open(path: &Path, stdin: bool) -> Option<Box<dyn std::io::Read + Send>> {
+    if stdin {
+        return Some(Box::new(std::io::stdin()));
+    }
+    match std::fs::File::open(path) {
+        Ok(f) => Some(Box::new(f)),
+        Err(e) => {
+            say!("mcpcap: {}: {}", path.display(), e);
+            None
+        }
+    }
+}
+
 /// Read the files of `order` (path, first frame's time) into vantage points, with analyzers
-/// made from `options`; `dump` taps every stream, and `progress` shows the bytes read.
+/// made from `options`; `stream`, when given, is the one input of [`Inputs::Stream`], opened
+/// already. `dump` taps every stream, and `progress` shows the bytes read.
 pub fn read_all(
     plan: &Plan,
     order: &[(PathBuf, Option<i64>)],
+    mut stream: Option<Box<dyn std::io::Read + Send>>,
     options: &Options,
     dump: Option<&mut Dump>,
     progress: &mut Progress,
@@ -102,17 +119,16 @@ pub fn read_all(
         },
     };
     let stdin = matches!(plan.inputs, Inputs::Stream { stdin: true, .. });
+    let is_stream = matches!(plan.inputs, Inputs::Stream { .. });
     for (path, first_ts) in order {
-        let input: Box<dyn std::io::Read + Send> = if stdin {
-            Box::new(std::io::stdin())
-        } else {
-            match std::fs::File::open(path) {
-                Ok(f) => Box::new(f),
-                Err(e) => {
-                    say!("mcpcap: {}: {}", path.display(), e);
-                    continue;
-                }
-            }
+        let input = match stream.take() {
+            Some(input) => input,
+            // The stream could not be opened (said already).
+            None if is_stream => continue,
+            None => match open(path, stdin) {
+                Some(input) => input,
+                None => continue,
+            },
         };
         reading.file(path, *first_ts, input);
     }

@@ -365,12 +365,7 @@ fn session_section(page: &mut String, input: &Input<'_>, r: &SessionRow, view: &
 }
 
 /// One finding with its evidence: frames, the flow's addresses, the filter, the extract command.
-fn evidence(
-    page: &mut String,
-    input: &Input<'_>,
-    n: usize,
-    f: &crate::detect::Finding,
-) {
+fn evidence(page: &mut String, input: &Input<'_>, n: usize, f: &crate::detect::Finding) {
     let sev = f.severity.as_str();
     let located = input.frame_files.locate(f);
     let addresses = f

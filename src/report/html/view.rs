@@ -412,7 +412,10 @@ fn keep_lanes(
     let n = conns.len();
     let cited = |c: &Conn| {
         let e = &ex[c.x];
-        let (lo, hi) = (e.frame(), e.frame_last.unwrap_or(e.frame()).max(c.end_frame));
+        let (lo, hi) = (
+            e.frame(),
+            e.frame_last.unwrap_or(e.frame()).max(c.end_frame),
+        );
         findings.iter().any(|(_, f)| {
             f.cited
                 .iter()
