@@ -55,10 +55,19 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     let exchanges = Arc::new(merged.exchanges);
     let beside = output::spawn_beside(plan, &model, &exchanges);
     let refused = refused_connects(&capture.vantages, &merged.offsets, &exchanges);
+    // On the first vantage point's clock, as the exchanges are.
     let tls: Vec<mcpcap::tls::FlowTls> = capture
         .vantages
         .iter()
-        .flat_map(|v| v.analyzer.http.tls.flows.values().cloned())
+        .zip(&merged.offsets)
+        .flat_map(|(v, o)| {
+            let shift = o.offset_us.unwrap_or(0);
+            v.analyzer.http.tls.flows.values().map(move |t| {
+                let mut t = t.clone();
+                t.shift_time(-shift);
+                t
+            })
+        })
         .collect();
     let mut analysis = mcpcap::analyze_model(
         model,
