@@ -329,3 +329,189 @@ fn secrets_after_the_first_packet_are_counted_not_used() {
         .unwrap();
     assert!(late["detail"].contains("not used"), "{late:?}");
 }
+
+use mcpcap::tcp::{Chunk, FlowMeta, FlowTable, ReassemblyLimits, StreamEvent, StreamSink};
+use mcpcap::tls::{keylog::Secrets, TlsLayer, TlsOptions};
+
+/// A stream event kept: a chunk of direction `d` (data, or a gap of its length), or the close.
+#[derive(Debug, Clone, PartialEq)]
+enum Ev {
+    Data(usize, Vec<u8>),
+    Gap(usize, u64),
+    Close,
+}
+
+/// The events of every connection, as the flow table hands them on, in order, with the
+/// connection's flow, time and frame.
+#[derive(Default)]
+struct Recorded(Vec<(FlowMeta, Ev, i64, u64)>);
+
+impl StreamSink for Recorded {
+    fn event(&mut self, flow: FlowMeta, ev: StreamEvent<'_>, ts: i64, frame: u64) {
+        let ev = match ev {
+            StreamEvent::Chunk(d, Chunk::Data { bytes, .. }) => Ev::Data(d, bytes.to_vec()),
+            StreamEvent::Chunk(d, Chunk::Gap { len, .. }) => Ev::Gap(d, len),
+            StreamEvent::Close => Ev::Close,
+            _ => return,
+        };
+        self.0.push((flow, ev, ts, frame));
+    }
+}
+
+/// What the TLS stage hands on (to HTTP), per (flow, direction): the bytes, a gap as its
+/// length in `?`.
+#[derive(Default)]
+struct Plain(BTreeMap<(usize, usize), Vec<u8>>);
+
+impl StreamSink for Plain {
+    fn event(&mut self, flow: FlowMeta, ev: StreamEvent<'_>, _: i64, _: u64) {
+        match ev {
+            StreamEvent::Chunk(d, Chunk::Data { bytes, .. }) => self
+                .0
+                .entry((flow.index, d))
+                .or_default()
+                .extend_from_slice(bytes),
+            StreamEvent::Chunk(d, Chunk::Gap { len, .. }) => self
+                .0
+                .entry((flow.index, d))
+                .or_default()
+                .extend(std::iter::repeat_n(b'?', len as usize)),
+            _ => {}
+        }
+    }
+}
+
+/// The TCP stream events of the capture `name` of `fixtures/mcp-tls/`.
+fn tcp_events(name: &str) -> Vec<(FlowMeta, Ev, i64, u64)> {
+    let data = std::fs::read(fixture(name)).unwrap();
+    let mut table = FlowTable::new(ReassemblyLimits::default());
+    let mut rec = Recorded::default();
+    let mut anomalies = mcpcap::anomaly::Anomalies::default();
+    mcpcap::capture::read_capture(&data[..], 1, &mut anomalies, |f| {
+        if let mcpcap::decode::Decoded::Tcp(seg) =
+            mcpcap::decode::decode(f.linktype, f.data, f.orig_len)
+        {
+            table.segment(&seg, f.ts, f.number, &mut rec);
+        }
+    })
+    .unwrap();
+    table.finish(&mut rec);
+    rec.0
+}
+
+/// The key log `name` of `fixtures/mcp-tls/`.
+fn secrets(name: &str) -> Secrets {
+    let mut s = Secrets::default();
+    s.add_keylog(&std::fs::read_to_string(fixture(name)).unwrap());
+    s
+}
+
+/// `events` through a TLS stage with `secrets` (each chunk at its offset in its direction):
+/// what it hands on, per (flow, direction), and the TLS stage.
+fn through_tls(events: &[(FlowMeta, Ev, i64, u64)], secrets: &Secrets) -> (Plain, TlsLayer) {
+    let mut tls = TlsLayer::new(TlsOptions {
+        secrets: Some(std::sync::Arc::new(secrets.clone())),
+    });
+    let mut plain = Plain::default();
+    let mut offsets: BTreeMap<(usize, usize), u64> = BTreeMap::new();
+    for (flow, ev, ts, frame) in events {
+        let ev = match ev {
+            Ev::Data(d, bytes) => {
+                let at = offsets.entry((flow.index, *d)).or_default();
+                let offset = *at;
+                *at += bytes.len() as u64;
+                StreamEvent::Chunk(*d, Chunk::Data { offset, bytes })
+            }
+            Ev::Gap(d, len) => {
+                let at = offsets.entry((flow.index, *d)).or_default();
+                let offset = *at;
+                *at += len;
+                StreamEvent::Chunk(*d, Chunk::Gap { offset, len: *len })
+            }
+            Ev::Close => StreamEvent::Close,
+        };
+        tls.event(*flow, ev, *ts, *frame, &mut plain);
+    }
+    (plain, tls)
+}
+
+/// The events of flow `fi` with direction `d`'s bytes split once more, `at` bytes into that
+/// direction; `None` when `at` is at a chunk boundary already or past the end.
+fn split_at(
+    events: &[(FlowMeta, Ev, i64, u64)],
+    fi: usize,
+    d: usize,
+    at: usize,
+) -> Option<Vec<(FlowMeta, Ev, i64, u64)>> {
+    let mut out = Vec::with_capacity(events.len() + 1);
+    let mut seen = 0;
+    let mut split = false;
+    for e in events.iter().filter(|e| e.0.index == fi) {
+        match &e.1 {
+            Ev::Data(dd, b) if *dd == d && seen < at && at < seen + b.len() => {
+                let k = at - seen;
+                out.push((e.0, Ev::Data(d, b[..k].to_vec()), e.2, e.3));
+                out.push((e.0, Ev::Data(d, b[k..].to_vec()), e.2, e.3));
+                split = true;
+                seen += b.len();
+            }
+            Ev::Data(dd, b) if *dd == d => {
+                seen += b.len();
+                out.push(e.clone());
+            }
+            _ => out.push(e.clone()),
+        }
+    }
+    split.then_some(out)
+}
+
+/// A TLS connection's bytes split at every offset of either direction give the same
+/// plaintext to HTTP and the same flows row: here the count call's connection of each capture
+/// (TLS 1.3 and 1.2: the one with the most records), its records opened every time.
+#[test]
+fn tls_records_split_at_every_byte_decrypt_alike() {
+    for name in ["tls13", "tls12"] {
+        let events = tcp_events(&format!("{name}.pcap"));
+        let keys = secrets(&format!("{name}.keys"));
+        let (whole, tls) = through_tls(&events, &keys);
+        let (fi, row) = tls
+            .flows
+            .iter()
+            .max_by_key(|(_, t)| t.app_records)
+            .map(|(f, t)| (*f, t.clone()))
+            .unwrap();
+        assert_eq!(row.decrypted(), mcpcap::tls::Decrypted::Yes, "{name}");
+        let want: Vec<_> = (0..2).map(|d| whole.0[&(fi, d)].clone()).collect();
+        assert!(want.iter().all(|p| !p.contains(&b'?')), "{name}: a gap");
+        assert!(
+            String::from_utf8_lossy(&want[0]).contains("tools/call"),
+            "{name}"
+        );
+        let mine: Vec<_> = events.iter().filter(|e| e.0.index == fi).cloned().collect();
+        let mut splits = 0;
+        for d in 0..2 {
+            let len: usize = mine
+                .iter()
+                .map(|e| match &e.1 {
+                    Ev::Data(dd, b) if *dd == d => b.len(),
+                    _ => 0,
+                })
+                .sum();
+            for at in 1..len {
+                let Some(cut) = split_at(&mine, fi, d, at) else {
+                    continue;
+                };
+                let (got, t) = through_tls(&cut, &keys);
+                assert_eq!(t.flows[&fi], row, "{name}: direction {d} split at {at}");
+                for (dd, w) in want.iter().enumerate() {
+                    assert!(
+                        got.0.get(&(fi, dd)) == Some(w),
+                        "{name}: direction {d} split at {at}: the plaintext of direction {dd} differs"
+                    );
+                }
+                splits += 1;
+            }
+        }
+        assert!(splits > 4000, "{name}: {splits} splits");
+    }
+}
