@@ -515,3 +515,89 @@ fn tls_records_split_at_every_byte_decrypt_alike() {
         assert!(splits > 4000, "{name}: {splits} splits");
     }
 }
+
+/// Whether `tool` runs.
+fn have(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// tshark's decrypted application data of TCP stream `stream` (`-z follow,tls,raw`): the
+/// bytes sent by its `Node 0`, by the other side, and `Node 0` as `address:port`.
+fn tshark_follow_tls(
+    cap: &std::path::Path,
+    keys: &std::path::Path,
+    stream: usize,
+) -> (Vec<u8>, Vec<u8>, String) {
+    let o = Command::new("tshark")
+        .arg("-r")
+        .arg(cap)
+        .arg("-o")
+        .arg(format!("tls.keylog_file:{}", keys.display()))
+        .args(["-q", "-z", &format!("follow,tls,raw,{stream}")])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    let (mut first, mut other, mut node0) = (Vec::new(), Vec::new(), String::new());
+    let hex = |s: &str| -> Vec<u8> {
+        (0..s.len() / 2)
+            .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
+            .collect()
+    };
+    for line in text.lines() {
+        if let Some(n) = line.strip_prefix("Node 0: ") {
+            node0 = n.to_string();
+        } else if line.starts_with("====") || line.contains(':') || line.trim().is_empty() {
+            continue;
+        } else if let Some(h) = line.strip_prefix('\t') {
+            other.extend(hex(h.trim()));
+        } else {
+            first.extend(hex(line.trim()));
+        }
+    }
+    (first, other, node0)
+}
+
+/// Peer check: per TLS connection of the fixture captures, the decrypted application bytes the
+/// TLS stage hands to HTTP are those tshark decrypts with the same key log (`-z
+/// follow,tls,raw`), in both directions. Skipped without tshark, saying so, unless
+/// `MCPCAP_REQUIRE_READERS` is set.
+#[test]
+fn decrypted_bytes_match_tshark_with_the_same_keys() {
+    if !have("tshark") {
+        if std::env::var_os("MCPCAP_REQUIRE_READERS").is_some() {
+            panic!("MCPCAP_REQUIRE_READERS is set, but tshark not found");
+        }
+        eprintln!("skipped: tshark not found (apt-get install tshark)");
+        return;
+    }
+    for name in ["tls13", "tls12"] {
+        let cap = fixture(&format!("{name}.pcap"));
+        let keys = fixture(&format!("{name}.keys"));
+        let events = tcp_events(&format!("{name}.pcap"));
+        let (plain, tls) = through_tls(&events, &secrets(&format!("{name}.keys")));
+        // Flows are numbered, as tshark numbers TCP streams, in order of their first segment.
+        let metas: BTreeMap<usize, FlowMeta> = events.iter().map(|e| (e.0.index, e.0)).collect();
+        assert_eq!(metas.len(), 7, "{name}");
+        assert_eq!(tls.flows.len(), 7, "{name}");
+        for (&fi, meta) in &metas {
+            let (first, other, node0) = tshark_follow_tls(&cap, &keys, fi);
+            let end = |d: usize| format!("{}:{}", meta.ends[d].0, meta.ends[d].1);
+            let d0 = (0..2)
+                .find(|&d| end(d) == node0)
+                .unwrap_or_else(|| panic!("{name} F{fi}: tshark's node 0 {node0} is neither end"));
+            let mine = |d: usize| plain.0.get(&(fi, d)).cloned().unwrap_or_default();
+            assert!(!first.is_empty() && !other.is_empty(), "{name} F{fi}");
+            assert!(
+                mine(d0) == first,
+                "{name} F{fi}: the bytes {node0} sent differ from tshark's"
+            );
+            assert!(
+                mine(1 - d0) == other,
+                "{name} F{fi}: the bytes to {node0} differ from tshark's"
+            );
+        }
+    }
+}
