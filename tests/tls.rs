@@ -277,17 +277,19 @@ fn secrets_embedded_in_the_pcapng_decrypt_as_the_key_log_does() {
     }
 }
 
-/// Secrets after the first packet, and secrets of another type, are counted anomalies; the
-/// secrets are not used (they are fixed before the packets are read).
+/// A key log block after the first packet is counted, and decrypts the connections whose
+/// handshake follows it, not those before, whatever the number of threads: here it comes
+/// after frame 10 of tls13.pcap, past the first connection's ServerHello (frame 6) and before
+/// the second's (frame 27).
 #[test]
-fn secrets_after_the_first_packet_are_counted_not_used() {
+fn secrets_after_the_first_packet_decrypt_what_follows() {
     let pcap = fixture("tls13.pcap");
     let dir = std::env::temp_dir().join(format!("mcpcap-tls-late-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (head, tail) = (dir.join("head.pcapng"), dir.join("tail.pcapng"));
     let late = dir.join("late.pcapng");
-    // Frame 1 alone, then the rest with the secrets in front of them: joined, the secrets come
-    // after the first packet.
+    // Frames 1–10, then the rest with the secrets in front of them: joined, the secrets come
+    // after frame 10.
     let run = |args: &[&std::ffi::OsStr]| {
         let o = Command::new("editcap").args(args).output();
         o.is_ok_and(|o| o.status.success())
@@ -296,13 +298,13 @@ fn secrets_after_the_first_packet_are_counted_not_used() {
         "-r".as_ref(),
         pcap.as_os_str(),
         head.as_os_str(),
-        "1".as_ref(),
+        "1-10".as_ref(),
     ]) && run(&[
         "--inject-secrets".as_ref(),
         format!("tls,{}", fixture("tls13.keys").display()).as_ref(),
         pcap.as_os_str(),
         tail.as_os_str(),
-        "1".as_ref(),
+        "1-10".as_ref(),
     ]) && Command::new("mergecap")
         .args(["-a", "-w"])
         .arg(&late)
@@ -318,16 +320,38 @@ fn secrets_after_the_first_packet_are_counted_not_used() {
         eprintln!("skipped: editcap or mergecap (Wireshark) not found");
         return;
     }
-    let (t, _) = tables("late", &[late.as_os_str()]);
+    let (t, _) = tables(
+        "late1",
+        &["--threads".as_ref(), "1".as_ref(), late.as_os_str()],
+    );
+    let (t3, _) = tables(
+        "late3",
+        &["--threads".as_ref(), "3".as_ref(), late.as_os_str()],
+    );
     let _ = std::fs::remove_dir_all(&dir);
-    let codes: Vec<&str> = t["anomalies"].iter().map(|a| a["code"].as_str()).collect();
-    assert!(t["flows"].iter().all(|f| f["decrypted"] == "no_keys"));
-    assert!(codes.contains(&"pcapng.late_secrets"), "{codes:?}");
-    let late = t["anomalies"]
+    for table in mcpcap::report::TABLE_NAMES {
+        assert_eq!(t[table], t3[table], "table {table}: 1 thread against 3");
+    }
+    let decrypted: Vec<&str> = t["flows"].iter().map(|f| f["decrypted"].as_str()).collect();
+    assert_eq!(
+        decrypted,
+        ["no_keys", "yes", "yes", "yes", "yes", "yes", "yes"]
+    );
+    let late: Vec<_> = t["anomalies"]
         .iter()
-        .find(|a| a["code"] == "pcapng.late_secrets")
-        .unwrap();
-    assert!(late["detail"].contains("not used"), "{late:?}");
+        .filter(|a| a["code"] == "pcapng.late_secrets")
+        .collect();
+    assert_eq!(late.len(), 1, "{:#?}", t["anomalies"]);
+    assert!(
+        late[0]["detail"].contains("decrypts the connections whose handshake comes after it"),
+        "{late:?}"
+    );
+    // The first connection (initialize) is not seen, the rest of the session is. The first
+    // connection's records end before the first exchange seen: outside the session's time span,
+    // so no partly_undecrypted.
+    let kinds: Vec<&str> = t["findings"].iter().map(|f| f["kind"].as_str()).collect();
+    assert_eq!(kinds, ["undecrypted_tls"]);
+    assert_eq!(t["exchanges"].len(), 6);
 }
 
 use mcpcap::tcp::{Chunk, FlowMeta, FlowTable, ReassemblyLimits, StreamEvent, StreamSink};

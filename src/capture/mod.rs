@@ -8,7 +8,8 @@
 //!
 //! A pcapng file's Decryption Secrets Blocks (§4.7) before its first packet block are its
 //! [`FileHead::secrets`] ([`read_head`]), for the caller to decrypt with before the frames are
-//! read; one after the first packet, or of a secrets type not read, is a counted anomaly.
+//! read; one after the first packet is a counted anomaly, handed on among the frames
+//! ([`read_capture_items`]); one of a secrets type not read is a counted anomaly.
 //!
 //! Sources: the pcap format (draft-ietf-opsawg-pcap), pcapng
 //! (draft-ietf-opsawg-pcapng §4.2 IDB, §4.3 EPB, §4.4 SPB, §4.7 DSB).
@@ -31,9 +32,12 @@ const HEAD_BYTES: usize = 64 << 10;
 
 /// Secrets type of a TLS key log in NSS format, `TLSK` (draft-ietf-opsawg-pcapng §4.7).
 pub const SECRETS_TLS_KEY_LOG: u32 = 0x544c_534b;
-/// The most bytes of secrets a file's head may hold (over every Decryption Secrets Block
-/// before its first packet); blocks past it are counted as `pcapng.late_secrets`, not kept.
-pub const MAX_HEAD_SECRETS: usize = 16 << 20;
+/// The most bytes of secrets read from one file (over every TLS key log Decryption Secrets
+/// Block in it); blocks past it are counted as `pcapng.late_secrets`, not used.
+pub const MAX_SECRETS: usize = 16 << 20;
+/// The most TLS key log Decryption Secrets Blocks after a file's first packet that are used
+/// (each makes the secrets anew); later ones are counted as `pcapng.late_secrets`, not used.
+pub const MAX_LATE_SECRETS: usize = 64;
 
 /// One pcapng Decryption Secrets Block (draft-ietf-opsawg-pcapng §4.7).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +55,16 @@ pub struct FileHead {
     pub first_ts: Option<i64>,
     /// The TLS key log Decryption Secrets Blocks before the first packet block, in file order.
     pub secrets: Vec<SecretsBlock>,
+}
+
+/// What the reader hands on ([`read_capture_items`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Item<'a> {
+    /// A frame.
+    Frame(Frame<'a>),
+    /// A TLS key log Decryption Secrets Block after the file's first packet, in its place
+    /// among the frames (those before it are the file's head, [`read_head`]).
+    Secrets(&'a SecretsBlock),
 }
 
 /// One captured frame, borrowed from the reader's buffer.
@@ -148,8 +162,10 @@ pub fn read_head<R: Read + Send>(input: R) -> Result<FileHead, CaptureError> {
         &mut *reader,
         &mut file,
         &mut Anomalies::default(),
-        &mut |f| {
-            first = Some(f.ts);
+        &mut |i| {
+            if let Item::Frame(f) = i {
+                first = Some(f.ts);
+            }
             false
         },
     );
@@ -170,6 +186,21 @@ pub fn read_capture_while<R: Read + Send>(
     anomalies: &mut Anomalies,
     mut sink: impl FnMut(Frame<'_>) -> bool,
 ) -> Result<FileSummary, CaptureError> {
+    read_capture_items(input, first_number, anomalies, |i| match i {
+        Item::Frame(f) => sink(f),
+        Item::Secrets(_) => true,
+    })
+}
+
+/// As [`read_capture_while`], with the TLS key log Decryption Secrets Blocks after the first
+/// packet handed on too, in file order among the frames (pcapng spec §4.7: secrets apply to
+/// the packets after them).
+pub fn read_capture_items<R: Read + Send>(
+    input: R,
+    first_number: u64,
+    anomalies: &mut Anomalies,
+    mut sink: impl FnMut(Item<'_>) -> bool,
+) -> Result<FileSummary, CaptureError> {
     let mut reader = open(input)?;
     let mut file = FileState::new(first_number);
     run(&mut *reader, &mut file, anomalies, &mut sink);
@@ -182,7 +213,7 @@ fn run(
     reader: &mut dyn PcapReaderIterator,
     file: &mut FileState,
     anomalies: &mut Anomalies,
-    sink: &mut impl FnMut(Frame<'_>) -> bool,
+    sink: &mut impl FnMut(Item<'_>) -> bool,
 ) {
     loop {
         // pcap-parser compares a block's two length fields for some block types only: every
@@ -283,8 +314,10 @@ struct FileState {
     keep_secrets: bool,
     /// Those blocks, when kept.
     head_secrets: Vec<SecretsBlock>,
-    /// Bytes of secrets in those blocks (kept or not), at most [`MAX_HEAD_SECRETS`].
-    head_bytes: usize,
+    /// Bytes of secrets in the file's TLS key log blocks so far, at most [`MAX_SECRETS`].
+    secrets_bytes: usize,
+    /// TLS key log blocks after the first packet handed on, at most [`MAX_LATE_SECRETS`].
+    late_blocks: usize,
 }
 
 /// What to do once the parser refused the block at the front of the buffer for want of bytes.
@@ -312,7 +345,8 @@ impl FileState {
             packets: false,
             keep_secrets: false,
             head_secrets: Vec::new(),
-            head_bytes: 0,
+            secrets_bytes: 0,
+            late_blocks: 0,
         }
     }
 
@@ -328,8 +362,9 @@ impl FileState {
         &mut self,
         block: PcapBlockOwned<'_>,
         anomalies: &mut Anomalies,
-        sink: &mut impl FnMut(Frame<'_>) -> bool,
+        sink: &mut impl FnMut(Item<'_>) -> bool,
     ) -> bool {
+        let frames = &mut |f: Frame<'_>| sink(Item::Frame(f));
         match block {
             PcapBlockOwned::LegacyHeader(h) => {
                 self.legacy_linktype = h.network.0;
@@ -338,7 +373,7 @@ impl FileState {
             }
             PcapBlockOwned::Legacy(b) => {
                 self.packets = true;
-                self.legacy_packet(&b, anomalies, sink)
+                self.legacy_packet(&b, anomalies, frames)
             }
             PcapBlockOwned::NG(Block::SectionHeader(shb)) => {
                 self.ifaces.clear();
@@ -351,39 +386,50 @@ impl FileState {
             }
             PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
                 self.packets = true;
-                self.enhanced_packet(&epb, anomalies, sink)
+                self.enhanced_packet(&epb, anomalies, frames)
             }
             PcapBlockOwned::NG(Block::SimplePacket(spb)) => {
                 self.packets = true;
-                self.simple_packet(&spb, anomalies, sink)
+                self.simple_packet(&spb, anomalies, frames)
             }
             PcapBlockOwned::NG(Block::DecryptionSecrets(dsb)) => {
-                self.secrets(&dsb, anomalies);
-                true
+                self.secrets(&dsb, anomalies, sink)
             }
             PcapBlockOwned::NG(_) => true,
         }
     }
 
     /// A Decryption Secrets Block (draft-ietf-opsawg-pcapng §4.7): a TLS key log before the
-    /// first packet is part of the file's head (kept for [`read_head`]); one after it
-    /// (`pcapng.late_secrets`: the secrets are fixed before the frames are read), one past
-    /// [`MAX_HEAD_SECRETS`] (the same code), and one of another secrets type
-    /// (`pcapng.unknown_secrets`) are counted and not used.
+    /// first packet is part of the file's head (kept for [`read_head`]); one after it is
+    /// counted (`pcapng.late_secrets`) and handed to `sink` in its place among the frames
+    /// (whose answer is returned). One past [`MAX_SECRETS`] (`pcapng.late_secrets` too) and one
+    /// of another secrets type (`pcapng.unknown_secrets`) are counted and not used.
     fn secrets(
         &mut self,
         dsb: &pcap_parser::pcapng::DecryptionSecretsBlock<'_>,
         anomalies: &mut Anomalies,
-    ) {
+        sink: &mut impl FnMut(Item<'_>) -> bool,
+    ) -> bool {
         let kind = dsb.secrets_type.0;
         let data = &dsb.data[..(dsb.secrets_len as usize).min(dsb.data.len())];
+        let late = |why: String| {
+            Anomaly::new(
+                Code::PcapngLateSecrets,
+                Some(self.number),
+                None,
+                format!(
+                    "TLS key log Decryption Secrets Block of {} bytes {why}",
+                    data.len()
+                ),
+            )
+        };
         if kind != SECRETS_TLS_KEY_LOG {
             let name: String = kind
                 .to_be_bytes()
                 .iter()
                 .map(|&b| if b.is_ascii_graphic() { b as char } else { '.' })
                 .collect();
-            return anomalies.add(Anomaly::new(
+            anomalies.add(Anomaly::new(
                 Code::PcapngUnknownSecrets,
                 None,
                 None,
@@ -392,32 +438,36 @@ impl FileState {
                     data.len()
                 ),
             ));
+            return true;
         }
-        let why = if self.packets {
-            "after the file's first packet: secrets are read before the packets, so these are not used (editcap --inject-secrets writes them at the start)".to_string()
-        } else if self.head_bytes + data.len() > MAX_HEAD_SECRETS {
-            format!(
-                "past the {MAX_HEAD_SECRETS} bytes of secrets read from a file's start: not used"
-            )
-        } else {
-            self.head_bytes += data.len();
-            if self.keep_secrets {
-                self.head_secrets.push(SecretsBlock {
-                    secrets_type: kind,
-                    data: data.to_vec(),
-                });
-            }
-            return;
+        if self.secrets_bytes + data.len() > MAX_SECRETS {
+            anomalies.add(late(format!(
+                "past the {MAX_SECRETS} bytes of secrets read from a file: not used"
+            )));
+            return true;
+        }
+        if self.packets && self.late_blocks >= MAX_LATE_SECRETS {
+            anomalies.add(late(format!(
+                "after the file's first packet, past the {MAX_LATE_SECRETS} such blocks used: not used"
+            )));
+            return true;
+        }
+        self.secrets_bytes += data.len();
+        let block = SecretsBlock {
+            secrets_type: kind,
+            data: data.to_vec(),
         };
-        anomalies.add(Anomaly::new(
-            Code::PcapngLateSecrets,
-            Some(self.number),
-            None,
-            format!(
-                "TLS key log Decryption Secrets Block of {} bytes {why}",
-                data.len()
-            ),
+        if !self.packets {
+            if self.keep_secrets {
+                self.head_secrets.push(block);
+            }
+            return true;
+        }
+        self.late_blocks += 1;
+        anomalies.add(late(
+            "after the file's first packet: it decrypts the connections whose handshake comes after it, not those before".into(),
         ));
+        sink(Item::Secrets(&block))
     }
 
     /// A pcap record: its frame to `sink` (whose answer is returned). A fraction of a second
@@ -1083,7 +1133,8 @@ mod tests {
     }
 
     /// The TLS key logs before the first packet are the file's head, padding dropped; one
-    /// after it and one of another secrets type are counted, and the frames read alike.
+    /// after it is counted and handed on among the frames; one of another secrets type is
+    /// counted; the frames read alike.
     #[test]
     fn decryption_secrets_before_the_first_packet_are_the_head() {
         let mut file = ng_shb();
@@ -1119,6 +1170,17 @@ mod tests {
                 (Code::PcapngLateSecrets.to_string(), Some(2))
             ]
         );
+        // The late one is handed on in its place among the frames.
+        let mut items = Vec::new();
+        read_capture_items(&file[..], 1, &mut Anomalies::default(), |i| {
+            items.push(match i {
+                Item::Frame(f) => format!("frame {}", f.number),
+                Item::Secrets(b) => String::from_utf8_lossy(&b.data).into_owned(),
+            });
+            true
+        })
+        .unwrap();
+        assert_eq!(items, ["frame 1", "late", "frame 2"]);
         // A pcap file has no head secrets.
         let pcap = legacy(0xa1b2c3d4, false, 1, &[(5, 0, b"a")]);
         assert_eq!(

@@ -34,7 +34,7 @@ pub fn capture_order(args: &[PathBuf]) -> (Vec<(PathBuf, Option<i64>)>, Vec<Secr
 
 /// The bytes of a stream held while its head is read ([`stream_head`]): the secrets a file's
 /// start may hold, and a read buffer's worth beside them.
-const STREAM_HEAD_BYTES: usize = capture::MAX_HEAD_SECRETS + 2 * capture::BLOCK_BUFFER;
+const STREAM_HEAD_BYTES: usize = capture::MAX_SECRETS + 2 * capture::BLOCK_BUFFER;
 
 /// The TLS key log Decryption Secrets Blocks at the start of a capture read once as it comes
 /// (standard input, a pipe), and the stream to read it from: the bytes read for them (at most

@@ -255,7 +255,16 @@ impl Reading<'_> {
         let mut prev_ts: Option<i64> = None;
         // No BufReader: the capture reader has its own buffer (`capture::BLOCK_BUFFER`) and reads
         // into it directly; another buffer in front would copy every byte once more.
-        let result = capture::read_capture(reader, first, &mut self.capture.anomalies, |f| {
+        let anomalies = &mut self.capture.anomalies;
+        let result = capture::read_capture_items(reader, first, anomalies, |item| {
+            let f = match item {
+                capture::Item::Frame(f) => f,
+                // A Decryption Secrets Block after the first packet: for what follows.
+                capture::Item::Secrets(b) => {
+                    analyzer.add_key_log(&String::from_utf8_lossy(&b.data));
+                    return true;
+                }
+            };
             first_ts.get_or_insert(f.ts);
             span = (span.0.min(f.ts), span.1.max(f.ts));
             if let Some(p) = prev_ts.filter(|&p| f.ts < p) {
@@ -277,6 +286,7 @@ impl Reading<'_> {
                 let position = done_bytes + read_bytes.load(Ordering::Relaxed);
                 progress.update(position, || live_line(analyzer));
             }
+            true
         });
         Frames {
             result,
