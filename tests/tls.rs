@@ -346,11 +346,18 @@ fn secrets_after_the_first_packet_decrypt_what_follows() {
         late[0]["detail"].contains("decrypts the connections whose handshake comes after it"),
         "{late:?}"
     );
-    // The first connection (initialize) is not seen, the rest of the session is. The first
-    // connection's records end before the first exchange seen: outside the session's time span,
-    // so no partly_undecrypted.
+    // The first connection (initialize) is not seen, the rest of the session is: its records
+    // end before the first exchange seen, but without its initialize the session may have
+    // begun earlier, and it says so.
     let kinds: Vec<&str> = t["findings"].iter().map(|f| f["kind"].as_str()).collect();
-    assert_eq!(kinds, ["undecrypted_tls"]);
+    assert_eq!(kinds, ["undecrypted_tls", "partly_undecrypted"]);
+    let f = &t["findings"][1];
+    assert!(f["detail"].contains("its initialize is not seen"), "{f:?}");
+    assert!(
+        f["detail"].contains("F0 to 127.0.0.1:3443 (no_keys"),
+        "{f:?}"
+    );
+    assert_eq!(t["sessions"][0]["verdict"], "unverifiable");
     assert_eq!(t["exchanges"].len(), 6);
 }
 

@@ -6,7 +6,8 @@
 //! - Server: the address and port of the session's exchanges ([`crate::http::Exchange::server`]).
 //! - Time span: the session's, as the sessions table gives it (first exchange's start to the
 //!   last exchange's end); a connection overlaps it when its application-data records, first to
-//!   last, do.
+//!   last, do. A session whose `initialize` is not among its exchanges may have begun earlier:
+//!   its span is open at the start ([`crate::mcp::is_initialize`]).
 //! - One finding per session, at the first such connection's first application-data record;
 //!   the detail names every such connection. Captures without TLS never have one.
 
@@ -33,12 +34,14 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
     for (si, s) in ctx.model.sessions.iter().enumerate() {
         let ex = || s.exchanges.iter().map(|&x| &ctx.exchanges[x]);
         let servers: BTreeSet<_> = ex().filter_map(|e| e.server).collect();
-        let (Some(lo), Some(hi)) = (
+        let (Some(first), Some(hi)) = (
             ex().map(|e| e.ts()).min(),
             ex().filter_map(|e| e.ts_end.or(e.ts_request)).max(),
         ) else {
             continue;
         };
+        let opened = ex().any(crate::mcp::is_initialize);
+        let lo = if opened { first } else { i64::MIN };
         let mut during: Vec<&FlowTls> = hidden
             .iter()
             .copied()
@@ -52,12 +55,13 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
             continue;
         }
         during.sort_by_key(|t| (t.first_app, t.flow_index));
-        out.push(finding(ctx.label(si), &during));
+        out.push(finding(ctx.label(si), &during, opened));
     }
 }
 
-/// The finding of session `label` over the connections `during` (at least one, in order).
-fn finding(label: String, during: &[&FlowTls]) -> Finding {
+/// The finding of session `label` over the connections `during` (at least one, in order);
+/// `opened`: its `initialize` was seen.
+fn finding(label: String, during: &[&FlowTls], opened: bool) -> Finding {
     let first = during[0];
     let (ts, frame) = first.first_app.unwrap_or((0, 0));
     let named: Vec<String> = during
@@ -91,7 +95,12 @@ fn finding(label: String, during: &[&FlowTls]) -> Finding {
             during.len()
         )),
         detail: format!(
-            "While the session's exchanges went to its server, {} TLS connection(s) to the same server carried application data that was not decrypted: {}. Requests, responses or events of the session may be inside them (no_keys: no secrets for the connection; failed: records did not open with them), so the session cannot be shown whole.",
+            "{}, {} TLS connection(s) to the same server carried application data that was not decrypted: {}. Requests, responses or events of the session may be inside them (no_keys: no secrets for the connection; failed: records did not open with them), so the session cannot be shown whole.",
+            if opened {
+                "While the session's exchanges went to its server"
+            } else {
+                "Up to the session's last exchange with its server (its initialize is not seen: it may have begun earlier)"
+            },
             during.len(),
             named.join("; ")
         ),
