@@ -54,6 +54,8 @@ codes! {
     PcapngBadOption => "pcapng.bad_option", "A pcapng block's options run past its end; the rest of them are ignored.";
     PcapngBadTsresol => "pcapng.bad_tsresol", "An interface's if_tsresol option is not a usable resolution; microseconds are assumed.";
     PcapngUnknownInterface => "pcapng.unknown_interface", "A packet block names an interface no valid Interface Description Block described; the frame is counted, not decoded.";
+    PcapngLateSecrets => "pcapng.late_secrets", "A TLS key log Decryption Secrets Block after the file's first packet: its secrets decrypt only the connections whose handshake follows it (past the bound of secrets read from a file, none).";
+    PcapngUnknownSecrets => "pcapng.unknown_secrets", "A Decryption Secrets Block of a secrets type other than a TLS key log; it is skipped.";
     DecodeEthernet => "decode.ethernet", "An Ethernet frame too short or malformed to decode.";
     DecodeNullShort => "decode.null_short", "A BSD loopback (NULL) frame shorter than its 4-byte header.";
     DecodeSllShort => "decode.sll_short", "A Linux cooked (SLL) frame shorter than its 16-byte header.";

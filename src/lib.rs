@@ -237,6 +237,29 @@ impl Analyzer {
         &self.http.options.app_seq
     }
 
+    /// Decrypt with the secrets of NSS key log `text` too, from this point of the frames on:
+    /// TLS connections whose ServerHello comes later (a pcapng Decryption Secrets Block after
+    /// the first packet, draft-ietf-opsawg-pcapng §4.7). Text without secrets changes nothing.
+    pub fn add_key_log(&mut self, text: &str) {
+        let mut secrets = self
+            .options
+            .tls
+            .secrets
+            .as_deref()
+            .cloned()
+            .unwrap_or_default();
+        secrets.add_keylog(text);
+        if secrets.is_empty() {
+            return;
+        }
+        let secrets = std::sync::Arc::new(secrets);
+        self.options.tls.secrets = Some(secrets.clone());
+        self.http.tls.options.secrets = Some(secrets.clone());
+        if let Some(s) = self.shards.as_mut() {
+            s.secrets(secrets);
+        }
+    }
+
     /// Process one frame.
     pub fn frame(&mut self, f: &Frame<'_>) {
         self.frame_tap(f, &mut tcp::NoSink);

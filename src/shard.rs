@@ -44,6 +44,9 @@ struct Owned {
 struct Batch {
     segs: Vec<Owned>,
     bytes: Vec<u8>,
+    /// After these segments, the worker's TLS stage decrypts with these secrets
+    /// ([`Shards::secrets`]).
+    secrets: Option<Arc<crate::tls::keylog::Secrets>>,
 }
 
 impl Batch {
@@ -53,6 +56,7 @@ impl Batch {
         Batch {
             segs: Vec::with_capacity(BATCH),
             bytes: Vec::new(),
+            secrets: None,
         }
     }
     fn is_full(&self) -> bool {
@@ -182,6 +186,9 @@ fn worker(
             };
             d.segment(&seg, s.ts, s.clock, s.frame, s.order);
         }
+        if let Some(s) = batch.secrets.take() {
+            d.http.tls.options.secrets = Some(s);
+        }
         d.publish(&live, &mut counted);
         batch.segs.clear();
         batch.bytes.clear();
@@ -284,6 +291,20 @@ impl Shards {
             let full = std::mem::replace(b, next);
             // A worker that died (a panic) drops its channel: its flows are lost, not the run.
             let _ = self.senders[w].send(full);
+        }
+    }
+
+    /// From here on, every shard's TLS stage decrypts with `secrets` (a pcapng Decryption
+    /// Secrets Block among the frames): the reading thread's at once, each worker's once it has
+    /// the segments handed to it so far (its batch goes now, carrying them). Connections whose
+    /// ServerHello comes later are decrypted with them, whatever the number of workers.
+    pub fn secrets(&mut self, secrets: Arc<crate::tls::keylog::Secrets>) {
+        self.local.http.tls.options.secrets = Some(secrets.clone());
+        for (w, b) in self.batches.iter_mut().enumerate() {
+            let next = self.spare.try_recv().unwrap_or_else(|_| Batch::new());
+            let mut batch = std::mem::replace(b, next);
+            batch.secrets = Some(secrets.clone());
+            let _ = self.senders[w].send(batch);
         }
     }
 

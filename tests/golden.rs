@@ -26,7 +26,7 @@ fn fixture_tables_match_golden() {
         .unwrap();
         for entry in manifest.as_array().unwrap() {
             let file = entry["file"].as_str().unwrap();
-            let stem = file.trim_end_matches(".pcap");
+            let stem = file.trim_end_matches(".pcapng").trim_end_matches(".pcap");
             assert!(stems.insert(stem.to_string()), "two fixtures named {stem}");
             let out =
                 std::env::temp_dir().join(format!("mcpcap-golden-{}-{stem}", std::process::id()));

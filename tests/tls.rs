@@ -221,3 +221,414 @@ fn a_record_lost_in_a_gap_is_a_plaintext_gap_and_decryption_goes_on() {
     assert_eq!(ex[6]["method"], "DELETE");
     assert_eq!(ex[6]["status"], "200");
 }
+
+/// The tables every run of a capture and its copies must share: all but `files` and
+/// `vantages`, which name the file read.
+const SAME_TABLES: [&str; 6] = [
+    "sessions",
+    "exchanges",
+    "events",
+    "calls",
+    "findings",
+    "flows",
+];
+
+/// The key log embedded in the capture as a pcapng Decryption Secrets Block (`editcap
+/// --inject-secrets`, `fixtures/gen/tls/run_tls.sh`) decrypts it without `--tls-keylog`: the
+/// findings, sessions and every other table of the key-log run, and of the cleartext twin;
+/// read from standard input alike.
+#[test]
+fn secrets_embedded_in_the_pcapng_decrypt_as_the_key_log_does() {
+    for name in ["tls13", "tls12"] {
+        let dsb = fixture(&format!("{name}_dsb.pcapng"));
+        let pcap = fixture(&format!("{name}.pcap"));
+        let keys = fixture(&format!("{name}.keys"));
+        let clear = fixture(&format!("{name}_clear.pcap"));
+        let (d, stderr) = tables(&format!("{name}-dsb"), &[dsb.as_os_str()]);
+        let (k, _) = tables(
+            &format!("{name}-dsbkeys"),
+            &["--tls-keylog".as_ref(), keys.as_os_str(), pcap.as_os_str()],
+        );
+        let (c, _) = tables(&format!("{name}-dsbclear"), &[clear.as_os_str()]);
+        assert!(stderr.is_empty(), "{name}: {stderr}");
+        assert!(d["flows"].iter().all(|f| f["decrypted"] == "yes"), "{name}");
+        assert_eq!(d["sessions"].len(), 1, "{name}");
+        assert!(d["anomalies"].is_empty(), "{name}: {:#?}", d["anomalies"]);
+        for table in SAME_TABLES {
+            assert_eq!(
+                d[table], k[table],
+                "{name}: table {table} of the key-log run"
+            );
+        }
+        for table in ["sessions", "findings", "exchanges", "events"] {
+            assert_eq!(strip(&d[table]), strip(&c[table]), "{name}: table {table}");
+        }
+        let piped = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+            .args(["exchanges", "--format", "csv", "-"])
+            .stdin(std::fs::File::open(&dsb).unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(piped.status.code(), Some(0), "{name}");
+        assert_eq!(
+            common::csv_rows(&String::from_utf8_lossy(&piped.stdout)),
+            d["exchanges"],
+            "{name}: standard input"
+        );
+    }
+}
+
+/// A key log block after the first packet is counted, and decrypts the connections whose
+/// handshake follows it, not those before, whatever the number of threads: here it comes
+/// after frame 10 of tls13.pcap, past the first connection's ServerHello (frame 6) and before
+/// the second's (frame 27).
+#[test]
+fn secrets_after_the_first_packet_decrypt_what_follows() {
+    let pcap = fixture("tls13.pcap");
+    let dir = std::env::temp_dir().join(format!("mcpcap-tls-late-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (head, tail) = (dir.join("head.pcapng"), dir.join("tail.pcapng"));
+    let late = dir.join("late.pcapng");
+    // Frames 1–10, then the rest with the secrets in front of them: joined, the secrets come
+    // after frame 10.
+    let run = |args: &[&std::ffi::OsStr]| {
+        let o = Command::new("editcap").args(args).output();
+        o.is_ok_and(|o| o.status.success())
+    };
+    let made = run(&[
+        "-r".as_ref(),
+        pcap.as_os_str(),
+        head.as_os_str(),
+        "1-10".as_ref(),
+    ]) && run(&[
+        "--inject-secrets".as_ref(),
+        format!("tls,{}", fixture("tls13.keys").display()).as_ref(),
+        pcap.as_os_str(),
+        tail.as_os_str(),
+        "1-10".as_ref(),
+    ]) && Command::new("mergecap")
+        .args(["-a", "-w"])
+        .arg(&late)
+        .arg(&head)
+        .arg(&tail)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !made {
+        let _ = std::fs::remove_dir_all(&dir);
+        if std::env::var_os("MCPCAP_REQUIRE_READERS").is_some() {
+            panic!("editcap and mergecap are needed (MCPCAP_REQUIRE_READERS is set)");
+        }
+        eprintln!("skipped: editcap or mergecap (Wireshark) not found");
+        return;
+    }
+    let (t, _) = tables(
+        "late1",
+        &["--threads".as_ref(), "1".as_ref(), late.as_os_str()],
+    );
+    let (t3, _) = tables(
+        "late3",
+        &["--threads".as_ref(), "3".as_ref(), late.as_os_str()],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    for table in mcpcap::report::TABLE_NAMES {
+        assert_eq!(t[table], t3[table], "table {table}: 1 thread against 3");
+    }
+    let decrypted: Vec<&str> = t["flows"].iter().map(|f| f["decrypted"].as_str()).collect();
+    assert_eq!(
+        decrypted,
+        ["no_keys", "yes", "yes", "yes", "yes", "yes", "yes"]
+    );
+    let late: Vec<_> = t["anomalies"]
+        .iter()
+        .filter(|a| a["code"] == "pcapng.late_secrets")
+        .collect();
+    assert_eq!(late.len(), 1, "{:#?}", t["anomalies"]);
+    assert!(
+        late[0]["detail"].contains("decrypts the connections whose handshake comes after it"),
+        "{late:?}"
+    );
+    // The first connection (initialize) is not seen, the rest of the session is: its records
+    // end before the first exchange seen, but without its initialize the session may have
+    // begun earlier, and it says so.
+    let kinds: Vec<&str> = t["findings"].iter().map(|f| f["kind"].as_str()).collect();
+    assert_eq!(kinds, ["undecrypted_tls", "partly_undecrypted"]);
+    let f = &t["findings"][1];
+    assert!(f["detail"].contains("its initialize is not seen"), "{f:?}");
+    assert!(
+        f["detail"].contains("F0 to 127.0.0.1:3443 (no_keys"),
+        "{f:?}"
+    );
+    assert_eq!(t["sessions"][0]["verdict"], "unverifiable");
+    assert_eq!(t["exchanges"].len(), 6);
+}
+
+use mcpcap::tcp::{Chunk, FlowMeta, FlowTable, ReassemblyLimits, StreamEvent, StreamSink};
+use mcpcap::tls::{keylog::Secrets, TlsLayer, TlsOptions};
+
+/// A stream event kept: a chunk of direction `d` (data, or a gap of its length), or the close.
+#[derive(Debug, Clone, PartialEq)]
+enum Ev {
+    Data(usize, Vec<u8>),
+    Gap(usize, u64),
+    Close,
+}
+
+/// The events of every connection, as the flow table hands them on, in order, with the
+/// connection's flow, time and frame.
+#[derive(Default)]
+struct Recorded(Vec<(FlowMeta, Ev, i64, u64)>);
+
+impl StreamSink for Recorded {
+    fn event(&mut self, flow: FlowMeta, ev: StreamEvent<'_>, ts: i64, frame: u64) {
+        let ev = match ev {
+            StreamEvent::Chunk(d, Chunk::Data { bytes, .. }) => Ev::Data(d, bytes.to_vec()),
+            StreamEvent::Chunk(d, Chunk::Gap { len, .. }) => Ev::Gap(d, len),
+            StreamEvent::Close => Ev::Close,
+            _ => return,
+        };
+        self.0.push((flow, ev, ts, frame));
+    }
+}
+
+/// What the TLS stage hands on (to HTTP), per (flow, direction): the bytes, a gap as its
+/// length in `?`.
+#[derive(Default)]
+struct Plain(BTreeMap<(usize, usize), Vec<u8>>);
+
+impl StreamSink for Plain {
+    fn event(&mut self, flow: FlowMeta, ev: StreamEvent<'_>, _: i64, _: u64) {
+        match ev {
+            StreamEvent::Chunk(d, Chunk::Data { bytes, .. }) => self
+                .0
+                .entry((flow.index, d))
+                .or_default()
+                .extend_from_slice(bytes),
+            StreamEvent::Chunk(d, Chunk::Gap { len, .. }) => self
+                .0
+                .entry((flow.index, d))
+                .or_default()
+                .extend(std::iter::repeat_n(b'?', len as usize)),
+            _ => {}
+        }
+    }
+}
+
+/// The TCP stream events of the capture `name` of `fixtures/mcp-tls/`.
+fn tcp_events(name: &str) -> Vec<(FlowMeta, Ev, i64, u64)> {
+    let data = std::fs::read(fixture(name)).unwrap();
+    let mut table = FlowTable::new(ReassemblyLimits::default());
+    let mut rec = Recorded::default();
+    let mut anomalies = mcpcap::anomaly::Anomalies::default();
+    mcpcap::capture::read_capture(&data[..], 1, &mut anomalies, |f| {
+        if let mcpcap::decode::Decoded::Tcp(seg) =
+            mcpcap::decode::decode(f.linktype, f.data, f.orig_len)
+        {
+            table.segment(&seg, f.ts, f.number, &mut rec);
+        }
+    })
+    .unwrap();
+    table.finish(&mut rec);
+    rec.0
+}
+
+/// The key log `name` of `fixtures/mcp-tls/`.
+fn secrets(name: &str) -> Secrets {
+    let mut s = Secrets::default();
+    s.add_keylog(&std::fs::read_to_string(fixture(name)).unwrap());
+    s
+}
+
+/// `events` through a TLS stage with `secrets` (each chunk at its offset in its direction):
+/// what it hands on, per (flow, direction), and the TLS stage.
+fn through_tls(events: &[(FlowMeta, Ev, i64, u64)], secrets: &Secrets) -> (Plain, TlsLayer) {
+    let mut tls = TlsLayer::new(TlsOptions {
+        secrets: Some(std::sync::Arc::new(secrets.clone())),
+    });
+    let mut plain = Plain::default();
+    let mut offsets: BTreeMap<(usize, usize), u64> = BTreeMap::new();
+    for (flow, ev, ts, frame) in events {
+        let ev = match ev {
+            Ev::Data(d, bytes) => {
+                let at = offsets.entry((flow.index, *d)).or_default();
+                let offset = *at;
+                *at += bytes.len() as u64;
+                StreamEvent::Chunk(*d, Chunk::Data { offset, bytes })
+            }
+            Ev::Gap(d, len) => {
+                let at = offsets.entry((flow.index, *d)).or_default();
+                let offset = *at;
+                *at += len;
+                StreamEvent::Chunk(*d, Chunk::Gap { offset, len: *len })
+            }
+            Ev::Close => StreamEvent::Close,
+        };
+        tls.event(*flow, ev, *ts, *frame, &mut plain);
+    }
+    (plain, tls)
+}
+
+/// The events of flow `fi` with direction `d`'s bytes split once more, `at` bytes into that
+/// direction; `None` when `at` is at a chunk boundary already or past the end.
+fn split_at(
+    events: &[(FlowMeta, Ev, i64, u64)],
+    fi: usize,
+    d: usize,
+    at: usize,
+) -> Option<Vec<(FlowMeta, Ev, i64, u64)>> {
+    let mut out = Vec::with_capacity(events.len() + 1);
+    let mut seen = 0;
+    let mut split = false;
+    for e in events.iter().filter(|e| e.0.index == fi) {
+        match &e.1 {
+            Ev::Data(dd, b) if *dd == d && seen < at && at < seen + b.len() => {
+                let k = at - seen;
+                out.push((e.0, Ev::Data(d, b[..k].to_vec()), e.2, e.3));
+                out.push((e.0, Ev::Data(d, b[k..].to_vec()), e.2, e.3));
+                split = true;
+                seen += b.len();
+            }
+            Ev::Data(dd, b) if *dd == d => {
+                seen += b.len();
+                out.push(e.clone());
+            }
+            _ => out.push(e.clone()),
+        }
+    }
+    split.then_some(out)
+}
+
+/// A TLS connection's bytes split at every offset of either direction give the same
+/// plaintext to HTTP and the same flows row: here the count call's connection of each capture
+/// (TLS 1.3 and 1.2: the one with the most records), its records opened every time.
+#[test]
+fn tls_records_split_at_every_byte_decrypt_alike() {
+    for name in ["tls13", "tls12"] {
+        let events = tcp_events(&format!("{name}.pcap"));
+        let keys = secrets(&format!("{name}.keys"));
+        let (whole, tls) = through_tls(&events, &keys);
+        let (fi, row) = tls
+            .flows
+            .iter()
+            .max_by_key(|(_, t)| t.app_records)
+            .map(|(f, t)| (*f, t.clone()))
+            .unwrap();
+        assert_eq!(row.decrypted(), mcpcap::tls::Decrypted::Yes, "{name}");
+        let want: Vec<_> = (0..2).map(|d| whole.0[&(fi, d)].clone()).collect();
+        assert!(want.iter().all(|p| !p.contains(&b'?')), "{name}: a gap");
+        assert!(
+            String::from_utf8_lossy(&want[0]).contains("tools/call"),
+            "{name}"
+        );
+        let mine: Vec<_> = events.iter().filter(|e| e.0.index == fi).cloned().collect();
+        let mut splits = 0;
+        for d in 0..2 {
+            let len: usize = mine
+                .iter()
+                .map(|e| match &e.1 {
+                    Ev::Data(dd, b) if *dd == d => b.len(),
+                    _ => 0,
+                })
+                .sum();
+            for at in 1..len {
+                let Some(cut) = split_at(&mine, fi, d, at) else {
+                    continue;
+                };
+                let (got, t) = through_tls(&cut, &keys);
+                assert_eq!(t.flows[&fi], row, "{name}: direction {d} split at {at}");
+                for (dd, w) in want.iter().enumerate() {
+                    assert!(
+                        got.0.get(&(fi, dd)) == Some(w),
+                        "{name}: direction {d} split at {at}: the plaintext of direction {dd} differs"
+                    );
+                }
+                splits += 1;
+            }
+        }
+        assert!(splits > 4000, "{name}: {splits} splits");
+    }
+}
+
+/// Whether `tool` runs.
+fn have(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// tshark's decrypted application data of TCP stream `stream` (`-z follow,tls,raw`): the
+/// bytes sent by its `Node 0`, by the other side, and `Node 0` as `address:port`.
+fn tshark_follow_tls(
+    cap: &std::path::Path,
+    keys: &std::path::Path,
+    stream: usize,
+) -> (Vec<u8>, Vec<u8>, String) {
+    let o = Command::new("tshark")
+        .arg("-r")
+        .arg(cap)
+        .arg("-o")
+        .arg(format!("tls.keylog_file:{}", keys.display()))
+        .args(["-q", "-z", &format!("follow,tls,raw,{stream}")])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    let (mut first, mut other, mut node0) = (Vec::new(), Vec::new(), String::new());
+    let hex = |s: &str| -> Vec<u8> {
+        (0..s.len() / 2)
+            .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
+            .collect()
+    };
+    for line in text.lines() {
+        if let Some(n) = line.strip_prefix("Node 0: ") {
+            node0 = n.to_string();
+        } else if line.starts_with("====") || line.contains(':') || line.trim().is_empty() {
+            continue;
+        } else if let Some(h) = line.strip_prefix('\t') {
+            other.extend(hex(h.trim()));
+        } else {
+            first.extend(hex(line.trim()));
+        }
+    }
+    (first, other, node0)
+}
+
+/// Peer check: per TLS connection of the fixture captures, the decrypted application bytes the
+/// TLS stage hands to HTTP are those tshark decrypts with the same key log (`-z
+/// follow,tls,raw`), in both directions. Skipped without tshark, saying so, unless
+/// `MCPCAP_REQUIRE_READERS` is set.
+#[test]
+fn decrypted_bytes_match_tshark_with_the_same_keys() {
+    if !have("tshark") {
+        if std::env::var_os("MCPCAP_REQUIRE_READERS").is_some() {
+            panic!("MCPCAP_REQUIRE_READERS is set, but tshark not found");
+        }
+        eprintln!("skipped: tshark not found (apt-get install tshark)");
+        return;
+    }
+    for name in ["tls13", "tls12"] {
+        let cap = fixture(&format!("{name}.pcap"));
+        let keys = fixture(&format!("{name}.keys"));
+        let events = tcp_events(&format!("{name}.pcap"));
+        let (plain, tls) = through_tls(&events, &secrets(&format!("{name}.keys")));
+        // Flows are numbered, as tshark numbers TCP streams, in order of their first segment.
+        let metas: BTreeMap<usize, FlowMeta> = events.iter().map(|e| (e.0.index, e.0)).collect();
+        assert_eq!(metas.len(), 7, "{name}");
+        assert_eq!(tls.flows.len(), 7, "{name}");
+        for (&fi, meta) in &metas {
+            let (first, other, node0) = tshark_follow_tls(&cap, &keys, fi);
+            let end = |d: usize| format!("{}:{}", meta.ends[d].0, meta.ends[d].1);
+            let d0 = (0..2)
+                .find(|&d| end(d) == node0)
+                .unwrap_or_else(|| panic!("{name} F{fi}: tshark's node 0 {node0} is neither end"));
+            let mine = |d: usize| plain.0.get(&(fi, d)).cloned().unwrap_or_default();
+            assert!(!first.is_empty() && !other.is_empty(), "{name} F{fi}");
+            assert!(
+                mine(d0) == first,
+                "{name} F{fi}: the bytes {node0} sent differ from tshark's"
+            );
+            assert!(
+                mine(1 - d0) == other,
+                "{name} F{fi}: the bytes to {node0} differ from tshark's"
+            );
+        }
+    }
+}

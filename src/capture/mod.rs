@@ -6,8 +6,13 @@
 //! [`pcap_parser`]. The reader never holds more than one block buffer
 //! (`BLOCK_BUFFER` bytes, grown up to `MAX_BLOCK` for a single large block).
 //!
+//! A pcapng file's Decryption Secrets Blocks (§4.7) before its first packet block are its
+//! [`FileHead::secrets`] ([`read_head`]), for the caller to decrypt with before the frames are
+//! read; one after the first packet is a counted anomaly, handed on among the frames
+//! ([`read_capture_items`]); one of a secrets type not read is a counted anomaly.
+//!
 //! Sources: the pcap format (draft-ietf-opsawg-pcap), pcapng
-//! (draft-ietf-opsawg-pcapng §4.2 IDB, §4.3 EPB, §4.4 SPB).
+//! (draft-ietf-opsawg-pcapng §4.2 IDB, §4.3 EPB, §4.4 SPB, §4.7 DSB).
 
 use std::io::Read;
 
@@ -24,6 +29,43 @@ pub const MAX_BLOCK: usize = 64 << 20;
 /// Bytes gathered before the format is recognised (a pcap header is 24 bytes; a pcapng section
 /// header with its options, and what follows it, fit easily).
 const HEAD_BYTES: usize = 64 << 10;
+
+/// Secrets type of a TLS key log in NSS format, `TLSK` (draft-ietf-opsawg-pcapng §4.7).
+pub const SECRETS_TLS_KEY_LOG: u32 = 0x544c_534b;
+/// The most bytes of secrets read from one file (over every TLS key log Decryption Secrets
+/// Block in it); blocks past it are counted as `pcapng.late_secrets`, not used.
+pub const MAX_SECRETS: usize = 16 << 20;
+/// The most TLS key log Decryption Secrets Blocks after a file's first packet that are used
+/// (each makes the secrets anew); later ones are counted as `pcapng.late_secrets`, not used.
+pub const MAX_LATE_SECRETS: usize = 64;
+
+/// One pcapng Decryption Secrets Block (draft-ietf-opsawg-pcapng §4.7).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretsBlock {
+    /// Secrets type ([`SECRETS_TLS_KEY_LOG`] is the one read).
+    pub secrets_type: u32,
+    /// The secrets, `secrets_len` bytes (padding dropped); for a TLS key log, NSS key log text.
+    pub data: Vec<u8>,
+}
+
+/// What a capture file holds before its first packet ([`read_head`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileHead {
+    /// The first frame's capture time, µs since the Unix epoch; `None` without frames.
+    pub first_ts: Option<i64>,
+    /// The TLS key log Decryption Secrets Blocks before the first packet block, in file order.
+    pub secrets: Vec<SecretsBlock>,
+}
+
+/// What the reader hands on ([`read_capture_items`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Item<'a> {
+    /// A frame.
+    Frame(Frame<'a>),
+    /// A TLS key log Decryption Secrets Block after the file's first packet, in its place
+    /// among the frames (those before it are the file's head, [`read_head`]).
+    Secrets(&'a SecretsBlock),
+}
 
 /// One captured frame, borrowed from the reader's buffer.
 #[derive(Debug, Clone, Copy)]
@@ -103,12 +145,34 @@ pub fn read_capture<R: Read + Send>(
 /// The capture time of the first frame of a file (µs since the Unix epoch), reading only up to it;
 /// `None` when the file holds no frame. Used to put several files of one capture in time order.
 pub fn first_timestamp<R: Read + Send>(input: R) -> Result<Option<i64>, CaptureError> {
+    Ok(read_head(input)?.first_ts)
+}
+
+/// A file's head: its first frame's time and the TLS key log Decryption Secrets Blocks before
+/// its first packet block (draft-ietf-opsawg-pcapng §4.7), reading only up to its first frame.
+/// A pcap file has none. Anomalies are not counted here: [`read_capture`] counts them.
+///
+/// Errors: as [`read_capture`].
+pub fn read_head<R: Read + Send>(input: R) -> Result<FileHead, CaptureError> {
     let mut first = None;
-    read_capture_while(input, 1, &mut Anomalies::default(), |f| {
-        first = Some(f.ts);
-        false
-    })?;
-    Ok(first)
+    let mut reader = open(input)?;
+    let mut file = FileState::new(1);
+    file.keep_secrets = true;
+    run(
+        &mut *reader,
+        &mut file,
+        &mut Anomalies::default(),
+        &mut |i| {
+            if let Item::Frame(f) = i {
+                first = Some(f.ts);
+            }
+            false
+        },
+    );
+    Ok(FileHead {
+        first_ts: first,
+        secrets: file.head_secrets,
+    })
 }
 
 /// As [`read_capture`], but `sink` returns whether to go on; reading stops after the first `false`.
@@ -122,8 +186,35 @@ pub fn read_capture_while<R: Read + Send>(
     anomalies: &mut Anomalies,
     mut sink: impl FnMut(Frame<'_>) -> bool,
 ) -> Result<FileSummary, CaptureError> {
+    read_capture_items(input, first_number, anomalies, |i| match i {
+        Item::Frame(f) => sink(f),
+        Item::Secrets(_) => true,
+    })
+}
+
+/// As [`read_capture_while`], with the TLS key log Decryption Secrets Blocks after the first
+/// packet handed on too, in file order among the frames (pcapng spec §4.7: secrets apply to
+/// the packets after them).
+pub fn read_capture_items<R: Read + Send>(
+    input: R,
+    first_number: u64,
+    anomalies: &mut Anomalies,
+    mut sink: impl FnMut(Item<'_>) -> bool,
+) -> Result<FileSummary, CaptureError> {
     let mut reader = open(input)?;
     let mut file = FileState::new(first_number);
+    run(&mut *reader, &mut file, anomalies, &mut sink);
+    Ok(file.summary)
+}
+
+/// The loop of [`read_capture_while`]: the blocks of `reader` into `file`, until `sink` says
+/// stop or the file ends.
+fn run(
+    reader: &mut dyn PcapReaderIterator,
+    file: &mut FileState,
+    anomalies: &mut Anomalies,
+    sink: &mut impl FnMut(Item<'_>) -> bool,
+) {
     loop {
         // pcap-parser compares a block's two length fields for some block types only: every
         // block is checked here before it is parsed, once it is whole in the buffer.
@@ -137,7 +228,7 @@ pub fn read_capture_while<R: Read + Send>(
         // Why the parser refused the block at `position`, when it did.
         let refused: String = match reader.next() {
             Ok((offset, block)) => {
-                let go_on = file.block(block, anomalies, &mut sink);
+                let go_on = file.block(block, anomalies, sink);
                 file.position += offset as u64;
                 // No shift here: `refill` moves the unparsed rest to the front once per read,
                 // where `consume` would move half the buffer each time it passes the middle.
@@ -148,7 +239,7 @@ pub fn read_capture_while<R: Read + Send>(
                 continue;
             }
             Err(PcapError::Eof) => break,
-            Err(PcapError::Incomplete(_)) => match file.incomplete(&mut *reader) {
+            Err(PcapError::Incomplete(_)) => match file.incomplete(reader) {
                 Next::Retry => continue,
                 Next::Stop => break,
                 Next::Refused(why) => why,
@@ -158,7 +249,7 @@ pub fn read_capture_while<R: Read + Send>(
                 break;
             }
             Err(PcapError::BufferTooSmall) if file.ng_big_endian.is_some() => {
-                match file.too_small(&mut *reader) {
+                match file.too_small(reader) {
                     Next::Retry => continue,
                     Next::Stop => break,
                     Next::Refused(why) => why,
@@ -166,11 +257,10 @@ pub fn read_capture_while<R: Read + Send>(
             }
             Err(e) => short_err(&e),
         };
-        if !file.refused(&refused, &mut *reader, anomalies) {
+        if !file.refused(&refused, reader, anomalies) {
             break;
         }
     }
-    Ok(file.summary)
 }
 
 /// A pcap-parser reader over `input`, which recognises the format on its first read alone. A
@@ -218,6 +308,16 @@ struct FileState {
     position: u64,
     /// The read buffer's size, in bytes.
     capacity: usize,
+    /// A packet block was seen (any section): a Decryption Secrets Block from here is late.
+    packets: bool,
+    /// Keep the data of the TLS key log blocks before the first packet ([`read_head`]).
+    keep_secrets: bool,
+    /// Those blocks, when kept.
+    head_secrets: Vec<SecretsBlock>,
+    /// Bytes of secrets in the file's TLS key log blocks so far, at most [`MAX_SECRETS`].
+    secrets_bytes: usize,
+    /// TLS key log blocks after the first packet handed on, at most [`MAX_LATE_SECRETS`].
+    late_blocks: usize,
 }
 
 /// What to do once the parser refused the block at the front of the buffer for want of bytes.
@@ -242,6 +342,11 @@ impl FileState {
             number: first_number,
             position: 0,
             capacity: BLOCK_BUFFER,
+            packets: false,
+            keep_secrets: false,
+            head_secrets: Vec::new(),
+            secrets_bytes: 0,
+            late_blocks: 0,
         }
     }
 
@@ -257,15 +362,19 @@ impl FileState {
         &mut self,
         block: PcapBlockOwned<'_>,
         anomalies: &mut Anomalies,
-        sink: &mut impl FnMut(Frame<'_>) -> bool,
+        sink: &mut impl FnMut(Item<'_>) -> bool,
     ) -> bool {
+        let frames = &mut |f: Frame<'_>| sink(Item::Frame(f));
         match block {
             PcapBlockOwned::LegacyHeader(h) => {
                 self.legacy_linktype = h.network.0;
                 self.legacy_nanos = h.is_nanosecond_precision();
                 true
             }
-            PcapBlockOwned::Legacy(b) => self.legacy_packet(&b, anomalies, sink),
+            PcapBlockOwned::Legacy(b) => {
+                self.packets = true;
+                self.legacy_packet(&b, anomalies, frames)
+            }
             PcapBlockOwned::NG(Block::SectionHeader(shb)) => {
                 self.ifaces.clear();
                 self.ng_big_endian = Some(shb.big_endian());
@@ -276,13 +385,89 @@ impl FileState {
                 true
             }
             PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
-                self.enhanced_packet(&epb, anomalies, sink)
+                self.packets = true;
+                self.enhanced_packet(&epb, anomalies, frames)
             }
             PcapBlockOwned::NG(Block::SimplePacket(spb)) => {
-                self.simple_packet(&spb, anomalies, sink)
+                self.packets = true;
+                self.simple_packet(&spb, anomalies, frames)
+            }
+            PcapBlockOwned::NG(Block::DecryptionSecrets(dsb)) => {
+                self.secrets(&dsb, anomalies, sink)
             }
             PcapBlockOwned::NG(_) => true,
         }
+    }
+
+    /// A Decryption Secrets Block (draft-ietf-opsawg-pcapng §4.7): a TLS key log before the
+    /// first packet is part of the file's head (kept for [`read_head`]); one after it is
+    /// counted (`pcapng.late_secrets`) and handed to `sink` in its place among the frames
+    /// (whose answer is returned). One past [`MAX_SECRETS`] (`pcapng.late_secrets` too) and one
+    /// of another secrets type (`pcapng.unknown_secrets`) are counted and not used.
+    fn secrets(
+        &mut self,
+        dsb: &pcap_parser::pcapng::DecryptionSecretsBlock<'_>,
+        anomalies: &mut Anomalies,
+        sink: &mut impl FnMut(Item<'_>) -> bool,
+    ) -> bool {
+        let kind = dsb.secrets_type.0;
+        let data = &dsb.data[..(dsb.secrets_len as usize).min(dsb.data.len())];
+        let late = |why: String| {
+            Anomaly::new(
+                Code::PcapngLateSecrets,
+                Some(self.number),
+                None,
+                format!(
+                    "TLS key log Decryption Secrets Block of {} bytes {why}",
+                    data.len()
+                ),
+            )
+        };
+        if kind != SECRETS_TLS_KEY_LOG {
+            let name: String = kind
+                .to_be_bytes()
+                .iter()
+                .map(|&b| if b.is_ascii_graphic() { b as char } else { '.' })
+                .collect();
+            anomalies.add(Anomaly::new(
+                Code::PcapngUnknownSecrets,
+                None,
+                None,
+                format!(
+                    "Decryption Secrets Block of secrets type {kind:#010x} ({name}), {} bytes: not read (mcpcap reads TLS key logs, TLSK)",
+                    data.len()
+                ),
+            ));
+            return true;
+        }
+        if self.secrets_bytes + data.len() > MAX_SECRETS {
+            anomalies.add(late(format!(
+                "past the {MAX_SECRETS} bytes of secrets read from a file: not used"
+            )));
+            return true;
+        }
+        if self.packets && self.late_blocks >= MAX_LATE_SECRETS {
+            anomalies.add(late(format!(
+                "after the file's first packet, past the {MAX_LATE_SECRETS} such blocks used: not used"
+            )));
+            return true;
+        }
+        self.secrets_bytes += data.len();
+        let block = SecretsBlock {
+            secrets_type: kind,
+            data: data.to_vec(),
+        };
+        if !self.packets {
+            if self.keep_secrets {
+                self.head_secrets.push(block);
+            }
+            return true;
+        }
+        self.late_blocks += 1;
+        anomalies.add(late(
+            "after the file's first packet: it decrypts the connections whose handshake comes after it, not those before".into(),
+        ));
+        sink(Item::Secrets(&block))
     }
 
     /// A pcap record: its frame to `sink` (whose answer is returned). A fraction of a second
@@ -933,6 +1118,77 @@ mod tests {
                 (1, 5_000_001, 1, b"eth".to_vec()),
                 (2, 6_000_000, 101, b"ip".to_vec())
             ]
+        );
+    }
+
+    /// A Decryption Secrets Block (draft-ietf-opsawg-pcapng §4.7) of `kind` holding `data`.
+    fn ng_dsb(kind: u32, data: &[u8]) -> Vec<u8> {
+        let mut b = kind.to_le_bytes().to_vec();
+        b.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        b.extend_from_slice(data);
+        while !b.len().is_multiple_of(4) {
+            b.push(0);
+        }
+        ng_block(0x0A, &b)
+    }
+
+    /// The TLS key logs before the first packet are the file's head, padding dropped; one
+    /// after it is counted and handed on among the frames; one of another secrets type is
+    /// counted; the frames read alike.
+    #[test]
+    fn decryption_secrets_before_the_first_packet_are_the_head() {
+        let mut file = ng_shb();
+        file.extend(ng_dsb(SECRETS_TLS_KEY_LOG, b"CLIENT_RANDOM a b\n"));
+        file.extend(ng_idb(1, None));
+        file.extend(ng_dsb(0x5747_4b4c, b"wireguard"));
+        file.extend(ng_dsb(SECRETS_TLS_KEY_LOG, b"x"));
+        file.extend(ng_epb(0, 1, b"one"));
+        file.extend(ng_dsb(SECRETS_TLS_KEY_LOG, b"late"));
+        file.extend(ng_epb(0, 2, b"two"));
+        let head = read_head(&file[..]).unwrap();
+        assert_eq!(head.first_ts, Some(1));
+        assert_eq!(
+            head.secrets,
+            vec![
+                SecretsBlock {
+                    secrets_type: SECRETS_TLS_KEY_LOG,
+                    data: b"CLIENT_RANDOM a b\n".to_vec()
+                },
+                SecretsBlock {
+                    secrets_type: SECRETS_TLS_KEY_LOG,
+                    data: b"x".to_vec()
+                }
+            ]
+        );
+        let (frames, codes, stopped) = read_all(&file);
+        assert_eq!(stopped, None);
+        assert_eq!(frames, vec![(1, b"one".to_vec()), (2, b"two".to_vec())]);
+        assert_eq!(
+            codes,
+            vec![
+                (Code::PcapngUnknownSecrets.to_string(), None),
+                (Code::PcapngLateSecrets.to_string(), Some(2))
+            ]
+        );
+        // The late one is handed on in its place among the frames.
+        let mut items = Vec::new();
+        read_capture_items(&file[..], 1, &mut Anomalies::default(), |i| {
+            items.push(match i {
+                Item::Frame(f) => format!("frame {}", f.number),
+                Item::Secrets(b) => String::from_utf8_lossy(&b.data).into_owned(),
+            });
+            true
+        })
+        .unwrap();
+        assert_eq!(items, ["frame 1", "late", "frame 2"]);
+        // A pcap file has no head secrets.
+        let pcap = legacy(0xa1b2c3d4, false, 1, &[(5, 0, b"a")]);
+        assert_eq!(
+            read_head(&pcap[..]).unwrap(),
+            FileHead {
+                first_ts: Some(5_000_000),
+                secrets: Vec::new()
+            }
         );
     }
 

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, bail};
 
+use mcpcap::capture::SecretsBlock;
 use mcpcap::detect::Severity;
 use mcpcap::report::{self, Format};
 use mcpcap::Options;
@@ -189,12 +190,27 @@ impl Plan {
 
     /// The analyzers' options, once the inputs are known to be `files` capture files: with one
     /// file and no `--vantage`, no later file can continue its connections, so they are not
-    /// tracked ([`Options::single_file`]).
-    pub fn options(&self, files: usize) -> Options {
-        Options {
+    /// tracked ([`Options::single_file`]). The TLS key logs of the files' Decryption Secrets
+    /// Blocks (`embedded`, pcapng spec §4.7) join those of `--tls-keylog`.
+    pub fn options(&self, files: usize, embedded: &[SecretsBlock]) -> Options {
+        let mut options = Options {
             single_file: files == 1 && self.named.is_empty(),
             ..self.options.clone()
+        };
+        let logs: Vec<&SecretsBlock> = embedded
+            .iter()
+            .filter(|b| b.secrets_type == mcpcap::capture::SECRETS_TLS_KEY_LOG)
+            .collect();
+        if !logs.is_empty() {
+            let mut secrets = options.tls.secrets.as_deref().cloned().unwrap_or_default();
+            for b in logs {
+                secrets.add_keylog(&String::from_utf8_lossy(&b.data));
+            }
+            if !secrets.is_empty() {
+                options.tls.secrets = Some(std::sync::Arc::new(secrets));
+            }
         }
+        options
     }
 }
 

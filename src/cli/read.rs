@@ -76,11 +76,28 @@ impl Capture {
     }
 }
 
+/// Open a capture to read: standard input (`stdin`) or the file at `path`; `None`, said in
+/// one line, when it cannot be opened.
+pub fn open(path: &Path, stdin: bool) -> Option<Box<dyn std::io::Read + Send>> {
+    if stdin {
+        return Some(Box::new(std::io::stdin()));
+    }
+    match std::fs::File::open(path) {
+        Ok(f) => Some(Box::new(f)),
+        Err(e) => {
+            say!("mcpcap: {}: {}", path.display(), e);
+            None
+        }
+    }
+}
+
 /// Read the files of `order` (path, first frame's time) into vantage points, with analyzers
-/// made from `options`; `dump` taps every stream, and `progress` shows the bytes read.
+/// made from `options`; `stream`, when given, is the one input of [`Inputs::Stream`], opened
+/// already. `dump` taps every stream, and `progress` shows the bytes read.
 pub fn read_all(
     plan: &Plan,
     order: &[(PathBuf, Option<i64>)],
+    mut stream: Option<Box<dyn std::io::Read + Send>>,
     options: &Options,
     dump: Option<&mut Dump>,
     progress: &mut Progress,
@@ -102,17 +119,16 @@ pub fn read_all(
         },
     };
     let stdin = matches!(plan.inputs, Inputs::Stream { stdin: true, .. });
+    let is_stream = matches!(plan.inputs, Inputs::Stream { .. });
     for (path, first_ts) in order {
-        let input: Box<dyn std::io::Read + Send> = if stdin {
-            Box::new(std::io::stdin())
-        } else {
-            match std::fs::File::open(path) {
-                Ok(f) => Box::new(f),
-                Err(e) => {
-                    say!("mcpcap: {}: {}", path.display(), e);
-                    continue;
-                }
-            }
+        let input = match stream.take() {
+            Some(input) => input,
+            // The stream could not be opened (said already).
+            None if is_stream => continue,
+            None => match open(path, stdin) {
+                Some(input) => input,
+                None => continue,
+            },
         };
         reading.file(path, *first_ts, input);
     }
@@ -239,7 +255,16 @@ impl Reading<'_> {
         let mut prev_ts: Option<i64> = None;
         // No BufReader: the capture reader has its own buffer (`capture::BLOCK_BUFFER`) and reads
         // into it directly; another buffer in front would copy every byte once more.
-        let result = capture::read_capture(reader, first, &mut self.capture.anomalies, |f| {
+        let anomalies = &mut self.capture.anomalies;
+        let result = capture::read_capture_items(reader, first, anomalies, |item| {
+            let f = match item {
+                capture::Item::Frame(f) => f,
+                // A Decryption Secrets Block after the first packet: for what follows.
+                capture::Item::Secrets(b) => {
+                    analyzer.add_key_log(&String::from_utf8_lossy(&b.data));
+                    return true;
+                }
+            };
             first_ts.get_or_insert(f.ts);
             span = (span.0.min(f.ts), span.1.max(f.ts));
             if let Some(p) = prev_ts.filter(|&p| f.ts < p) {
@@ -261,6 +286,7 @@ impl Reading<'_> {
                 let position = done_bytes + read_bytes.load(Ordering::Relaxed);
                 progress.update(position, || live_line(analyzer));
             }
+            true
         });
         Frames {
             result,

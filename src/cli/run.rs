@@ -22,13 +22,27 @@ use super::{inputs, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE};
 /// its own line and left out; when none can be read the status is [`EXIT_USAGE`].
 pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     let mut dump = plan.dump_streams.as_deref().map(Dump::new).transpose()?;
-    let order = match &plan.inputs {
-        Inputs::Stream { path, .. } => vec![(path.clone(), None)],
-        Inputs::Files(files) => inputs::capture_order(files),
+    // The secrets of Decryption Secrets Blocks are read from each file's start first: the
+    // workers decrypt with secrets fixed before they start.
+    let (order, secrets, stream) = match &plan.inputs {
+        Inputs::Stream { path, stdin } => {
+            let (secrets, stream) = match read::open(path, *stdin) {
+                Some(input) => {
+                    let (s, input) = inputs::stream_head(input);
+                    (s, Some(input))
+                }
+                None => (Vec::new(), None),
+            };
+            (vec![(path.clone(), None)], secrets, stream)
+        }
+        Inputs::Files(files) => {
+            let (order, secrets) = inputs::capture_order(files);
+            (order, secrets, None)
+        }
     };
-    let options = plan.options(order.len());
+    let options = plan.options(order.len(), &secrets);
     let mut progress = Progress::new(plan.progress, total_bytes(&order));
-    let mut capture = read::read_all(plan, &order, &options, dump.as_mut(), &mut progress);
+    let mut capture = read::read_all(plan, &order, stream, &options, dump.as_mut(), &mut progress);
     progress.say(format!("analysing {} sessions", capture.live_sessions()));
     if capture.unreadable() {
         return Ok(EXIT_USAGE);
@@ -41,10 +55,19 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
     let exchanges = Arc::new(merged.exchanges);
     let beside = output::spawn_beside(plan, &model, &exchanges);
     let refused = refused_connects(&capture.vantages, &merged.offsets, &exchanges);
+    // On the first vantage point's clock, as the exchanges are.
     let tls: Vec<mcpcap::tls::FlowTls> = capture
         .vantages
         .iter()
-        .flat_map(|v| v.analyzer.http.tls.flows.values().cloned())
+        .zip(&merged.offsets)
+        .flat_map(|(v, o)| {
+            let shift = o.offset_us.unwrap_or(0);
+            v.analyzer.http.tls.flows.values().map(move |t| {
+                let mut t = t.clone();
+                t.shift_time(-shift);
+                t
+            })
+        })
         .collect();
     let mut analysis = mcpcap::analyze_model(
         model,

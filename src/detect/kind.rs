@@ -117,6 +117,8 @@ kinds! {
     DuplicateRequestId => "duplicate_request_id",
     /// TLS application data that was not decrypted.
     UndecryptedTls => "undecrypted_tls",
+    /// A session partly inside TLS connections that were not decrypted.
+    PartlyUndecrypted => "partly_undecrypted",
 }
 
 impl PartialOrd for Kind {

@@ -229,11 +229,17 @@ pub fn session_rows(a: &Analysis, ex: &[Exchange]) -> Vec<SessionRow> {
                 .exchanges
                 .iter()
                 .any(|&x| ex[x].request.is_none() && !ex[x].sse.events.is_empty());
+            // A request without a response that may lie outside the capture, or traffic to the
+            // session's server that was not decrypted, says why.
             let unverifiable = unjudged[si]
                 || orphan
-                || fs
-                    .iter()
-                    .any(|f| f.kind == crate::detect::Kind::ResponseUnverifiable);
+                || fs.iter().any(|f| {
+                    matches!(
+                        f.kind,
+                        crate::detect::Kind::ResponseUnverifiable
+                            | crate::detect::Kind::PartlyUndecrypted
+                    )
+                });
             let verdict = match worst {
                 Some(Severity::Error) => "broken",
                 Some(Severity::Warning) => "suspect",

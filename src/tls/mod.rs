@@ -95,6 +95,8 @@ pub struct FlowTls {
     pub keyed: bool,
     /// Time (µs) and frame of the first application-data record.
     pub first_app: Option<(i64, u64)>,
+    /// Time (µs) and frame of the last application-data record.
+    pub last_app: Option<(i64, u64)>,
 }
 
 impl FlowTls {
@@ -117,6 +119,22 @@ impl FlowTls {
     /// The cipher suite's name.
     pub fn cipher_name(&self) -> Option<String> {
         self.cipher.map(hello::cipher_name)
+    }
+
+    /// Whether it carried application data that was not (all) decrypted: `no_keys` or
+    /// `failed` with application-data records.
+    pub fn undecrypted(&self) -> bool {
+        self.app_records > 0 && self.decrypted() != Decrypted::Yes
+    }
+
+    /// Move its times by `us` microseconds (onto another vantage point's clock).
+    pub fn shift_time(&mut self, us: i64) {
+        for t in [&mut self.first_app, &mut self.last_app]
+            .into_iter()
+            .flatten()
+        {
+            t.0 = t.0.saturating_add(us);
+        }
     }
 }
 
@@ -434,6 +452,7 @@ impl TlsLayer {
         if app {
             c.info.app_records += 1;
             c.info.first_app.get_or_insert((ts, frame));
+            c.info.last_app = Some((ts, frame));
         }
         let s = &mut c.sides[d];
         let Some(keys) = s.keys.as_mut().filter(|k| k.usable()) else {

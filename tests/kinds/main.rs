@@ -34,6 +34,7 @@ mod lost_in_transit;
 mod lost_response;
 mod missing_event_id;
 mod nonstandard_session_status;
+mod partly_undecrypted;
 mod planned_poll;
 mod response_unverifiable;
 mod resume_ok;

@@ -33,6 +33,7 @@ mod lost_in_transit;
 mod lost_response;
 mod missing_event_id;
 mod nonstandard_session_status;
+mod partly_undecrypted;
 mod planned_poll;
 mod response_unverifiable;
 mod resume_ok;
@@ -121,6 +122,7 @@ pub static RULES: &[&Rule] = &[
     &unknown_last_event_id::RULE,
     &connection_refused::RULE,
     &undecrypted_tls::RULE,
+    &partly_undecrypted::RULE,
     &resume_without_cursor::RULE,
     &cursor_reset_ignored::RULE,
     &empty_resume_loop::RULE,
