@@ -201,7 +201,86 @@ fn the_fork_is_told_in_sentences() {
         svg.contains("<title>event id 9 · frame 115 · "),
         "event 9's title"
     );
+    // Each extract command, run as the page writes it, carves a capture on which mcpcap finds
+    // the finding again.
+    let dir = tmp("extracts");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut commands = 0;
+    for code in html.split("<code class=\"extract\">").skip(1) {
+        let command = &code[..code.find("</code>").unwrap()];
+        let words: Vec<&str> = command.split_whitespace().collect();
+        assert_eq!(words[..2], ["mcpcap", "extract"], "{command}");
+        let o = Command::new(env!("CARGO_BIN_EXE_mcpcap"))
+            .args(&words[1..])
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{command}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let n: usize = words[3].parse().unwrap();
+        let kind = block(&html, &format!("id=\"f-{n}\">"), "</div>")
+            .split("<code>")
+            .nth(1)
+            .and_then(|k| k.split("</code>").next())
+            .unwrap()
+            .to_string();
+        let again = ndjson_table(&[dir.join(words[5])], "findings");
+        assert!(
+            again.iter().any(|f| f["kind"] == kind.as_str()),
+            "{command}: no {kind} on the extract"
+        );
+        commands += 1;
+    }
+    assert_eq!(commands, 4);
+    let _ = std::fs::remove_dir_all(dir);
+    connection_filters_select_the_connections(&html, &common::fixture_path(rel));
     let _ = std::fs::remove_file(out);
+}
+
+/// Each finding's connections filter, run by tshark on the capture, selects exactly the packets
+/// of the connections the finding cites (their `orig_pkts + resp_pkts` in the flows table).
+fn connection_filters_select_the_connections(html: &str, capture: &Path) {
+    if Command::new("tshark").arg("--version").output().is_err() {
+        if std::env::var_os("MCPCAP_REQUIRE_READERS").is_some() {
+            panic!("MCPCAP_REQUIRE_READERS is set, but tshark was not found");
+        }
+        eprintln!("skipped: tshark not found (apt-get install tshark)");
+        return;
+    }
+    let flows = ndjson_table(&[capture], "flows");
+    let mut checked = 0;
+    for div in html.split("<div class=\"finding ").skip(1) {
+        let marker = "<code class=\"conn-filter\">";
+        let Some(at) = div.find(marker) else {
+            continue;
+        };
+        let filter = &div[at + marker.len()..];
+        let filter = filter[..filter.find("</code>").unwrap()].replace("&amp;", "&");
+        let o = Command::new("tshark")
+            .arg("-r")
+            .arg(capture)
+            .args(["-Y", &filter, "-T", "fields", "-e", "frame.number"])
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{filter}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let selected = String::from_utf8_lossy(&o.stdout).lines().count() as u64;
+        let connections = block(div, "<dt>connections</dt><dd>", "</dd>");
+        let expected: u64 = flows
+            .iter()
+            .filter(|f| connections.contains(&format!("{} ", f["flow_id"].as_str().unwrap())))
+            .map(|f| f["orig_pkts"].as_u64().unwrap() + f["resp_pkts"].as_u64().unwrap())
+            .sum();
+        assert_eq!(selected, expected, "{filter}");
+        checked += 1;
+    }
+    assert!(checked > 0, "no connections filter on the page");
 }
 
 /// Text from the capture is escaped: a session id and an error body carrying markup.

@@ -408,26 +408,12 @@ fn count(n: u64, word: &str) -> String {
     }
 }
 
-/// One finding with its evidence: frames, the flow's addresses, the filter, the extract command.
+/// One finding with its evidence: frames, its connections' addresses, the filters of its frames
+/// and of its connections, the extract command.
 fn evidence(page: &mut String, input: &Input<'_>, n: usize, f: &crate::detect::Finding) {
     let sev = f.severity.as_str();
     let located = input.frame_files.locate(f);
-    let addresses = f
-        .flow_id
-        .strip_prefix('F')
-        .and_then(|i| i.parse::<usize>().ok())
-        .and_then(|i| view::flow_row(input.parts, i))
-        .map(|(row, c)| {
-            format!(
-                "{}:{} → {}:{}",
-                row.ends[c].0,
-                row.ends[c].1,
-                row.ends[1 - c].0,
-                row.ends[1 - c].1
-            )
-        })
-        .unwrap_or_default();
-    // The cited frames, each with its flow when that is not the finding's own.
+    // The cited frames in frame order, each with its flow when that is not the finding's own.
     let mut cited = f.cited.clone();
     cited.sort_by_key(|c| (c.frame, c.flow_index));
     let list: Vec<String> = cited
@@ -441,25 +427,81 @@ fn evidence(page: &mut String, input: &Input<'_>, n: usize, f: &crate::detect::F
             }
         })
         .collect();
+    let mut flows: Vec<usize> = f.cited.iter().map(|c| c.flow_index).collect();
+    flows.dedup();
+    let own = f
+        .cited
+        .first()
+        .and_then(|c| input.frame_files.vantage_of(c.flow_index));
+    let mut described = Vec::new();
+    let mut clauses = Vec::new();
+    for &fi in &flows {
+        let Some((row, c)) = view::flow_row(input.parts, fi) else {
+            continue;
+        };
+        let (client, server) = (row.ends[c], row.ends[1 - c]);
+        described.push(format!(
+            "{} {}:{} → {}:{}",
+            crate::tcp::FlowId(fi),
+            client.0,
+            client.1,
+            server.0,
+            server.1
+        ));
+        if input.frame_files.vantage_of(fi) == own {
+            clauses.push(connection_filter(client, server));
+        }
+    }
     let _ = write!(
         page,
-        "<div class=\"finding {sev}\" id=\"f-{n}\"><p class=\"head\"><span class=\"num\">[{n}]</span> <code>{}</code> <span class=\"sev {sev}\">{sev}</span> <span class=\"meaning\">{}</span></p><p class=\"detail\">{}</p><dl><dt>frames</dt><dd>{}</dd><dt>flow</dt><dd>{} {}</dd>",
+        "<div class=\"finding {sev}\" id=\"f-{n}\"><p class=\"head\"><span class=\"num\">[{n}]</span> <code>{}</code> <span class=\"sev {sev}\">{sev}</span> <span class=\"meaning\">{}</span></p><p class=\"detail\">{}</p><dl><dt>frames</dt><dd>{}</dd><dt>connections</dt><dd>{}</dd>",
         f.kind.as_str(),
         esc(f.kind.doc()),
         esc(&f.detail),
         list.join(", "),
-        esc(&f.flow_id),
-        esc(&addresses)
+        esc(&described.join("; "))
     );
     if let Some(file) = &located.file {
         let _ = write!(page, "<dt>file</dt><dd>{}</dd>", esc(file));
     }
     let _ = write!(
         page,
-        "<dt>Wireshark filter</dt><dd><code class=\"filter\">{}</code> <button class=\"copy\" type=\"button\">copy</button></dd><dt>extract</dt><dd><code class=\"extract\">mcpcap extract --finding {n} --out finding-{n}.pcapng {}</code> <button class=\"copy\" type=\"button\">copy</button></dd></dl></div>",
-        esc(&located.filter),
+        "<dt>Wireshark filter</dt><dd><code class=\"filter\">{}</code> <button class=\"copy\" type=\"button\">copy</button></dd>",
+        esc(&located.filter)
+    );
+    if !clauses.is_empty() {
+        let _ = write!(
+            page,
+            "<dt>its connections</dt><dd><code class=\"conn-filter\">{}</code> <button class=\"copy\" type=\"button\">copy</button></dd>",
+            esc(&clauses.join(" || "))
+        );
+    }
+    let _ = write!(
+        page,
+        "<dt>extract</dt><dd><code class=\"extract\">mcpcap extract --finding {n} --out finding-{n}.pcapng {}</code> <button class=\"copy\" type=\"button\">copy</button></dd></dl></div>",
         esc(input.extract_args)
     );
+}
+
+/// A Wireshark display filter for one TCP connection by its addresses and ports (wireshark-
+/// filter(4): `ip.addr`/`ipv6.addr` and `tcp.port` match either side): `(ip.addr == 10.0.0.1 &&
+/// ip.addr == 10.0.0.2 && tcp.port == 50352 && tcp.port == 3300)`. A port reused later by
+/// another connection between the same hosts is selected too.
+fn connection_filter(a: (std::net::IpAddr, u16), b: (std::net::IpAddr, u16)) -> String {
+    let field = if a.0.is_ipv6() {
+        "ipv6.addr"
+    } else {
+        "ip.addr"
+    };
+    let mut terms = vec![format!("{field} == {}", a.0)];
+    if b.0 != a.0 {
+        terms.push(format!("{field} == {}", b.0));
+    }
+    terms.push(format!("tcp.port == {}", a.1));
+    if b.1 != a.1 {
+        terms.push(format!("tcp.port == {}", b.1));
+    }
+    format!("({})", terms.join(" && "))
 }
 
 /// The intact sessions (and those that are no MCP), as a compact list.
