@@ -233,5 +233,10 @@ fn the_tls_synth_decrypts_to_the_tables_of_the_cleartext_one() {
         findings.iter().all(|f| f["kind"] == "undecrypted_tls"),
         "{findings:?}"
     );
+    let anomalies = table("n", "anomalies");
+    assert!(
+        common::column_has(&anomalies, "code", "tls.no_keys"),
+        "{anomalies}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
