@@ -240,3 +240,69 @@ fn the_tls_synth_decrypts_to_the_tables_of_the_cleartext_one() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// tshark's HTTP messages of `pcap` (port 3000 read as `proto`, with `extra` options): per
+/// request or response its TCP stream, method and URI, status code and body length.
+fn tshark_http(pcap: &std::path::Path, proto: &str, extra: &[&str]) -> Vec<String> {
+    let o = std::process::Command::new("tshark")
+        .arg("-r")
+        .arg(pcap)
+        .args(["-d", &format!("tcp.port==3000,{proto}")])
+        .args(extra)
+        .args(["-Y", "http.request || http.response", "-T", "fields"])
+        .args(["-e", "tcp.stream"])
+        .args(["-e", "http.request.method", "-e", "http.request.uri"])
+        .args([
+            "-e",
+            "http.response.code",
+            "-e",
+            "http.content_length_header",
+        ])
+        .output()
+        .expect("run tshark");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Peer check: tshark, given the key log, decrypts the TLS synth to the HTTP messages it reads
+/// in the cleartext synth of the same seed (its AEAD tags check out). Skipped without tshark,
+/// saying so, unless `MCPCAP_REQUIRE_READERS` is set.
+#[test]
+fn tshark_decrypts_the_tls_synth_to_the_cleartext_http() {
+    let have = std::process::Command::new("tshark")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have {
+        if std::env::var_os("MCPCAP_REQUIRE_READERS").is_some() {
+            panic!("MCPCAP_REQUIRE_READERS is set, but tshark not found");
+        }
+        eprintln!("skipped: tshark not found (apt-get install tshark)");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("mcpcap-synth-tshark-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (clear, tls) = (dir.join("c.pcap"), dir.join("t.pcap"));
+    let opts = mcpcap::synth::SynthOptions {
+        bytes: 400_000,
+        seed: 9,
+        concurrent: 16,
+    };
+    let file = |p: &std::path::Path| std::io::BufWriter::new(std::fs::File::create(p).unwrap());
+    mcpcap::synth::write_capture(file(&clear), &opts).unwrap();
+    let mut keys = Vec::new();
+    mcpcap::synth::write_tls_capture(file(&tls), &mut keys, &opts).unwrap();
+    let keylog = dir.join("t.keys");
+    std::fs::write(&keylog, &keys).unwrap();
+    let want = tshark_http(&clear, "http", &[]);
+    assert!(want.len() > 100, "{want:?}");
+    let opt = format!("tls.keylog_file:{}", keylog.display());
+    assert_eq!(tshark_http(&tls, "tls", &["-o", &opt]), want);
+    // Without the keys tshark sees no HTTP in it.
+    assert_eq!(tshark_http(&tls, "tls", &[]), Vec::<String>::new());
+    let _ = std::fs::remove_dir_all(&dir);
+}
