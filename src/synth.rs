@@ -11,6 +11,11 @@
 //! payload; the receiver ACKs every second segment; a small share of segments is retransmitted or
 //! delivered out of order. The output is a classic little-endian pcap (Ethernet, µs), written as
 //! it is generated (constant memory).
+//!
+//! [`write_tls_capture`] writes the same traffic with every connection in TLS 1.3 ([`tls`]),
+//! and the NSS key log that decrypts it.
+
+mod tls;
 
 use std::collections::VecDeque;
 use std::io::{self, Write};
@@ -114,6 +119,8 @@ struct ConnScript {
 /// A connection being played, segment by segment.
 struct Playing {
     client: [u8; 4],
+    /// The connection's TLS (`--tls`).
+    tls: Option<Box<tls::ConnTls>>,
     cport: u16,
     seq: [u32; 2],
     /// Segments queued: (from_client, flags, payload).
@@ -137,13 +144,18 @@ struct Lane {
     client: [u8; 4],
 }
 
-struct Writer<W: Write> {
+struct Writer<'k, W: Write> {
     w: W,
     now: u64,
     summary: SynthSummary,
+    /// Where the key log goes, when the connections are TLS.
+    keylog: Option<&'k mut dyn Write>,
+    /// Bytes written that the cleartext capture does not have: TLS handshakes and record
+    /// overheads (the size target counts without them).
+    extra: u64,
 }
 
-impl<W: Write> Writer<W> {
+impl<W: Write> Writer<'_, W> {
     fn header(&mut self) -> io::Result<()> {
         let mut h = Vec::with_capacity(24);
         h.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
@@ -206,6 +218,9 @@ impl<W: Write> Writer<W> {
         self.w.write_all(&f)?;
         self.summary.bytes += (rec.len() + f.len()) as u64;
         self.summary.frames += 1;
+        if self.keylog.is_some() && !payload.is_empty() {
+            self.extra += tls::RECORD_OVERHEAD as u64;
+        }
         Ok(())
     }
 }
@@ -509,17 +524,46 @@ fn get_lane(rng: &mut Rng, sid: &str) -> VecDeque<ConnScript> {
 }
 
 /// Generate a capture into `w` (see the module docs).
+///
+/// Errors: those of writing to `w`.
 pub fn write_capture<W: Write>(w: W, opts: &SynthOptions) -> io::Result<SynthSummary> {
+    generate(w, None, opts)
+}
+
+/// Generate the capture [`write_capture`] makes from `opts` with every TCP connection in TLS
+/// 1.3 (TLS_AES_128_GCM_SHA256, one record per segment: [`tls`]), and its NSS key log into
+/// `keylog` (four lines per connection). The same frames carry the same plaintext at the same
+/// times; a connection's handshake adds three frames after the TCP handshake, at its time.
+/// `opts.bytes` counts the capture without the TLS bytes (handshakes, 22 bytes a record), so
+/// the capture ends where the cleartext one does and is that much larger.
+///
+/// Errors: those of writing to `w` or `keylog`.
+pub fn write_tls_capture<W: Write>(
+    w: W,
+    keylog: &mut dyn Write,
+    opts: &SynthOptions,
+) -> io::Result<SynthSummary> {
+    generate(w, Some(keylog), opts)
+}
+
+fn generate<W: Write>(
+    w: W,
+    keylog: Option<&mut dyn Write>,
+    opts: &SynthOptions,
+) -> io::Result<SynthSummary> {
     let mut rng = Rng(opts.seed);
     let mut out = Writer {
         w,
         now: 1_767_225_600_000_000,
         summary: SynthSummary::default(),
+        keylog,
+        extra: 0,
     };
     out.header()?;
     let mut lanes: Vec<Lane> = Vec::new();
     let mut next_port: u32 = 0;
-    while out.summary.bytes < opts.bytes {
+    let mut conns: u64 = 0;
+    while out.summary.bytes - out.extra < opts.bytes {
         // Keep `concurrent` sessions running (two lanes each).
         while lanes.len() < opts.concurrent.max(1) * 2 {
             let n = out.summary.sessions;
@@ -546,8 +590,14 @@ pub fn write_capture<W: Write>(w: W, opts: &SynthOptions) -> io::Result<SynthSum
             match lane.conns.pop_front() {
                 Some(script) => {
                     next_port = next_port.wrapping_add(1);
+                    conns += 1;
+                    let tls = out
+                        .keylog
+                        .is_some()
+                        .then(|| Box::new(tls::connection(opts.seed, conns)));
                     lane.playing = Some(Playing {
                         client: lane.client,
+                        tls,
                         cport: 10_000 + (next_port % 50_000) as u16,
                         seq: [rng.next() as u32, rng.next() as u32],
                         queue: VecDeque::new(),
@@ -573,6 +623,9 @@ pub fn write_capture<W: Write>(w: W, opts: &SynthOptions) -> io::Result<SynthSum
         }
     }
     out.w.flush()?;
+    if let Some(k) = out.keylog.as_mut() {
+        k.flush()?;
+    }
     Ok(out.summary)
 }
 
@@ -587,6 +640,9 @@ fn step<W: Write>(p: &mut Playing, out: &mut Writer<W>, rng: &mut Rng) -> io::Re
         p.seq[0] = p.seq[0].wrapping_add(1);
         p.seq[1] = p.seq[1].wrapping_add(1);
         out.frame(c, s, p.seq[0], p.seq[1], ACK, &[])?;
+        if p.tls.is_some() {
+            tls_handshake(p, out)?;
+        }
         return Ok(false);
     }
     if p.queue.is_empty() {
@@ -597,7 +653,15 @@ fn step<W: Write>(p: &mut Playing, out: &mut Writer<W>, rng: &mut Rng) -> io::Re
                 out.summary.resumptions += u64::from(m.tally.resumption);
                 out.summary.forks += u64::from(m.tally.fork);
                 for part in m.bytes.chunks(MSS) {
-                    p.queue.push_back((m.from_client, PSH | ACK, part.to_vec()));
+                    let data = match p.tls.as_mut() {
+                        Some(t) => {
+                            let mut r = Vec::with_capacity(part.len() + tls::RECORD_OVERHEAD);
+                            t.app[usize::from(!m.from_client)].seal(23, part, &mut r);
+                            r
+                        }
+                        None => part.to_vec(),
+                    };
+                    p.queue.push_back((m.from_client, PSH | ACK, data));
                 }
                 return Ok(false);
             }
@@ -643,6 +707,35 @@ fn step<W: Write>(p: &mut Playing, out: &mut Writer<W>, rng: &mut Rng) -> io::Re
         ack(p, d, out)?;
     }
     Ok(false)
+}
+
+/// The TLS handshake of `p` right after its TCP handshake, at the same time and without
+/// pseudo-random choices (the capture's other choices stay those of the cleartext one): the
+/// ClientHello, the server's flight, the client's Finished, each in its own segment; and the
+/// connection's key log lines. Its bytes count as [`Writer::extra`].
+fn tls_handshake<W: Write>(p: &mut Playing, out: &mut Writer<W>) -> io::Result<()> {
+    let Some(t) = p.tls.as_ref() else {
+        return Ok(());
+    };
+    if let Some(k) = out.keylog.as_mut() {
+        k.write_all(t.keylog.as_bytes())?;
+    }
+    let (c, s) = ((p.client, p.cport), (SERVER, PORT));
+    let before = (out.summary.bytes, out.extra);
+    let flights = [
+        (0, &t.client_hello),
+        (1, &t.server_flight),
+        (0, &t.client_finished),
+    ];
+    for (d, bytes) in flights {
+        for part in bytes.chunks(MSS) {
+            let (src, dst) = if d == 0 { (c, s) } else { (s, c) };
+            out.frame(src, dst, p.seq[d], p.seq[1 - d], PSH | ACK, part)?;
+            p.seq[d] = p.seq[d].wrapping_add(part.len() as u32);
+        }
+    }
+    out.extra = before.1 + (out.summary.bytes - before.0);
+    Ok(())
 }
 
 /// The receiver of direction `d` acknowledges everything so far.

@@ -57,6 +57,14 @@ pub struct SynthArgs {
     /// Sessions running at once.
     #[arg(long, default_value_t = 64)]
     pub concurrent: usize,
+    /// Every connection in TLS 1.3 (TLS_AES_128_GCM_SHA256), with its secrets in an NSS key
+    /// log (`--keylog`, else `<out>.keys`); `--bytes` then counts the capture without the TLS
+    /// bytes, so it carries the traffic of the cleartext capture of the same seed.
+    #[arg(long)]
+    pub tls: bool,
+    /// Where `--tls` writes the key log (default: the output path with `.keys` appended).
+    #[arg(long, value_name = "FILE", requires = "tls")]
+    pub keylog: Option<PathBuf>,
 }
 
 /// A size in bytes: a number with an optional suffix K, M or G (powers of 1024, either case).

@@ -349,6 +349,18 @@ impl TlsLayer {
             s.skip -= n as u64;
             bytes = &bytes[n..];
         }
+        if !s.lost && s.buf.is_empty() {
+            // Whole records at the start of the chunk are read where they are, not copied.
+            while let Some((typ, len)) = header(bytes).filter(|&(_, len)| bytes.len() >= 5 + len) {
+                let (rec, rest) = bytes.split_at(5 + len);
+                self.record(c, flow, d, typ, rec, ts, frame, next);
+                if c.dead {
+                    return;
+                }
+                bytes = rest;
+            }
+        }
+        let s = &mut c.sides[d];
         s.buf.extend_from_slice(bytes);
         if s.lost {
             // A header of a protected record, then another or the end: where records resume.
