@@ -467,3 +467,48 @@ fn chromium_renders_each_page_without_a_console_message() {
         eprintln!("{rel}: screenshot {}", shot.display());
     }
 }
+
+/// A session that polls thousands of times stays a bounded section: one request mark per pixel,
+/// at most the narrative's sentences, a small page.
+#[test]
+fn a_session_of_thousands_of_requests_stays_bounded() {
+    use common::{conflict, json_response, post, sse_response, Capture, Ev};
+    let sid = "poller";
+    let mut cap = Capture::new();
+    let mut c = cap.connect();
+    c.client(&mut cap, &post(None, &serde_json::json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}})));
+    c.server(
+        &mut cap,
+        &json_response(
+            Some(sid),
+            &serde_json::json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25"}}),
+        ),
+    );
+    for k in 0..3000 {
+        cap.wait(1_000);
+        c.client(&mut cap, &post(Some(sid), &serde_json::json!({"jsonrpc":"2.0","method":"notifications/poll","params":{"k":k}})));
+        c.server(&mut cap, &conflict());
+    }
+    let mut s = cap.connect();
+    s.client(&mut cap, &post(Some(sid), &serde_json::json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}})));
+    s.server(&mut cap, &sse_response(Some(sid), &[Ev::id(1, serde_json::json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}))], false));
+    s.server_reset(&mut cap);
+    c.close(&mut cap);
+    let pcap = tmp("poller.pcap");
+    std::fs::write(&pcap, cap.pcap()).unwrap();
+    let html = report(&pcap, &tmp("poller.html"));
+    let section = block(&html, "<section class=\"session\"", "</section>");
+    let marks = section.matches("<circle class=\"req-mark").count();
+    assert!((1..=1200).contains(&marks), "{marks} request marks");
+    assert!(
+        section.contains("more exchanges here)"),
+        "marks count what they stand for"
+    );
+    let told = block(section, "<ol class=\"narrative\">", "</ol>")
+        .matches("<li")
+        .count();
+    assert!(told <= 201, "{told} sentences");
+    assert!(html.len() < 2_000_000, "{} bytes", html.len());
+    let _ = std::fs::remove_file(pcap);
+    let _ = std::fs::remove_file(tmp("poller.html"));
+}

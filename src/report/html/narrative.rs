@@ -11,6 +11,8 @@ use crate::tcp::FlowId;
 
 /// Sentences per session at most; the rest are counted in a last one.
 pub const MAX_SENTENCES: usize = 200;
+/// Responses told per connection at most; the rest are counted in one sentence.
+const RESPONSES_TOLD: usize = 20;
 
 /// One sentence: its time (µs since the Unix epoch), an order among sentences of one time, its
 /// text, and whether it tells of something wrong (shown marked).
@@ -35,6 +37,7 @@ pub fn sentences(a: &Analysis, ex: &[Exchange], view: &SessionView<'_>) -> Vec<(
         responses(ex, c, &mut out);
         ending(ex, c, &mut out);
     }
+    let mut others_left = 0usize;
     for o in &view.others {
         let e = &ex[o.x];
         let important = super::view::refused(e)
@@ -44,7 +47,9 @@ pub fn sentences(a: &Analysis, ex: &[Exchange], view: &SessionView<'_>) -> Vec<(
                 .request
                 .iter()
                 .any(|m| m.method.as_deref() == Some("initialize"));
-        if important {
+        if important && out.len() > 4 * MAX_SENTENCES {
+            others_left += 1;
+        } else if important {
             out.push(Sentence {
                 ts: e.ts(),
                 rank: 0,
@@ -57,6 +62,14 @@ pub fn sentences(a: &Analysis, ex: &[Exchange], view: &SessionView<'_>) -> Vec<(
                 bad: super::view::refused(e),
             });
         }
+    }
+    if others_left > 0 {
+        out.push(Sentence {
+            ts: i64::MAX,
+            rank: 0,
+            text: format!("{others_left} more refused, unanswered or closing requests are not told here (see the exchanges table)."),
+            bad: false,
+        });
     }
     if view.conns_left_out > 0 {
         out.push(Sentence {
@@ -272,6 +285,8 @@ fn capitalized(s: &str) -> String {
 fn responses(ex: &[Exchange], c: &Conn, out: &mut Vec<Sentence>) {
     use crate::jsonrpc::Kind;
     let e = &ex[c.x];
+    let st = c.stream.map_or(String::new(), |s| format!(" S{s}'s"));
+    let (mut told, mut more, mut last_ts) = (0usize, 0usize, 0i64);
     for ev in e.sse.events.iter() {
         for m in ev.messages.refs() {
             let what = match m.kind {
@@ -279,8 +294,13 @@ fn responses(ex: &[Exchange], c: &Conn, out: &mut Vec<Sentence>) {
                 Kind::Error => "an error response",
                 _ => continue,
             };
+            if told == RESPONSES_TOLD {
+                more += 1;
+                last_ts = ev.sse.ts;
+                continue;
+            }
+            told += 1;
             let id = m.id.unwrap_or("?");
-            let st = c.stream.map_or(String::new(), |s| format!(" S{s}'s"));
             out.push(Sentence {
                 ts: ev.sse.ts,
                 rank: 2,
@@ -293,6 +313,17 @@ fn responses(ex: &[Exchange], c: &Conn, out: &mut Vec<Sentence>) {
                 bad: false,
             });
         }
+    }
+    if more > 0 {
+        out.push(Sentence {
+            ts: last_ts,
+            rank: 2,
+            text: format!(
+                "{more} more responses arrived on{st} connection {} (see the calls table).",
+                FlowId(e.flow_index)
+            ),
+            bad: false,
+        });
     }
 }
 

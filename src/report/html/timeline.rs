@@ -150,21 +150,38 @@ pub fn svg(a: &Analysis, ex: &[Exchange], view: &SessionView<'_>) -> String {
         LABEL_W,
         WIDTH - RIGHT_PAD
     );
+    // At most one mark per pixel and kind (a client polling a hundred thousand times would
+    // otherwise draw as many); its title counts the exchanges it stands for.
+    let mut marks: Vec<(i64, bool, usize, String)> = Vec::new();
+    let mut at: HashMap<(i64, bool), usize> = HashMap::new();
     for o in &view.others {
         let e = &ex[o.x];
-        let x = axis.x(e.ts());
-        let class = if super::view::refused(e) {
-            "req-mark bad"
+        let key = (axis.x(e.ts()).round() as i64, super::view::refused(e));
+        match at.get(&key) {
+            Some(&k) => marks[k].2 += 1,
+            None => {
+                at.insert(key, marks.len());
+                let title = format!(
+                    "{} · frame {} · {} · {}",
+                    esc(&o.label),
+                    e.frame(),
+                    clock(e.ts()),
+                    FlowId(e.flow_index)
+                );
+                marks.push((key.0, key.1, 1, title));
+            }
+        }
+    }
+    for (x, refused, n, title) in marks {
+        let class = if refused { "req-mark bad" } else { "req-mark" };
+        let more = if n > 1 {
+            format!("\n(and {} more exchanges here)", n - 1)
         } else {
-            "req-mark"
+            String::new()
         };
         let _ = write!(
             s,
-            r#"<circle class="{class}" cx="{x:.1}" cy="{y0:.1}" r="4"><title>{} · frame {} · {} · {}</title></circle>"#,
-            esc(&o.label),
-            e.frame(),
-            clock(e.ts()),
-            FlowId(e.flow_index)
+            r#"<circle class="{class}" cx="{x}" cy="{y0:.1}" r="4"><title>{title}{more}</title></circle>"#
         );
     }
     for (i, c) in view.conns.iter().enumerate() {
