@@ -34,6 +34,18 @@ pub(crate) const RULE: Rule = Rule {
     ],
 };
 
+/// Frames of repeated events a finding names at most.
+const REPEATS_NAMED: usize = 10;
+
+/// Frame numbers as a list: `135, 141, 147`.
+fn join(frames: &[u64]) -> String {
+    frames
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// At a resumption: what its connection delivered again.
 fn at_resumption(ctx: &Context, b: &Boundary, out: &mut Vec<Found>) {
     let Some(ev) = b.events() else { return };
@@ -76,18 +88,42 @@ fn at_resumption(ctx: &Context, b: &Boundary, out: &mut Vec<Found>) {
         ));
     }
     let (cursor_behind, original) = after_l_text(d, b.leid(), ctx.exchanges);
+    // The frames of the repeated events on this connection, the first few named (and cited) so
+    // that the evidence selects the repeats, not only the first.
+    let mut repeats: Vec<u64> = d
+        .ids
+        .iter()
+        .chain(&d.payload)
+        .map(|ev| ev.sse.frame_first)
+        .collect();
+    repeats.sort_unstable();
+    repeats.dedup();
+    let named = &repeats[..repeats.len().min(REPEATS_NAMED)];
+    let listed = match (named.len(), repeats.len() - named.len()) {
+        (0 | 1, _) => String::new(),
+        (_, 0) => format!(" (repeats in frames {})", join(named)),
+        (_, more) => format!(
+            " (repeats in frames {}, {more} more after them)",
+            join(named)
+        ),
+    };
     let mut f = b.finding(
         Kind::DuplicateDelivery,
         Severity::Error,
         at,
         format!(
-            "After resuming from Last-Event-ID {} the client received {}, starting in frame {}.{cursor_behind}",
+            "After resuming from Last-Event-ID {} the client received {}, starting in frame {}{listed}.{cursor_behind}",
             b.leid(),
             what.join(", and "),
             at.map(|ev| ev.sse.frame_first).unwrap_or(0)
         ),
     )
     .cite(b.exchange.flow_index, at.map(|ev| ev.sse.frame_first).unwrap_or(0));
+    if named.len() > 1 {
+        for &fr in named {
+            f.add_cite(b.exchange.flow_index, fr);
+        }
+    }
     if let Some((ev, also)) = d.foreign.first() {
         f.add_cite(b.exchange.flow_index, ev.sse.frame_first);
         f.add_cite(also.flow_index, also.frame);
