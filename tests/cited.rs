@@ -7,6 +7,8 @@
 //! "frames 25 to 106", "frames 27→28, 29→30": a range names its two ends). Frame 0 stands for a
 //! frame not captured and is no citation.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -50,15 +52,6 @@ fn named(detail: &str) -> BTreeSet<u64> {
     }
     out.remove(&0);
     out
-}
-
-/// The frame numbers of `frame.number in {a, b, c}`.
-fn listed(filter: &str) -> BTreeSet<u64> {
-    let inner = filter
-        .strip_prefix("frame.number in {")
-        .and_then(|r| r.strip_suffix('}'))
-        .unwrap_or_else(|| panic!("not a frame filter: {filter}"));
-    inner.split(", ").map(|n| n.parse().unwrap()).collect()
 }
 
 /// Every pcap under `dir`, sorted.
@@ -112,7 +105,7 @@ fn every_frame_a_detail_names_is_cited_and_nothing_else() {
         for f in findings(capture) {
             let detail = f["detail"].as_str().unwrap();
             let frame = f["frame"].as_u64().unwrap();
-            let cited = listed(f["wireshark_filter"].as_str().unwrap());
+            let cited = common::filter_frames(f["wireshark_filter"].as_str().unwrap());
             let names = named(detail);
             let at = format!("{} {}: {detail}", capture.display(), f["kind"]);
             assert!(

@@ -43,20 +43,6 @@ fn tshark(file: &Path, field: &str) -> Vec<String> {
         .collect()
 }
 
-fn tshark_missing() -> bool {
-    let ok = Command::new("tshark")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        if std::env::var_os("MCPCAP_REQUIRE_READERS").is_some() {
-            panic!("MCPCAP_REQUIRE_READERS is set, but tshark is not found");
-        }
-        eprintln!("skipped: tshark not found (apt-get install tshark)");
-    }
-    !ok
-}
-
 /// (kind, severity, session_id, last_event_id, event_id, request_id) of each finding of
 /// `session`.
 fn judged(findings: &[Value], session: &str) -> BTreeSet<String> {
@@ -79,7 +65,7 @@ fn judged(findings: &[Value], session: &str) -> BTreeSet<String> {
 
 #[test]
 fn a_session_extract_has_its_connections_comments_and_findings() {
-    if tshark_missing() {
+    if !common::have_all(&["tshark"]) {
         return;
     }
     let cap = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp/fork_restart.pcap");
@@ -135,7 +121,7 @@ fn a_session_extract_has_its_connections_comments_and_findings() {
 
 #[test]
 fn a_finding_extract_comments_only_that_findings_frames() {
-    if tshark_missing() {
+    if !common::have_all(&["tshark"]) {
         return;
     }
     let cap = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp/fork_restart.pcap");
@@ -249,7 +235,7 @@ fn frames_of(file: &Path, filter: &str) -> BTreeSet<u64> {
 
 #[test]
 fn a_flow_extract_is_that_connections_frames_byte_for_byte() {
-    if tshark_missing() {
+    if !common::have_all(&["tshark"]) {
         return;
     }
     let cap = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp/fork_restart.pcap");
@@ -295,7 +281,7 @@ fn a_flow_extract_is_that_connections_frames_byte_for_byte() {
 
 #[test]
 fn selections_combine_into_the_union_of_their_connections() {
-    if tshark_missing() {
+    if !common::have_all(&["tshark"]) {
         return;
     }
     let cap = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp-gen/many_sessions.pcap");

@@ -435,23 +435,7 @@ fn with_out_the_document_is_dir_exchanges_har() {
 
 /// A Python interpreter with `jsonschema`; the reason when there is none.
 fn validator() -> Result<PathBuf, String> {
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    if let Some(p) = std::env::var_os("MCPCAP_READERS_PYTHON") {
-        candidates.push(p.into());
-    }
-    if let Some(home) = std::env::var_os("HOME") {
-        candidates.push(Path::new(&home).join(".cache/mcpcap-venv/bin/python"));
-    }
-    candidates.push("python3".into());
-    candidates
-        .into_iter()
-        .find(|py| {
-            Command::new(py)
-                .args(["-c", "import jsonschema"])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-        .ok_or_else(|| "no Python with jsonschema (see .ci/run)".to_string())
+    common::python_with("jsonschema")
 }
 
 /// Run `tests/har/check.py` on `files`: (success, its output).
@@ -474,13 +458,7 @@ fn check(py: &Path, files: &[PathBuf]) -> (bool, String) {
 fn every_document_is_valid_har_1_2() {
     let py = match validator() {
         Ok(p) => p,
-        Err(why) if std::env::var_os("MCPCAP_REQUIRE_READERS").is_some() => {
-            panic!("MCPCAP_REQUIRE_READERS is set, but {why}")
-        }
-        Err(why) => {
-            eprintln!("skipped: {why}");
-            return;
-        }
+        Err(missing) => return common::skip_without(&missing),
     };
     let unanswered = unanswered_capture();
     let mut all = cases();

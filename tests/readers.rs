@@ -9,6 +9,8 @@
 //! fails rather than skips). Elsewhere the test looks for that environment in
 //! `~/.cache/mcpcap-venv`, then for `python3` with the packages, and says so when it skips.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -18,43 +20,19 @@ const FIXTURES: [&str; 3] = [
     "fixtures/mcp-cut/many_sessions_cut.pcap",
 ];
 
-/// A Python interpreter with the readers, and `jq`; `None` (with the reason) when there is none.
+/// A Python interpreter with the readers, and `jq`; `Err` names what is missing.
 fn readers() -> Result<PathBuf, String> {
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    if let Some(p) = std::env::var_os("MCPCAP_READERS_PYTHON") {
-        candidates.push(p.into());
+    if !common::have("jq") {
+        return Err("jq".into());
     }
-    if let Some(home) = std::env::var_os("HOME") {
-        candidates.push(Path::new(&home).join(".cache/mcpcap-venv/bin/python"));
-    }
-    candidates.push("python3".into());
-    let jq = Command::new("jq").arg("--version").output();
-    if !jq.is_ok_and(|o| o.status.success()) {
-        return Err("jq is not installed".into());
-    }
-    for py in candidates {
-        let ok = Command::new(&py)
-            .args(["-c", "import duckdb, pyarrow, pandas, polars, datafusion"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if ok {
-            return Ok(py);
-        }
-    }
-    Err("no Python with duckdb, pyarrow, pandas, polars and datafusion (see .ci/run)".into())
+    common::python_with("duckdb, pyarrow, pandas, polars, datafusion")
 }
 
 #[test]
 fn every_reader_gets_every_table_right() {
     let py = match readers() {
         Ok(p) => p,
-        Err(why) if std::env::var_os("MCPCAP_REQUIRE_READERS").is_some() => {
-            panic!("MCPCAP_REQUIRE_READERS is set, but {why}")
-        }
-        Err(why) => {
-            eprintln!("skipped: {why}");
-            return;
-        }
+        Err(missing) => return common::skip_without(&missing),
     };
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     for fixture in FIXTURES {

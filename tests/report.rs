@@ -243,11 +243,7 @@ fn the_fork_is_told_in_sentences() {
 /// Each finding's connections filter, run by tshark on the capture, selects exactly the packets
 /// of the connections the finding cites (their `orig_pkts + resp_pkts` in the flows table).
 fn connection_filters_select_the_connections(html: &str, capture: &Path) {
-    if Command::new("tshark").arg("--version").output().is_err() {
-        if std::env::var_os("MCPCAP_REQUIRE_READERS").is_some() {
-            panic!("MCPCAP_REQUIRE_READERS is set, but tshark was not found");
-        }
-        eprintln!("skipped: tshark not found (apt-get install tshark)");
+    if !common::have_all(&["tshark"]) {
         return;
     }
     let flows = ndjson_table(&[capture], "flows");
@@ -396,10 +392,7 @@ fn browse(bin: &str, page: &Path, args: &[&str]) -> (String, String) {
 #[test]
 fn chromium_renders_each_page_without_a_console_message() {
     let Some(bin) = chromium() else {
-        if std::env::var_os("MCPCAP_REQUIRE_READERS").is_some() {
-            panic!("MCPCAP_REQUIRE_READERS is set, but chromium was not found");
-        }
-        eprintln!("skipped: chromium not found (apt-get install chromium)");
+        common::skip_without("chromium");
         return;
     };
     for rel in PAGES {

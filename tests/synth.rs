@@ -116,25 +116,6 @@ fn normalised(
     rows
 }
 
-fn analyze_csv(pcap: &std::path::Path, out: &std::path::Path, extra: &[&std::ffi::OsStr]) {
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_mcpcap"))
-        .args([
-            "analyze",
-            "--quiet",
-            "--fail-on",
-            "never",
-            "--format",
-            "csv",
-        ])
-        .args(extra)
-        .arg("--out")
-        .arg(out)
-        .arg(pcap)
-        .output()
-        .expect("run mcpcap");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-}
-
 #[test]
 fn the_tls_synth_decrypts_to_the_tables_of_the_cleartext_one() {
     let dir = std::env::temp_dir().join(format!("mcpcap-synth-tls-{}", std::process::id()));
@@ -174,8 +155,8 @@ fn the_tls_synth_decrypts_to_the_tables_of_the_cleartext_one() {
         "four key log lines and three frames a connection"
     );
 
-    analyze_csv(&clear, &dir.join("c"), &[]);
-    analyze_csv(
+    common::write_csv_tables_with(&clear, &dir.join("c"), &[]);
+    common::write_csv_tables_with(
         &tls,
         &dir.join("t"),
         &["--tls-keylog".as_ref(), keys.as_os_str()],
@@ -225,7 +206,7 @@ fn the_tls_synth_decrypts_to_the_tables_of_the_cleartext_one() {
     }
 
     // Without the key log: no MCP, and every connection is an undecrypted one.
-    analyze_csv(&tls, &dir.join("n"), &[]);
+    common::write_csv_tables_with(&tls, &dir.join("n"), &[]);
     assert_eq!(common::csv_rows(&table("n", "sessions")).len(), 0);
     let findings = common::csv_rows(&table("n", "findings"));
     assert!(!findings.is_empty());
@@ -273,15 +254,7 @@ fn tshark_http(pcap: &std::path::Path, proto: &str, extra: &[&str]) -> Vec<Strin
 /// saying so, unless `MCPCAP_REQUIRE_READERS` is set.
 #[test]
 fn tshark_decrypts_the_tls_synth_to_the_cleartext_http() {
-    let have = std::process::Command::new("tshark")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !have {
-        if std::env::var_os("MCPCAP_REQUIRE_READERS").is_some() {
-            panic!("MCPCAP_REQUIRE_READERS is set, but tshark not found");
-        }
-        eprintln!("skipped: tshark not found (apt-get install tshark)");
+    if !common::have_all(&["tshark"]) {
         return;
     }
     let dir = std::env::temp_dir().join(format!("mcpcap-synth-tshark-{}", std::process::id()));

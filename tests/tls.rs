@@ -314,10 +314,7 @@ fn secrets_after_the_first_packet_decrypt_what_follows() {
         .is_ok_and(|s| s.success());
     if !made {
         let _ = std::fs::remove_dir_all(&dir);
-        if std::env::var_os("MCPCAP_REQUIRE_READERS").is_some() {
-            panic!("editcap and mergecap are needed (MCPCAP_REQUIRE_READERS is set)");
-        }
-        eprintln!("skipped: editcap or mergecap (Wireshark) not found");
+        common::skip_without("editcap or mergecap");
         return;
     }
     let (t, _) = tables(
@@ -547,14 +544,6 @@ fn tls_records_split_at_every_byte_decrypt_alike() {
     }
 }
 
-/// Whether `tool` runs.
-fn have(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// tshark's decrypted application data of TCP stream `stream` (`-z follow,tls,raw`): the
 /// bytes sent by its `Node 0`, by the other side, and `Node 0` as `address:port`.
 fn tshark_follow_tls(
@@ -597,11 +586,7 @@ fn tshark_follow_tls(
 /// `MCPCAP_REQUIRE_READERS` is set.
 #[test]
 fn decrypted_bytes_match_tshark_with_the_same_keys() {
-    if !have("tshark") {
-        if std::env::var_os("MCPCAP_REQUIRE_READERS").is_some() {
-            panic!("MCPCAP_REQUIRE_READERS is set, but tshark not found");
-        }
-        eprintln!("skipped: tshark not found (apt-get install tshark)");
+    if !common::have_all(&["tshark"]) {
         return;
     }
     for name in ["tls13", "tls12"] {

@@ -14,22 +14,6 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn have(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// The frame numbers of `frame.number in {a, b, c}`.
-fn listed(filter: &str) -> BTreeSet<u64> {
-    let inner = filter
-        .strip_prefix("frame.number in {")
-        .and_then(|r| r.strip_suffix('}'))
-        .unwrap_or_else(|| panic!("not a frame filter: {filter}"));
-    inner.split(", ").map(|n| n.parse().unwrap()).collect()
-}
-
 /// What tshark shows of `file` with display filter `filter`.
 fn tshark(file: &Path, filter: &str) -> BTreeSet<u64> {
     let o = Command::new("tshark")
@@ -67,7 +51,7 @@ fn check(captures: &[PathBuf], tag: &str) -> usize {
         let name = f["file"].as_str().unwrap_or_else(|| panic!("no file: {f}"));
         let path = &by_name[name];
         let filter = f["wireshark_filter"].as_str().unwrap();
-        let want = listed(filter);
+        let want = common::filter_frames(filter);
         assert_eq!(tshark(path, filter), want, "{tag} finding {f}");
         // The finding's own frame, in the file's numbering (files table).
         let frame = f["frame"].as_u64().unwrap();
@@ -100,15 +84,7 @@ fn captures_in(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn tshark_shows_exactly_the_frames_each_finding_cites() {
-    let missing: Vec<&str> = ["tshark", "editcap"]
-        .into_iter()
-        .filter(|t| !have(t))
-        .collect();
-    if !missing.is_empty() {
-        if std::env::var_os("MCPCAP_REQUIRE_READERS").is_some() {
-            panic!("MCPCAP_REQUIRE_READERS is set, but {missing:?} not found");
-        }
-        eprintln!("skipped: {missing:?} not found (apt-get install tshark)");
+    if !common::have_all(&["tshark", "editcap"]) {
         return;
     }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures");

@@ -692,6 +692,15 @@ pub fn fixture_findings(rel: &str) -> Vec<Value> {
 /// Run `mcpcap analyze --quiet --fail-on never --format csv --out OUT PCAP`; the run must
 /// succeed.
 pub fn write_csv_tables(pcap: &std::path::Path, out: &std::path::Path) {
+    write_csv_tables_with(pcap, out, &[]);
+}
+
+/// [`write_csv_tables`] with `extra` arguments (`--tls-keylog FILE`, …) before `--out`.
+pub fn write_csv_tables_with(
+    pcap: &std::path::Path,
+    out: &std::path::Path,
+    extra: &[&std::ffi::OsStr],
+) {
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_mcpcap"))
         .args([
             "analyze",
@@ -700,8 +709,9 @@ pub fn write_csv_tables(pcap: &std::path::Path, out: &std::path::Path) {
             "never",
             "--format",
             "csv",
-            "--out",
         ])
+        .args(extra)
+        .arg("--out")
         .arg(out)
         .arg(pcap)
         .output()
@@ -1361,4 +1371,64 @@ pub fn ndjson_table<P: AsRef<std::path::Path>>(captures: &[P], name: &str) -> Ve
     text.lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect()
+}
+
+// ---------------------------------------------------------------------------
+// External tools
+
+/// Whether `tool --version` runs and succeeds.
+pub fn have(tool: &str) -> bool {
+    std::process::Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Say that a test leaves out what needs `missing` (`.ci/run` installs it); with
+/// `MCPCAP_REQUIRE_READERS` set (as CI sets it) a missing tool is a failure instead.
+pub fn skip_without(missing: &str) {
+    if std::env::var_os("MCPCAP_REQUIRE_READERS").is_some() {
+        panic!("MCPCAP_REQUIRE_READERS is set, but {missing} was not found");
+    }
+    eprintln!("skipped: {missing} not found (.ci/run installs it)");
+}
+
+/// Whether every tool of `tools` runs; when one does not, [`skip_without`] says so.
+pub fn have_all(tools: &[&str]) -> bool {
+    let missing: Vec<&str> = tools.iter().copied().filter(|t| !have(t)).collect();
+    if !missing.is_empty() {
+        skip_without(&missing.join(" and "));
+    }
+    missing.is_empty()
+}
+
+/// The frame numbers of a `wireshark_filter` cell, `frame.number in {a, b, c}`.
+pub fn filter_frames(filter: &str) -> std::collections::BTreeSet<u64> {
+    let inner = filter
+        .strip_prefix("frame.number in {")
+        .and_then(|r| r.strip_suffix('}'))
+        .unwrap_or_else(|| panic!("not a frame filter: {filter}"));
+    inner.split(", ").map(|n| n.parse().unwrap()).collect()
+}
+
+/// A Python interpreter that imports `modules` (`"duckdb, pyarrow"`): `MCPCAP_READERS_PYTHON`,
+/// else the venv `.ci/run` makes, else `python3`; `Err` names what is missing.
+pub fn python_with(modules: &str) -> Result<std::path::PathBuf, String> {
+    let mut candidates: Vec<std::path::PathBuf> = Vec::new();
+    if let Some(p) = std::env::var_os("MCPCAP_READERS_PYTHON") {
+        candidates.push(p.into());
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        candidates.push(std::path::Path::new(&home).join(".cache/mcpcap-venv/bin/python"));
+    }
+    candidates.push("python3".into());
+    candidates
+        .into_iter()
+        .find(|py| {
+            std::process::Command::new(py)
+                .args(["-c", &format!("import {modules}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .ok_or_else(|| format!("a Python with {modules}"))
 }
