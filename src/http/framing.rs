@@ -663,15 +663,13 @@ impl DirParser {
         rest: &[u8],
         out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule,
     ) -> Step {
-        if rest.is_empty() {
+        let Some((n, left)) = body_bytes(rem, rest, out) else {
             return Step::Stop(0);
-        }
-        let n = (rem.min(rest.len() as u64)) as usize;
-        out(HttpEvent::Body(&rest[..n]));
-        if rem == n as u64 {
+        };
+        if left == 0 {
             self.end_message(true, out);
         } else {
-            self.state = State::Length(rem - n as u64);
+            self.state = State::Length(left);
         }
         Step::Advance(n)
     }
@@ -683,15 +681,13 @@ impl DirParser {
         rest: &[u8],
         out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule,
     ) -> Step {
-        if rest.is_empty() {
+        let Some((n, left)) = body_bytes(rem, rest, out) else {
             return Step::Stop(0);
-        }
-        let n = (rem.min(rest.len() as u64)) as usize;
-        out(HttpEvent::Body(&rest[..n]));
-        self.state = State::Chunked(if rem == n as u64 {
+        };
+        self.state = State::Chunked(if left == 0 {
             Chunk::DataEnd
         } else {
-            Chunk::Data(rem - n as u64)
+            Chunk::Data(left)
         });
         Step::Advance(n)
     }
@@ -980,6 +976,21 @@ impl DirParser {
         out(HttpEvent::Anomaly(code, format!("{e}")));
         HeadResult::Bad
     }
+}
+
+/// Deliver up to `rem` body bytes of `rest`: how many were delivered and how many the body (or
+/// chunk) still owes; `None` when `rest` is empty.
+fn body_bytes(
+    rem: u64,
+    rest: &[u8],
+    out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule,
+) -> Option<(usize, u64)> {
+    if rest.is_empty() {
+        return None;
+    }
+    let n = (rem.min(rest.len() as u64)) as usize;
+    out(HttpEvent::Body(&rest[..n]));
+    Some((n, rem - n as u64))
 }
 
 /// How far one step of [`DirParser::parse`] got.
