@@ -299,13 +299,6 @@ fn write_file(
 fn show(plan: &Plan, results: &Results<'_>, out: &mut impl Write) -> anyhow::Result<()> {
     set_table_style();
     let c = results.capture;
-    let count = |f: fn(&mcpcap::Counters) -> u64| c.count(f);
-    let flows: usize = c.vantages.iter().map(|v| v.analyzer.flows.len()).sum();
-    let points = if c.vantages.len() > 1 {
-        format!(" from {} vantage points", c.vantages.len())
-    } else {
-        String::new()
-    };
     let (a, ex) = (results.analysis, results.exchanges);
     if plan.mode == Mode::Analyze {
         let capture_line = capture_line(results);
@@ -322,9 +315,15 @@ fn show(plan: &Plan, results: &Results<'_>, out: &mut impl Write) -> anyhow::Res
         terminal::render(out, &report, plan.style);
         return Ok(());
     }
-    let _ = writeln!(out, "{} frames{points} ({} not TCP, {} left out by --port), {} TCP segments, {} flows, {} exchanges, {} sessions, {} resumptions, {} findings, {} anomalies\n",
-        count(|c| c.frames), count(|c| c.not_tcp), count(|c| c.filtered), count(|c| c.tcp_segments), flows, ex.len(), a.model.sessions.len(), a.resumptions.len(), a.findings.len(),
-        results.anomalies());
+    let _ = writeln!(
+        out,
+        "{}, {} sessions, {} resumptions, {} findings, {} anomalies\n",
+        traffic_counts(results),
+        a.model.sessions.len(),
+        a.resumptions.len(),
+        a.findings.len(),
+        results.anomalies()
+    );
     for name in &plan.tables {
         let s = report::render(&results.build(name))?;
         let _ = writeln!(out, "{s}");
@@ -332,8 +331,8 @@ fn show(plan: &Plan, results: &Results<'_>, out: &mut impl Write) -> anyhow::Res
     Ok(())
 }
 
-/// The line of counts the terminal report and the HTML report start with.
-fn capture_line(results: &Results<'_>) -> String {
+/// What every line of counts starts with: frames, vantage points, segments, flows, exchanges.
+fn traffic_counts(results: &Results<'_>) -> String {
     let c = results.capture;
     let count = |f: fn(&mcpcap::Counters) -> u64| c.count(f);
     let flows: usize = c.vantages.iter().map(|v| v.analyzer.flows.len()).sum();
@@ -342,19 +341,27 @@ fn capture_line(results: &Results<'_>) -> String {
     } else {
         String::new()
     };
-    let s = |n: usize| if n == 1 { "" } else { "s" };
-    let (r, f) = (
-        results.analysis.resumptions.len(),
-        results.analysis.findings.len(),
-    );
     format!(
-        "{} frames{points} ({} not TCP, {} left out by --port), {} TCP segments, {} flows, {} exchanges, {r} resumption{}, {f} finding{}, {} anomalies",
+        "{} frames{points} ({} not TCP, {} left out by --port), {} TCP segments, {} flows, {} exchanges",
         count(|c| c.frames),
         count(|c| c.not_tcp),
         count(|c| c.filtered),
         count(|c| c.tcp_segments),
         flows,
         results.exchanges.len(),
+    )
+}
+
+/// The line of counts the terminal report and the HTML report start with.
+fn capture_line(results: &Results<'_>) -> String {
+    let s = |n: usize| if n == 1 { "" } else { "s" };
+    let (r, f) = (
+        results.analysis.resumptions.len(),
+        results.analysis.findings.len(),
+    );
+    format!(
+        "{}, {r} resumption{}, {f} finding{}, {} anomalies",
+        traffic_counts(results),
         s(r),
         s(f),
         results.anomalies()
