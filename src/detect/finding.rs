@@ -78,13 +78,34 @@ impl Finding {
         detail: String,
     ) -> Finding {
         Finding {
+            last_event_id: e.req_header("last-event-id").map(str::to_string),
+            ..Finding::at_frame(
+                session_id,
+                kind,
+                severity,
+                (e.ts(), e.flow_index, e.frame()),
+                detail,
+            )
+        }
+    }
+
+    /// A finding whose evidence starts at `(ts, flow index, frame)`, with no exchange behind it
+    /// (a connection, a TLS record); its other fields empty.
+    pub(crate) fn at_frame(
+        session_id: String,
+        kind: Kind,
+        severity: Severity,
+        (ts, flow_index, frame): (i64, usize, u64),
+        detail: String,
+    ) -> Finding {
+        Finding {
             session_id,
             kind,
             severity,
-            ts: e.ts(),
-            flow_id: flow_id(e),
-            frame: e.frame(),
-            last_event_id: e.req_header("last-event-id").map(str::to_string),
+            ts,
+            flow_id: crate::tcp::FlowId(flow_index).to_string(),
+            frame,
+            last_event_id: None,
             event_id: None,
             request_id: None,
             expected: None,

@@ -16,7 +16,7 @@ use crate::detect::context::Context;
 use crate::detect::{Finding, Kind, Severity};
 use crate::tcp::FlowId;
 use crate::tls::FlowTls;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The rule.
 pub(crate) const RULE: Rule = Rule {
@@ -27,7 +27,13 @@ pub(crate) const RULE: Rule = Rule {
 };
 
 fn check(ctx: &Context, out: &mut Vec<Finding>) {
-    let hidden: Vec<&FlowTls> = ctx.tls.iter().filter(|t| t.undecrypted()).collect();
+    // By server, so that each session looks up only its own servers' connections.
+    let mut hidden: BTreeMap<(std::net::IpAddr, u16), Vec<&FlowTls>> = BTreeMap::new();
+    for t in ctx.tls.iter().filter(|t| t.undecrypted()) {
+        if let Some(sv) = t.server {
+            hidden.entry(sv).or_default().push(t);
+        }
+    }
     if hidden.is_empty() {
         return;
     }
@@ -42,10 +48,11 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
         };
         let opened = ex().any(crate::mcp::is_initialize);
         let lo = if opened { first } else { i64::MIN };
-        let mut during: Vec<&FlowTls> = hidden
+        let mut during: Vec<&FlowTls> = servers
             .iter()
+            .filter_map(|sv| hidden.get(sv))
+            .flatten()
             .copied()
-            .filter(|t| t.server.is_some_and(|sv| servers.contains(&sv)))
             .filter(|t| match (t.first_app, t.last_app) {
                 (Some((first, _)), Some((last, _))) => first <= hi && last >= lo,
                 _ => false,
@@ -79,32 +86,29 @@ fn finding(label: String, during: &[&FlowTls], opened: bool) -> Finding {
             )
         })
         .collect();
+    let detail = format!(
+        "{}, {} TLS connection(s) to the same server carried application data that was not decrypted: {}. Requests, responses or events of the session may be inside them (no_keys: no secrets for the connection; failed: records did not open with them), so the session cannot be shown whole.",
+        if opened {
+            "While the session's exchanges went to its server"
+        } else {
+            "Up to the session's last exchange with its server (its initialize is not seen: it may have begun earlier)"
+        },
+        during.len(),
+        named.join("; ")
+    );
     let mut f = Finding {
-        session_id: label,
-        kind: Kind::PartlyUndecrypted,
-        severity: Severity::Info,
-        ts,
-        flow_id: FlowId(first.flow_index).to_string(),
-        frame,
-        last_event_id: None,
-        event_id: None,
-        request_id: None,
         expected: Some("every connection to the session's server read".into()),
         observed: Some(format!(
             "{} TLS connection(s) to it not decrypted during the session",
             during.len()
         )),
-        detail: format!(
-            "{}, {} TLS connection(s) to the same server carried application data that was not decrypted: {}. Requests, responses or events of the session may be inside them (no_keys: no secrets for the connection; failed: records did not open with them), so the session cannot be shown whole.",
-            if opened {
-                "While the session's exchanges went to its server"
-            } else {
-                "Up to the session's last exchange with its server (its initialize is not seen: it may have begun earlier)"
-            },
-            during.len(),
-            named.join("; ")
-        ),
-        cited: Vec::new(),
+        ..Finding::at_frame(
+            label,
+            Kind::PartlyUndecrypted,
+            Severity::Info,
+            (ts, first.flow_index, frame),
+            detail,
+        )
     };
     for t in during {
         for (_, fr) in [t.first_app, t.last_app].into_iter().flatten() {

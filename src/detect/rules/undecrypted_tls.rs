@@ -10,7 +10,6 @@
 use super::{Check, Rule};
 use crate::detect::context::Context;
 use crate::detect::{Finding, Kind, Severity};
-use crate::tcp::FlowId;
 use crate::tls::{Decrypted, FlowTls};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -59,24 +58,21 @@ fn check(ctx: &Context, out: &mut Vec<Finding>) {
             .map(|s| format!(" (SNI {s})"))
             .unwrap_or_default();
         let records: u64 = conns.iter().map(|t| t.app_records).sum();
+        let detail = format!(
+            "{} TLS connection(s) to {ip}:{port}{sni} carried {records} application-data record(s) that were not decrypted: {}. Any MCP inside them is not seen; give the key log with --tls-keylog.",
+            conns.len(),
+            why.join(", "),
+        );
         out.push(Finding {
-            session_id: String::new(),
-            kind: Kind::UndecryptedTls,
-            severity: Severity::Warning,
-            ts,
-            flow_id: FlowId(first.flow_index).to_string(),
-            frame,
-            last_event_id: None,
-            event_id: None,
-            request_id: None,
             expected: Some("decrypted application data".into()),
             observed: Some(format!("{} TLS connection(s) not decrypted", conns.len())),
-            detail: format!(
-                "{} TLS connection(s) to {ip}:{port}{sni} carried {records} application-data record(s) that were not decrypted: {}. Any MCP inside them is not seen; give the key log with --tls-keylog.",
-                conns.len(),
-                why.join(", "),
-            ),
-            cited: Vec::new(),
+            ..Finding::at_frame(
+                String::new(),
+                Kind::UndecryptedTls,
+                Severity::Warning,
+                (ts, first.flow_index, frame),
+                detail,
+            )
         });
     }
 }
