@@ -5,6 +5,11 @@
 /// [`crate::http::EventLog`]).
 pub type Short = compact_str::CompactString;
 
+/// `n` and the noun for that many: `1 exchange`, `2 exchanges` (`one`, `many`: its two forms).
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// `bytes` as UTF-8, invalid sequences replaced by U+FFFD (as `String::from_utf8_lossy`, whose
 /// chunked scan is slower on the valid text that is the norm: that is checked first, with SIMD).
 pub(crate) fn lossy(bytes: &[u8]) -> std::borrow::Cow<'_, str> {

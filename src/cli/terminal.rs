@@ -255,9 +255,9 @@ pub fn undecrypted_tls(a: &Analysis) -> usize {
         .sum()
 }
 
-/// `n` and the noun for that many: `1 exchange`, `2 exchanges`.
+/// `n` and the noun for that many ([`mcpcap::text::plural`]).
 fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
+    mcpcap::text::plural(n as u64, one, many)
 }
 
 /// A finding kind as a noun for the verdict line.

@@ -274,7 +274,11 @@ pub fn session_rows(a: &Analysis, ex: &[Exchange]) -> Vec<SessionRow> {
 
 /// `sessions`: one row per session.
 pub fn sessions(a: &Analysis, ex: &[Exchange]) -> Table {
-    let rows = session_rows(a, ex);
+    sessions_table(&session_rows(a, ex))
+}
+
+/// The `sessions` table of `rows` ([`session_rows`]).
+pub fn sessions_table(rows: &[SessionRow]) -> Table {
     Table {
         name: "sessions",
         columns: vec![

@@ -129,7 +129,7 @@ pub fn write(w: &mut impl Write, input: &Input<'_>) -> io::Result<()> {
     page.push_str("<section id=\"tables\"><h2>Tables</h2><p class=\"note\">Click a column to sort; type to filter. The same tables, whole, are written by <code>mcpcap analyze --format csv --out DIR</code>.</p>");
     let findings = tables::findings(a, input.frame_files);
     for t in [
-        tables::sessions(a, ex),
+        tables::sessions_table(&rows),
         tables::resumptions(a, ex),
         findings,
     ] {
@@ -399,13 +399,9 @@ fn legend(page: &mut String, ex: &[Exchange], view: &SessionView<'_>) {
     page.push_str("· <span class=\"key fmark\"></span>finding number, on the frames it cites (click for its evidence) · hover any mark for its frame</figcaption></figure>");
 }
 
-/// `n` and `word`, in the plural unless `n` is 1: `1 stream`, `2 streams`.
+/// `n` and `word`, with an `s` unless `n` is 1: `1 stream`, `2 streams`.
 fn count(n: u64, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
-    }
+    crate::text::plural(n, word, &format!("{word}s"))
 }
 
 /// One finding with its evidence: frames, its connections' addresses, the filters of its frames
