@@ -218,21 +218,6 @@ fn citing<'a>(findings: &'a [Value], frames: &BTreeSet<u64>) -> Vec<&'a Value> {
         .collect()
 }
 
-/// The frame numbers of `file` that `filter` selects.
-fn frames_of(file: &Path, filter: &str) -> BTreeSet<u64> {
-    let o = Command::new("tshark")
-        .arg("-r")
-        .arg(file)
-        .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(|l| l.trim().parse().unwrap())
-        .collect()
-}
-
 #[test]
 fn a_flow_extract_is_that_connections_frames_byte_for_byte() {
     if !common::have_all(&["tshark"]) {
@@ -251,7 +236,7 @@ fn a_flow_extract_is_that_connections_frames_byte_for_byte() {
         assert_eq!(tshark(&out, "frame.number").len() as u64, packets, "{id}");
         assert_eq!(hex(&out, None), hex(&cap, Some(&filter)), "{id}");
         // Comments: the findings that cite a frame of the connection, each of them.
-        let want: BTreeSet<String> = citing(&findings, &frames_of(&cap, &filter))
+        let want: BTreeSet<String> = citing(&findings, &common::tshark_frames(&cap, &filter))
             .into_iter()
             .map(comment_of)
             .collect();
@@ -315,7 +300,7 @@ fn selections_combine_into_the_union_of_their_connections() {
     // Comments: finding 1, those citing the connection, and those of the third session.
     let mut want: BTreeSet<String> = citing(
         &findings,
-        &frames_of(&cap, &flows_filter(&flows, &BTreeSet::from([flow.clone()]))),
+        &common::tshark_frames(&cap, &flows_filter(&flows, &BTreeSet::from([flow.clone()]))),
     )
     .into_iter()
     .map(comment_of)

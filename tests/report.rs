@@ -255,18 +255,7 @@ fn connection_filters_select_the_connections(html: &str, capture: &Path) {
         };
         let filter = &div[at + marker.len()..];
         let filter = filter[..filter.find("</code>").unwrap()].replace("&amp;", "&");
-        let o = Command::new("tshark")
-            .arg("-r")
-            .arg(capture)
-            .args(["-Y", &filter, "-T", "fields", "-e", "frame.number"])
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "{filter}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let selected = String::from_utf8_lossy(&o.stdout).lines().count() as u64;
+        let selected = common::tshark_frames(capture, &filter).len() as u64;
         let connections = block(div, "<dt>connections</dt><dd>", "</dd>");
         let expected: u64 = flows
             .iter()

@@ -10,29 +10,9 @@
 mod common;
 use common::ndjson_table;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-/// What tshark shows of `file` with display filter `filter`.
-fn tshark(file: &Path, filter: &str) -> BTreeSet<u64> {
-    let o = Command::new("tshark")
-        .arg("-r")
-        .arg(file)
-        .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "tshark -r {} -Y '{filter}': {}",
-        file.display(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(|l| l.trim().parse().unwrap())
-        .collect()
-}
 
 /// Check every finding of `captures`; returns how many findings cite more than one frame.
 fn check(captures: &[PathBuf], tag: &str) -> usize {
@@ -52,7 +32,11 @@ fn check(captures: &[PathBuf], tag: &str) -> usize {
         let path = &by_name[name];
         let filter = f["wireshark_filter"].as_str().unwrap();
         let want = common::filter_frames(filter);
-        assert_eq!(tshark(path, filter), want, "{tag} finding {f}");
+        assert_eq!(
+            common::tshark_frames(path, filter),
+            want,
+            "{tag} finding {f}"
+        );
         // The finding's own frame, in the file's numbering (files table).
         let frame = f["frame"].as_u64().unwrap();
         let first = files

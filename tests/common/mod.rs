@@ -1432,3 +1432,23 @@ pub fn python_with(modules: &str) -> Result<std::path::PathBuf, String> {
         })
         .ok_or_else(|| format!("a Python with {modules}"))
 }
+
+/// The frame numbers of `file` that tshark's display filter `filter` selects.
+pub fn tshark_frames(file: &std::path::Path, filter: &str) -> std::collections::BTreeSet<u64> {
+    let o = std::process::Command::new("tshark")
+        .arg("-r")
+        .arg(file)
+        .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "tshark -r {} -Y '{filter}': {}",
+        file.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect()
+}
