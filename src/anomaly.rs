@@ -89,7 +89,6 @@ codes! {
     HttpBadChunkEnd => "http.bad_chunk_end", "Chunk data not followed by CRLF.";
     HttpChunkResync => "http.chunk_resync", "Chunked framing found again after a gap, or a start line after the gap showed the body ended in it.";
     HttpUpgrade => "http.upgrade", "A 101 Switching Protocols (or 2xx to CONNECT): HTTP/1.x parsing of the connection ends.";
-    HttpH2NotRead => "http.h2_not_read", "An HTTP/2 connection (its connection preface, or an upgrade to h2c): mcpcap does not read HTTP/2, so MCP inside it is not seen.";
     HttpResponsesLostInGap => "http.responses_lost_in_gap", "Responses lost in a capture gap: the next response is paired with the request sent just before it.";
     HttpHeadlessSse => "http.headless_sse", "The capture began inside an event stream: its events are read from the first one found, with no HTTP head.";
     HttpContentEncodingUnsupported => "http.content_encoding_unsupported", "A body with a content coding mcpcap does not decode; its messages are not read.";
@@ -100,6 +99,11 @@ codes! {
     HttpJsonIncomplete => "http.json_incomplete", "A JSON body cut short or not kept whole is not parsed.";
     HttpRequestNotJson => "http.request_not_json", "A request body declared or expected as JSON that does not parse.";
     HttpResponseNotJson => "http.response_not_json", "A response body declared as JSON that does not parse.";
+    H2BadFrame => "h2.bad_frame", "An HTTP/2 frame that breaks RFC 9113 framing (a CONTINUATION without its HEADERS, a header block cut by another frame, bad padding, a frame on the wrong stream); it is passed over.";
+    H2FrameTooLong => "h2.frame_too_long", "An HTTP/2 frame other than DATA longer than the bound on a head; it is passed over, and a header block among them leaves the connection's later headers undecodable.";
+    H2FramingLost => "h2.framing_lost", "A capture gap took the frame boundaries of an HTTP/2 connection's direction: the rest of that direction is not read, and its streams are cut there.";
+    H2HeadersUndecodable => "h2.headers_undecodable", "An HTTP/2 header block that could not be decoded (an HPACK error, or its dynamic table lost with an earlier block to a gap): that request or response head is unknown.";
+    H2TooManyStreams => "h2.too_many_streams", "More HTTP/2 streams open at once on a connection than the bound: the frames of the streams past it are not read.";
     HttpMemoryBudget => "http.memory_budget", "The bytes HTTP parsing holds at once for one thread reached their bound; the connection or message is not read further.";
     SseLineTooLong => "sse.line_too_long", "An event-stream line longer than the bound; its event is skipped.";
     SseEventTooLarge => "sse.event_too_large", "An event whose data is over the bound; the event is skipped.";

@@ -94,16 +94,6 @@ pub fn run(plan: &Plan) -> anyhow::Result<i32> {
             "mcpcap: {tls} TLS connection(s) carried application data that was not decrypted: any MCP inside them is not seen (--tls-keylog FILE decrypts them)"
         );
     }
-    let h2: u64 = capture
-        .vantages
-        .iter()
-        .map(|v| v.analyzer.http.anomalies.count(Code::HttpH2NotRead))
-        .sum();
-    if h2 > 0 {
-        say!(
-            "mcpcap: {h2} HTTP/2 connection(s) were not read (mcpcap reads HTTP/1.x): any MCP inside them is not seen"
-        );
-    }
     progress.say(format!(
         "{} sessions, {} findings; writing tables",
         analysis.model.sessions.len(),

@@ -174,6 +174,12 @@ pub enum HttpEvent<'a> {
     },
     /// A malformed-input anomaly.
     Anomaly(Code, String),
+    /// A client's HTTP/2 connection preface (RFC 9113 §3.4): the direction leaves HTTP/1.x,
+    /// and what follows is HTTP/2 frames ([`HttpEvent::Tunnel`]).
+    H2Preface,
+    /// Bytes after the direction left HTTP/1.x (an upgrade, a tunnel, an HTTP/2 preface), in
+    /// the segment that left it: the protocol above decides whether they are read.
+    Tunnel(&'a [u8]),
 }
 
 /// How the layer above answers a response head: whether it has a body at all.
@@ -398,13 +404,16 @@ impl DirParser {
     /// §7.8, §9.3.6; a request's body is sent whole before the new protocol, RFC 9113 §3.2 of
     /// h2c). Bytes held back (the start of what would have been the next head) belong to the
     /// other protocol.
-    pub fn tunnel_after_message(&mut self) {
+    /// Returns the bytes held back, for the protocol above to read.
+    pub fn tunnel_after_message(&mut self) -> Vec<u8> {
         if self.in_message {
             self.tunnel_next = true;
+            Vec::new()
         } else {
-            self.buf.clear();
             self.head_tried = 0;
             self.state = State::Tunnel;
+            self.charge.hold(0);
+            std::mem::take(&mut self.buf)
         }
     }
 
@@ -557,7 +566,12 @@ impl DirParser {
         loop {
             let rest = &input[pos..];
             let step = match self.state {
-                State::Tunnel => Step::Stop(rest.len()),
+                State::Tunnel => {
+                    if !rest.is_empty() {
+                        out(HttpEvent::Tunnel(rest));
+                    }
+                    Step::Stop(rest.len())
+                }
                 State::Resync => self.resync_step(rest, out),
                 State::Head => self.head_step(rest, out),
                 State::Length(rem) => self.length_step(rem, rest, out),
@@ -870,17 +884,15 @@ impl DirParser {
             ));
         }
         if head.status == 101 {
-            // Recorded by name: after a 101 the connection leaves HTTP/1.x (WebSocket, h2c, …).
+            // Recorded by name: after a 101 the connection leaves HTTP/1.x (WebSocket, …);
+            // an upgrade to h2c is read on as HTTP/2.
             let up = head.header("upgrade").unwrap_or("an unnamed protocol");
-            let code = if up.trim().eq_ignore_ascii_case("h2c") {
-                Code::HttpH2NotRead
-            } else {
-                Code::HttpUpgrade
-            };
-            out(HttpEvent::Anomaly(
-                code,
-                format!("connection upgraded to {up}; HTTP parsing ends"),
-            ));
+            if !up.trim().eq_ignore_ascii_case("h2c") {
+                out(HttpEvent::Anomaly(
+                    Code::HttpUpgrade,
+                    format!("connection upgraded to {up}; HTTP parsing ends"),
+                ));
+            }
         }
         let is_request = self.is_request;
         let status = head.status;
@@ -939,8 +951,9 @@ impl DirParser {
     }
 
     /// A client's HTTP/2 connection preface (RFC 9113 §3.4) where a request head would begin:
-    /// HTTP/2 is not read, so the direction leaves HTTP (said once, `http.h2_not_read`);
-    /// `None` when `rest` is no preface (nor the start of one).
+    /// the direction leaves HTTP/1.x ([`HttpEvent::H2Preface`]), the bytes after the preface
+    /// handed on as [`HttpEvent::Tunnel`]; `None` when `rest` is no preface (nor the start of
+    /// one).
     fn h2_preface(
         &mut self,
         rest: &[u8],
@@ -953,14 +966,10 @@ impl DirParser {
         if !rest.starts_with(PREFACE) {
             return None;
         }
-        out(HttpEvent::Anomaly(
-            Code::HttpH2NotRead,
-            "HTTP/2 connection preface: the connection's HTTP/2 streams are not read".into(),
-        ));
-        self.buf.clear();
+        out(HttpEvent::H2Preface);
         self.head_tried = 0;
         self.state = State::Tunnel;
-        Some(Step::Stop(rest.len()))
+        Some(Step::Advance(PREFACE.len()))
     }
 
     fn bad_head(
@@ -1716,8 +1725,8 @@ mod tests {
         assert_eq!(heads.get(), 2);
     }
 
-    /// An HTTP/2 connection preface, split anywhere, is said once (`http.h2_not_read`) and what
-    /// follows it is not parsed as HTTP/1.x: no bad head, no head, no resync.
+    /// An HTTP/2 connection preface, split anywhere, is told once and what follows it is handed
+    /// on as it came, not parsed as HTTP/1.x: no anomaly, no head, no resync.
     #[test]
     fn an_h2_preface_split_anywhere_is_said_once() {
         let mut input = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
@@ -1728,11 +1737,15 @@ mod tests {
         for at in 0..=input.len() {
             let codes = std::cell::RefCell::new(Vec::new());
             let heads = std::cell::Cell::new(0);
+            let prefaces = std::cell::Cell::new(0);
+            let after = std::cell::RefCell::new(Vec::new());
             let mut p = DirParser::new(true, HttpLimits::default());
             let mut out = |e: HttpEvent<'_>| {
                 match e {
                     HttpEvent::Anomaly(code, _) => codes.borrow_mut().push(code),
                     HttpEvent::Head(_) => heads.set(heads.get() + 1),
+                    HttpEvent::H2Preface => prefaces.set(prefaces.get() + 1),
+                    HttpEvent::Tunnel(b) => after.borrow_mut().extend_from_slice(b),
                     _ => {}
                 }
                 BodyRule::ByHeaders
@@ -1741,8 +1754,9 @@ mod tests {
             p.push(&input[at..], &mut out);
             assert!(p.left_http(), "split at {at}");
             p.end(true, &mut out);
-            assert_eq!(*codes.borrow(), [Code::HttpH2NotRead], "split at {at}");
-            assert_eq!(heads.get(), 0);
+            assert_eq!(*codes.borrow(), [], "split at {at}");
+            assert_eq!((heads.get(), prefaces.get()), (0, 1));
+            assert_eq!(*after.borrow(), input[24..], "split at {at}");
         }
         // "PRI" alone is no preface: a request head of that method is read as one.
         assert_eq!(

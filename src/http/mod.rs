@@ -1,4 +1,5 @@
-//! HTTP/1.x exchanges over reassembled TCP streams (RFC 9112).
+//! HTTP/1.x exchanges over reassembled TCP streams (RFC 9112), and HTTP/2 ones ([`h2`],
+//! RFC 9113): each HTTP/2 stream is one exchange, read through the same steps.
 //!
 //! [`HttpLayer`] is the [`StreamSink`] of the flow table: for each
 //! connection it decides which direction carries requests (the SYN sender,
@@ -11,6 +12,7 @@
 pub mod coding;
 pub mod events;
 pub mod framing;
+pub mod h2;
 mod headless;
 
 use std::collections::HashMap;
@@ -122,6 +124,49 @@ pub struct Exchange {
     /// The capture ended while this exchange was still in progress on an open connection:
     /// its response (or more of it) may have come after the capture stopped.
     pub open_at_capture_end: bool,
+    /// The HTTP/2 stream identifier of the exchange (RFC 9113 §5.1.1); `None` for HTTP/1.x.
+    pub h2_stream: Option<u32>,
+    /// How the HTTP/2 stream ended other than by END_STREAM: a RST_STREAM, or a GOAWAY whose
+    /// last stream identifier is below it.
+    pub h2_end: Option<H2End>,
+}
+
+/// How an HTTP/2 stream was ended by a RST_STREAM (RFC 9113 §6.4) or a GOAWAY (§6.8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct H2End {
+    /// Whether the client sent it (else the server).
+    pub by_client: bool,
+    /// Its error code (RFC 9113 §7: 0x8 CANCEL, 0x7 REFUSED_STREAM, …).
+    pub code: u32,
+    /// The frame it came in.
+    pub frame: u64,
+    /// A GOAWAY, not a RST_STREAM.
+    pub goaway: bool,
+}
+
+impl H2End {
+    /// The error code's name (RFC 9113 §7), or its number in hex.
+    pub fn code_name(&self) -> String {
+        const NAMES: [&str; 14] = [
+            "NO_ERROR",
+            "PROTOCOL_ERROR",
+            "INTERNAL_ERROR",
+            "FLOW_CONTROL_ERROR",
+            "SETTINGS_TIMEOUT",
+            "STREAM_CLOSED",
+            "FRAME_SIZE_ERROR",
+            "REFUSED_STREAM",
+            "CANCEL",
+            "COMPRESSION_ERROR",
+            "CONNECT_ERROR",
+            "ENHANCE_YOUR_CALM",
+            "INADEQUATE_SECURITY",
+            "HTTP_1_1_REQUIRED",
+        ];
+        NAMES
+            .get(self.code as usize)
+            .map_or_else(|| format!("0x{:x}", self.code), |n| n.to_string())
+    }
 }
 
 /// What a response's event stream carried (WHATWG HTML "server-sent events" §9.2.6), as the
@@ -216,6 +261,18 @@ impl Exchange {
             *t = t.saturating_add(delta_us);
         }
         self.sse.events.shift_time(delta_us);
+    }
+    /// The HTTP version of the exchange: `2` for an HTTP/2 stream, else `1.1` or `1.0` from
+    /// its request head (or its response's when no request was captured); `None` when neither
+    /// head was.
+    pub fn http_version(&self) -> Option<&'static str> {
+        if self.h2_stream.is_some() {
+            return Some("2");
+        }
+        match self.request.as_ref().or(self.response.as_ref())?.version {
+            0 => Some("1.0"),
+            _ => Some("1.1"),
+        }
     }
     /// A request header, case-insensitively.
     #[inline(always)]
@@ -388,6 +445,8 @@ struct Conn {
     req_decoder: Option<coding::BodyDecoder>,
     /// The response body's coding could not be decoded (corrupt, or a gap in it).
     undecodable: bool,
+    /// The connection's HTTP/2 state, once it entered HTTP/2 ([`h2`]).
+    h2: Option<Box<h2::H2Conn>>,
 }
 
 /// The HTTP stage: a [`StreamSink`] that turns connections into [`Exchange`]s.
@@ -443,17 +502,25 @@ impl Conn {
     /// The HTTP state of a connection before its first byte: with both parsers when a SYN told
     /// the client (direction 0), else with its roles still to be probed.
     fn new(flow: &FlowMeta, limits: HttpLimits) -> Conn {
-        let client_dir = if flow.client_by_syn { Some(0) } else { None };
-        let mut parsers = [None, None];
-        if let Some(d) = client_dir {
-            parsers[d] = Some(DirParser::new(true, limits));
-            parsers[1 - d] = Some(DirParser::new(false, limits));
+        let mut conn = Conn::new_blank(flow.ends);
+        if flow.client_by_syn {
+            conn.client_dir = Some(0);
+            conn.parsers = [
+                Some(DirParser::new(true, limits)),
+                Some(DirParser::new(false, limits)),
+            ];
         }
+        conn
+    }
+
+    /// The HTTP state of a connection between `ends`, roles unknown and no parsers (an HTTP/2
+    /// stream's exchange is kept in one of these).
+    fn new_blank(ends: [(std::net::IpAddr, u16); 2]) -> Conn {
         Conn {
-            parsers,
+            parsers: [None, None],
             probe: [Vec::new(), Vec::new()],
             scan: [None, None],
-            client_dir,
+            client_dir: None,
             exchanges: Vec::new(),
             emitted: 0,
             req_idx: None,
@@ -471,10 +538,11 @@ impl Conn {
             sse: None,
             depth: 0,
             open_at_end: false,
-            ends: flow.ends,
+            ends,
             decoder: None,
             req_decoder: None,
             undecodable: false,
+            h2: None,
         }
     }
 }
@@ -569,9 +637,29 @@ impl HttpLayer {
     /// stream the capture began inside.
     fn on_data(&mut self, flow: &FlowMeta, d: Dir, bytes: &[u8], ts: i64, frame: u64) {
         let fi = flow.index;
+        if let Some(r) = self.h2_role(fi, d) {
+            return self.with_h2(fi, ts, frame, |h2, cx| h2.push(r, bytes, cx));
+        }
         let Some(conn) = self.conns.get_mut(&fi) else {
             return;
         };
+        if conn.h2.is_none()
+            && conn.client_dir == Some(1 - d)
+            && conn.depth == 0
+            && conn.parsers[d].as_ref().is_some_and(|p| p.outside_body())
+            && h2::frame::starts_like_server_preface(bytes)
+        {
+            // The server's preface before the client's (a TLS 1.3 server sends its SETTINGS
+            // with its Finished): the connection is HTTP/2 from here.
+            conn.h2 = Some(h2::H2Conn::new(conn, self.options.limits));
+            if let Some(p) = conn.parsers[d].as_mut() {
+                let held = p.tunnel_after_message();
+                if let Some(h2) = conn.h2.as_mut() {
+                    h2.hold(h2::SERVER, &held);
+                }
+            }
+            return self.with_h2(fi, ts, frame, |h2, cx| h2.push(h2::SERVER, bytes, cx));
+        }
         if conn.parsers[d].is_some() {
             self.push(fi, d, bytes, ts, frame);
             return;
@@ -639,6 +727,9 @@ impl HttpLayer {
     /// `len` bytes of direction `d` missing from the capture.
     fn on_gap(&mut self, flow: &FlowMeta, d: Dir, len: u64, ts: i64, frame: u64) {
         let fi = flow.index;
+        if let Some(r) = self.h2_role(fi, d) {
+            return self.with_h2(fi, ts, frame, |h2, cx| h2.gap(r, len, cx));
+        }
         let searching = self
             .conns
             .get(&fi)
@@ -682,6 +773,11 @@ impl HttpLayer {
                 self.give_up(flow, not_http(flow, at));
                 return;
             }
+        }
+        if let Some(r) = self.h2_role(fi, d) {
+            let open = self.conns.get(&fi).is_some_and(|c| c.open_at_end);
+            let read_all = end.acked_by_peer;
+            self.with_h2(fi, ts, frame, |h2, cx| h2.end(r, read_all, open, cx));
         }
         self.note_end(fi, d, end);
         let Some(conn) = self.conns.get(&fi).filter(|c| c.parsers[d].is_some()) else {
@@ -754,6 +850,21 @@ impl HttpLayer {
         let Some(mut conn) = self.conns.remove(&fi) else {
             return;
         };
+        if let Some(mut h2) = conn.h2.take() {
+            let mut done: Vec<Exchange> = Vec::new();
+            let mut cx = Ctx {
+                fi,
+                is_request: false,
+                ts: 0,
+                frame: 0,
+                opts: &self.options,
+                anomalies: &mut self.anomalies,
+                flow_id: FlowId(fi),
+                done: &mut done,
+            };
+            h2.close(conn.open_at_end, &mut cx);
+            self.exchanges.extend(done);
+        }
         // A search for an event stream that never ended in one (its direction did not end
         // first): the connection was not HTTP.
         if conn.parsers.iter().all(Option::is_none) {
@@ -827,19 +938,78 @@ impl HttpLayer {
             // The client spoke HTTP/2 from its first byte: the server's side is HTTP/2 too.
             conn.left_http = true;
             if let Some(resp) = conn.parsers[1 - d].as_mut() {
-                resp.tunnel_after_message();
+                let held = resp.tunnel_after_message();
+                if let Some(h2) = conn.h2.as_mut() {
+                    h2.hold(h2::SERVER, &held);
+                }
             }
         }
         if !is_request && std::mem::take(&mut conn.switched) {
             // A 101 to an upgrade (or a 2xx to CONNECT) ends HTTP in both directions: what the
             // client sends after its request belongs to the other protocol too (the
-            // `http.upgrade` anomaly says so).
+            // `http.upgrade` anomaly says so, unless it is HTTP/2, read on).
             if let Some(req) = conn.parsers[1 - d].as_mut() {
-                req.tunnel_after_message();
+                let held = req.tunnel_after_message();
+                if let Some(h2) = conn.h2.as_mut() {
+                    h2.hold(h2::CLIENT, &held);
+                }
             }
         }
         conn.parsers[d] = Some(parser);
         self.exchanges.extend(done);
+        // Bytes after the switch to HTTP/2 in the same segment, read now.
+        if self.conns.get(&fi).is_some_and(|c| c.h2.is_some()) {
+            for r in [h2::CLIENT, h2::SERVER] {
+                self.with_h2(fi, ts, frame, |h2, cx| h2.push(r, &[], cx));
+            }
+        }
+    }
+
+    /// Run `f` on connection `fi`'s HTTP/2 state with the stage's context; the exchanges it
+    /// finishes are emitted.
+    fn with_h2(
+        &mut self,
+        fi: usize,
+        ts: i64,
+        frame: u64,
+        f: impl FnOnce(&mut h2::H2Conn, &mut Ctx<'_>),
+    ) {
+        let Some(conn) = self.conns.get_mut(&fi) else {
+            return;
+        };
+        let Some(mut h2) = conn.h2.take() else {
+            return;
+        };
+        let mut done: Vec<Exchange> = Vec::new();
+        {
+            let mut cx = Ctx {
+                fi,
+                is_request: false,
+                ts,
+                frame,
+                opts: &self.options,
+                anomalies: &mut self.anomalies,
+                flow_id: FlowId(fi),
+                done: &mut done,
+            };
+            f(&mut h2, &mut cx);
+        }
+        conn.h2 = Some(h2);
+        self.exchanges.extend(done);
+    }
+
+    /// Whether direction `d` of connection `fi` is read as HTTP/2, and its role there.
+    fn h2_role(&self, fi: usize, d: Dir) -> Option<usize> {
+        let conn = self.conns.get(&fi)?;
+        conn.h2.as_ref()?;
+        if !conn.parsers[d].as_ref().is_none_or(|p| p.left_http()) {
+            return None;
+        }
+        Some(if conn.client_dir == Some(d) {
+            h2::CLIENT
+        } else {
+            h2::SERVER
+        })
     }
 }
 
@@ -898,6 +1068,18 @@ fn on_event(conn: &mut Conn, ev: HttpEvent<'_>, cx: &mut Ctx<'_>) -> BodyRule {
         }
         HttpEvent::BodyGap(len) => {
             on_body_gap(conn, len, cx);
+            BodyRule::ByHeaders
+        }
+        HttpEvent::H2Preface => {
+            if conn.h2.is_none() {
+                conn.h2 = Some(h2::H2Conn::new(conn, cx.opts.limits));
+            }
+            BodyRule::ByHeaders
+        }
+        HttpEvent::Tunnel(bytes) => {
+            if let Some(h2) = conn.h2.as_mut() {
+                h2.hold(usize::from(!cx.is_request), bytes);
+            }
             BodyRule::ByHeaders
         }
         HttpEvent::End { complete } => {
@@ -960,6 +1142,18 @@ fn on_request_head(conn: &mut Conn, head: Head, cx: &mut Ctx<'_>) -> BodyRule {
 /// sent by then), and sets up the body's decoding and SSE parsing.
 fn on_response_head(conn: &mut Conn, head: Head, cx: &mut Ctx<'_>) -> BodyRule {
     let status = head.status;
+    let h2c = |h: Option<&str>| h.is_some_and(|u| u.trim().eq_ignore_ascii_case("h2c"));
+    if status == 101 && conn.h2.is_none() && h2c(head.header("upgrade")) {
+        // An upgrade to h2c (RFC 7540 §3.2): the 101 is interim, and the request's final
+        // response comes on HTTP/2 stream 1.
+        if let Some(e) = conn.exchanges.get_mut(conn.next_resp) {
+            e.interim.push(101);
+        }
+        conn.resp_interim = true;
+        conn.switched = true;
+        conn.h2 = Some(h2::H2Conn::upgraded(conn, cx.opts.limits));
+        return BodyRule::Tunnel;
+    }
     if (100..200).contains(&status) && status != 101 {
         conn.resp_interim = true;
         if let Some(e) = conn.exchanges.get_mut(conn.next_resp) {

@@ -1,0 +1,781 @@
+//! HTTP/2 connections (RFC 9113) read as exchanges, one per stream.
+//!
+//! A connection enters HTTP/2 by the client's connection preface (prior knowledge, RFC 9113
+//! §3.3, or ALPN `h2` inside TLS: the preface is the first plaintext either way), by a server
+//! whose first bytes are its SETTINGS frame (its preface, §3.4; a TLS 1.3 server often sends it
+//! before the client's preface is seen), or by a 101 to `Upgrade: h2c` (RFC 7540 §3.2), whose
+//! request becomes stream 1. Each direction's bytes go through a [`frame::FrameReader`]; its
+//! header blocks (HEADERS or PUSH_PROMISE and their CONTINUATIONs) are decoded by HPACK
+//! (RFC 7541, the `loona-hpack` crate) with one dynamic table per direction. A header block the
+//! capture lost in part, or that does not decode, leaves that table unknown: every later block
+//! of the direction is counted as `h2.headers_undecodable`, never decoded against a wrong table.
+//!
+//! Every stream is one [`Exchange`] (its `trans_depth` the stream's place on the connection,
+//! its `h2_stream` the stream identifier), driven through the same steps as an HTTP/1.x
+//! exchange: the request head from the HEADERS, DATA as the body (so an event stream is read
+//! by the same SSE stage), END_STREAM as the end of each side. RST_STREAM (§6.4) ends a stream
+//! as a reset ends an HTTP/1.x connection: its response is cut, read to the reset when the
+//! server sent it, left by the client when the client did. A GOAWAY (§6.8) ends the streams
+//! past its last stream identifier unanswered. PRIORITY, PING, WINDOW_UPDATE and frame types
+//! RFC 9113 does not define are passed over (§5.5). Trailers end their side; their fields are
+//! not kept.
+
+pub mod frame;
+
+use std::collections::BTreeMap;
+
+use super::{on_event, BodyRule, Conn, Ctx, ReadEnd};
+use crate::anomaly::Code;
+use crate::http::{H2End, Head, HttpEvent, HttpLimits};
+use crate::tcp::Dir;
+use frame::{flag, kind, FrameEvent, FrameHeader, FrameReader};
+
+/// Most streams of one connection read at once; the frames of streams past it are counted
+/// (`h2.too_many_streams`) and not read. Servers commonly allow 100 to 250 (RFC 9113 §6.5.2
+/// `SETTINGS_MAX_CONCURRENT_STREAMS`).
+pub const MAX_STREAMS: usize = 1024;
+
+/// Largest HPACK dynamic table a direction is decoded with, in bytes (RFC 7541 §4.2: the
+/// decoding side's `SETTINGS_HEADER_TABLE_SIZE`, 4,096 by default).
+const MAX_TABLE: usize = 1 << 20;
+
+/// Index of a role: the client's direction, the server's.
+pub(super) const CLIENT: usize = 0;
+pub(super) const SERVER: usize = 1;
+
+/// The HTTP/2 state of a connection.
+pub(super) struct H2Conn {
+    readers: [FrameReader; 2],
+    rest: State,
+    /// Capture time (µs) and frame of the last bytes read, for what the close tells.
+    last: (i64, u64),
+}
+
+impl std::fmt::Debug for H2Conn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("H2Conn")
+            .field("streams", &self.rest.streams.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What an [`H2Conn`] keeps besides its frame readers.
+struct State {
+    hpack: [loona_hpack::Decoder<'static>; 2],
+    /// Whether each direction's dynamic table is still known.
+    hpack_ok: [bool; 2],
+    /// The header block in progress of each direction.
+    block: [Option<Block>; 2],
+    streams: BTreeMap<u32, Stream>,
+    /// The `trans_depth` of the connection's last exchange.
+    depth: u32,
+    /// The connection's client direction and its two ends, for the streams' exchanges.
+    client_dir: Option<Dir>,
+    ends: [(std::net::IpAddr, u16); 2],
+    limits: HttpLimits,
+    /// Bytes handed on before the reader of their direction took over (after the preface or
+    /// the 101, in the same segment).
+    pub(super) pending: [Vec<u8>; 2],
+    /// Streams refused for [`MAX_STREAMS`] (their frames are passed over).
+    refused: std::collections::BTreeSet<u32>,
+    /// Whether a direction's framing was said lost.
+    lost_said: [bool; 2],
+}
+
+/// A header block in progress: HEADERS or PUSH_PROMISE, then CONTINUATIONs (RFC 9113 §4.3).
+struct Block {
+    stream: u32,
+    end_stream: bool,
+    /// PUSH_PROMISE: the promised stream.
+    promised: Option<u32>,
+    bytes: Vec<u8>,
+}
+
+/// How far one side of a stream is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    /// No head yet.
+    Idle,
+    /// The head was read; the body may follow.
+    Open,
+    /// Ended (END_STREAM, a reset, the connection's end), or given up.
+    Ended,
+}
+
+/// One stream: its exchange, kept in a connection state of its own (one exchange).
+struct Stream {
+    x: Box<Conn>,
+    req: Side,
+    resp: Side,
+}
+
+impl H2Conn {
+    /// The HTTP/2 state of a connection whose client direction is `client_dir`, after `depth`
+    /// exchanges of HTTP/1.x.
+    pub(super) fn new(conn: &Conn, limits: HttpLimits) -> Box<H2Conn> {
+        let decoder = || {
+            let mut d = loona_hpack::Decoder::new();
+            d.set_max_allowed_table_size(4096);
+            d
+        };
+        Box::new(H2Conn {
+            readers: [
+                FrameReader::new(limits.max_header_bytes),
+                FrameReader::new(limits.max_header_bytes),
+            ],
+            rest: State {
+                hpack: [decoder(), decoder()],
+                hpack_ok: [true, true],
+                block: [None, None],
+                streams: BTreeMap::new(),
+                depth: conn.depth,
+                client_dir: conn.client_dir,
+                ends: conn.ends,
+                limits,
+                pending: [Vec::new(), Vec::new()],
+                refused: Default::default(),
+                lost_said: [false, false],
+            },
+            last: (0, 0),
+        })
+    }
+
+    /// A connection upgraded to h2c by a 101 (RFC 7540 §3.2): its upgrade request, already
+    /// read, is stream 1, whose response comes as HTTP/2 frames.
+    pub(super) fn upgraded(conn: &mut Conn, limits: HttpLimits) -> Box<H2Conn> {
+        let mut h2 = H2Conn::new(conn, limits);
+        let at = conn.next_resp;
+        if conn.req_idx.is_none() && at + 1 == conn.exchanges.len() {
+            let mut e = conn.exchanges.pop().unwrap_or_default();
+            e.h2_stream = Some(1);
+            let mut x = h2.rest.stream_conn();
+            x.depth = e.trans_depth;
+            x.exchanges.push(e);
+            x.req_idx = None;
+            h2.rest.streams.insert(
+                1,
+                Stream {
+                    x,
+                    req: Side::Ended,
+                    resp: Side::Idle,
+                },
+            );
+        }
+        h2
+    }
+
+    /// Hand on bytes read before the reader of role `r` took over.
+    pub(super) fn hold(&mut self, r: usize, bytes: &[u8]) {
+        self.rest.pending[r].extend_from_slice(bytes);
+    }
+
+    /// Bytes of role `r` (0 the client's, 1 the server's), pending ones first.
+    pub(super) fn push(&mut self, r: usize, bytes: &[u8], cx: &mut Ctx<'_>) {
+        self.last = (cx.ts, cx.frame);
+        let pending = std::mem::take(&mut self.rest.pending[r]);
+        for b in [&pending[..], bytes] {
+            if b.is_empty() {
+                continue;
+            }
+            let rest = &mut self.rest;
+            self.readers[r].push(b, &mut |ev| rest.on_frame(r, ev, cx));
+        }
+    }
+
+    /// `len` bytes of role `r` missing from the capture.
+    pub(super) fn gap(&mut self, r: usize, len: u64, cx: &mut Ctx<'_>) {
+        let rest = &mut self.rest;
+        self.readers[r].gap(len, &mut |ev| rest.on_frame(r, ev, cx));
+    }
+
+    /// Role `r`'s direction ended (its FIN or reset); `read_all`: the other side acknowledged
+    /// every byte of it; `open_at_end`: the capture ended first.
+    pub(super) fn end(&mut self, r: usize, read_all: bool, open_at_end: bool, cx: &mut Ctx<'_>) {
+        self.last = (cx.ts, cx.frame);
+        if self.readers[r].mid_frame() && !self.readers[r].is_lost() && !open_at_end {
+            cx.anomaly(
+                Code::H2BadFrame,
+                format!(
+                    "the {} direction ended inside a frame",
+                    if r == CLIENT { "client's" } else { "server's" }
+                ),
+            );
+        }
+        self.rest.end_all(r, read_all, open_at_end, cx);
+    }
+
+    /// The connection is closed: what its streams hold becomes exchanges.
+    pub(super) fn close(&mut self, open_at_end: bool, cx: &mut Ctx<'_>) {
+        (cx.ts, cx.frame) = self.last;
+        for r in [CLIENT, SERVER] {
+            if self.readers[r].skipped > 0 {
+                cx.anomaly(
+                    Code::H2FramingLost,
+                    format!(
+                        "{} bytes of the {} direction not read after its frame boundaries were lost",
+                        self.readers[r].skipped,
+                        if r == CLIENT { "client's" } else { "server's" }
+                    ),
+                );
+            }
+            self.rest.end_all(r, false, open_at_end, cx);
+        }
+        let ids: Vec<u32> = self.rest.streams.keys().copied().collect();
+        for id in ids {
+            self.rest.finish(id, true, cx);
+        }
+    }
+}
+
+impl State {
+    /// A connection state for one stream's exchange.
+    fn stream_conn(&self) -> Box<Conn> {
+        let mut x = Box::new(Conn::new_blank(self.ends));
+        x.client_dir = self.client_dir;
+        x
+    }
+
+    /// One frame event of role `r`.
+    fn on_frame(&mut self, r: usize, ev: FrameEvent<'_>, cx: &mut Ctx<'_>) {
+        match ev {
+            FrameEvent::Frame(h, payload) => self.frame(r, h, payload, cx),
+            FrameEvent::TooLong(h) | FrameEvent::Cut(h) => {
+                let cut = matches!(ev, FrameEvent::Cut(_));
+                if !cut {
+                    cx.anomaly(
+                        Code::H2FrameTooLong,
+                        format!(
+                            "{} frame of {} bytes on stream {} passed over",
+                            kind_name(h.kind),
+                            h.len,
+                            h.stream
+                        ),
+                    );
+                }
+                if matches!(h.kind, kind::HEADERS | kind::CONTINUATION | kind::PUSH_PROMISE) {
+                    self.block_lost(r, h.stream, cx);
+                }
+            }
+            FrameEvent::Data(h, bytes) => self.side_event(r, h.stream, HttpEvent::Body(bytes), cx),
+            FrameEvent::DataGap(h, len) => {
+                self.side_event(r, h.stream, HttpEvent::BodyGap(len), cx)
+            }
+            FrameEvent::DataEnd(h) => {
+                self.expect_no_block(r, cx);
+                if h.stream == 0 {
+                    cx.anomaly(Code::H2BadFrame, "DATA frame on stream 0".into());
+                } else if h.has(flag::END_STREAM) {
+                    self.end_side(r, h.stream, true, cx);
+                }
+            }
+            FrameEvent::BadPadding(h) => cx.anomaly(
+                Code::H2BadFrame,
+                format!(
+                    "DATA frame of stream {} with a pad length past its payload",
+                    h.stream
+                ),
+            ),
+            FrameEvent::Lost(len) => self.lost(r, len, cx),
+        }
+    }
+
+    /// A whole frame other than DATA.
+    fn frame(&mut self, r: usize, h: FrameHeader, p: &[u8], cx: &mut Ctx<'_>) {
+        if h.kind != kind::CONTINUATION {
+            self.expect_no_block(r, cx);
+        }
+        match h.kind {
+            kind::HEADERS | kind::PUSH_PROMISE => self.block_start(r, h, p, cx),
+            kind::CONTINUATION => match self.block[r].as_mut() {
+                Some(b) if b.stream == h.stream => {
+                    if b.bytes.len() + p.len() > self.limits.max_header_bytes {
+                        self.block[r] = None;
+                        cx.anomaly(
+                            Code::H2FrameTooLong,
+                            format!("header block of stream {} over the bound", h.stream),
+                        );
+                        self.block_lost(r, h.stream, cx);
+                    } else {
+                        b.bytes.extend_from_slice(p);
+                        if h.has(flag::END_HEADERS) {
+                            self.block_end(r, cx);
+                        }
+                    }
+                }
+                _ => {
+                    cx.anomaly(
+                        Code::H2BadFrame,
+                        format!("CONTINUATION of stream {} without its HEADERS", h.stream),
+                    );
+                    self.block_lost(r, h.stream, cx);
+                }
+            },
+            kind::RST_STREAM => {
+                let code = p.get(..4).map_or(0, |c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]));
+                self.reset(r, h.stream, code, false, cx);
+            }
+            kind::GOAWAY => {
+                let last = p
+                    .get(..4)
+                    .map_or(u32::MAX, |c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+                    & 0x7fff_ffff;
+                let code = p.get(4..8).map_or(0, |c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]));
+                // The streams the receiver opened past `last` were not processed (§6.8).
+                let parity = if r == SERVER { 1 } else { 0 };
+                let past: Vec<u32> = self
+                    .streams
+                    .range(last.saturating_add(1)..)
+                    .map(|(&id, _)| id)
+                    .filter(|id| id % 2 == parity)
+                    .collect();
+                for id in past {
+                    self.reset(r, id, code, true, cx);
+                }
+            }
+            kind::SETTINGS if !h.has(flag::ACK) => {
+                // SETTINGS_HEADER_TABLE_SIZE bounds the table of the other direction's blocks.
+                for s in p.chunks_exact(6) {
+                    if u16::from_be_bytes([s[0], s[1]]) == 0x1 {
+                        let v = u32::from_be_bytes([s[2], s[3], s[4], s[5]]) as usize;
+                        self.hpack[1 - r].set_max_allowed_table_size(v.clamp(4096, MAX_TABLE));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A header block that is not continued is cut by any other frame (RFC 9113 §6.10).
+    fn expect_no_block(&mut self, r: usize, cx: &mut Ctx<'_>) {
+        if let Some(b) = self.block[r].take() {
+            cx.anomaly(
+                Code::H2BadFrame,
+                format!(
+                    "header block of stream {} cut by another frame before END_HEADERS",
+                    b.stream
+                ),
+            );
+            self.block_lost(r, b.stream, cx);
+        }
+    }
+
+    /// A HEADERS or PUSH_PROMISE frame: its fragment, padding and priority removed.
+    fn block_start(&mut self, r: usize, h: FrameHeader, p: &[u8], cx: &mut Ctx<'_>) {
+        let mut at = 0usize;
+        let mut end = p.len();
+        if h.has(flag::PADDED) {
+            let pad = usize::from(p.first().copied().unwrap_or(0));
+            at = 1;
+            end = end.saturating_sub(pad);
+        }
+        let mut promised = None;
+        if h.kind == kind::PUSH_PROMISE {
+            promised = p
+                .get(at..at + 4)
+                .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]) & 0x7fff_ffff);
+            at += 4;
+        } else if h.has(flag::PRIORITY) {
+            at += 5;
+        }
+        if at > end || h.stream == 0 || (h.kind == kind::PUSH_PROMISE && promised.is_none()) {
+            cx.anomaly(
+                Code::H2BadFrame,
+                format!(
+                    "{} frame of stream {} too short for its padding and fields",
+                    kind_name(h.kind),
+                    h.stream
+                ),
+            );
+            self.block_lost(r, h.stream, cx);
+            return;
+        }
+        self.block[r] = Some(Block {
+            stream: h.stream,
+            end_stream: h.kind == kind::HEADERS && h.has(flag::END_STREAM),
+            promised,
+            bytes: p[at..end].to_vec(),
+        });
+        if h.has(flag::END_HEADERS) {
+            self.block_end(r, cx);
+        }
+    }
+
+    /// A header block lost (cut by the capture, over the bound, malformed): the dynamic table
+    /// of its direction is unknown from here on, and the head of its stream is unknown.
+    fn block_lost(&mut self, r: usize, stream: u32, cx: &mut Ctx<'_>) {
+        self.block[r] = None;
+        self.hpack_ok[r] = false;
+        self.head_unknown(r, stream, cx);
+    }
+
+    /// A header block is whole: decoded, and applied to its stream.
+    fn block_end(&mut self, r: usize, cx: &mut Ctx<'_>) {
+        let Some(b) = self.block[r].take() else {
+            return;
+        };
+        let head = if self.hpack_ok[r] {
+            match decode(&mut self.hpack[r], &b.bytes, r == CLIENT || b.promised.is_some(), &self.limits) {
+                Ok(head) => Some(head),
+                Err(why) => {
+                    self.hpack_ok[r] = false;
+                    cx.anomaly(
+                        Code::H2HeadersUndecodable,
+                        format!("header block of stream {}: {why}", b.stream),
+                    );
+                    None
+                }
+            }
+        } else {
+            cx.anomaly(
+                Code::H2HeadersUndecodable,
+                format!(
+                    "header block of stream {}: the dynamic table was lost with an earlier block",
+                    b.stream
+                ),
+            );
+            None
+        };
+        if let Some(promised) = b.promised {
+            // A pushed request: the server's promise is its head (RFC 9113 §8.4).
+            if let Some(head) = head {
+                if self.open(promised, cx) {
+                    self.request_head(promised, head, true, cx);
+                }
+            }
+            return;
+        }
+        match head {
+            Some(head) if r == CLIENT => {
+                if self.open(b.stream, cx) {
+                    self.request_head(b.stream, head, b.end_stream, cx);
+                }
+            }
+            Some(head) => {
+                if self.open(b.stream, cx) {
+                    self.response_head(b.stream, head, b.end_stream, cx);
+                }
+            }
+            None => {
+                self.head_unknown(r, b.stream, cx);
+                if b.end_stream {
+                    self.end_side(r, b.stream, true, cx);
+                }
+            }
+        }
+    }
+
+    /// The stream `id`, opened if new (bounded by [`MAX_STREAMS`]); false when refused.
+    fn open(&mut self, id: u32, cx: &mut Ctx<'_>) -> bool {
+        if self.streams.contains_key(&id) {
+            return true;
+        }
+        if self.refused.contains(&id) {
+            return false;
+        }
+        if self.streams.len() >= MAX_STREAMS {
+            if self.refused.len() < MAX_STREAMS {
+                self.refused.insert(id);
+            }
+            cx.anomaly(
+                Code::H2TooManyStreams,
+                format!("stream {id} not read: {MAX_STREAMS} streams are open"),
+            );
+            return false;
+        }
+        let x = self.stream_conn();
+        self.streams.insert(
+            id,
+            Stream {
+                x,
+                req: Side::Idle,
+                resp: Side::Idle,
+            },
+        );
+        true
+    }
+
+    /// The request head of stream `id`.
+    fn request_head(&mut self, id: u32, head: Head, end_stream: bool, cx: &mut Ctx<'_>) {
+        let depth = self.depth;
+        let Some(s) = self.streams.get_mut(&id) else {
+            return;
+        };
+        if s.req != Side::Idle {
+            // Trailers (RFC 9113 §8.1): they end the request.
+            if end_stream {
+                self.end_side(CLIENT, id, true, cx);
+            }
+            return;
+        }
+        self.depth += 1;
+        s.x.depth = depth;
+        cx.is_request = true;
+        on_event(&mut s.x, HttpEvent::Head(head), cx);
+        if let Some(e) = s.x.exchanges.last_mut() {
+            e.h2_stream = Some(id);
+        }
+        s.req = Side::Open;
+        if end_stream {
+            self.end_side(CLIENT, id, true, cx);
+        }
+    }
+
+    /// A response head (final, interim, or trailers) of stream `id`.
+    fn response_head(&mut self, id: u32, head: Head, end_stream: bool, cx: &mut Ctx<'_>) {
+        let depth = self.depth;
+        let Some(s) = self.streams.get_mut(&id) else {
+            return;
+        };
+        if s.resp == Side::Open {
+            if end_stream {
+                self.end_side(SERVER, id, true, cx);
+            }
+            return;
+        }
+        if s.resp == Side::Ended {
+            return;
+        }
+        let interim = (100..200).contains(&head.status);
+        cx.is_request = false;
+        if s.x.exchanges.len() <= s.x.next_resp {
+            // No request read for it: its exchange begins here.
+            self.depth += 1;
+            s.x.depth = depth;
+        }
+        let rule = on_event(&mut s.x, HttpEvent::Head(head), cx);
+        if let Some(e) = s.x.exchanges.last_mut() {
+            e.h2_stream = Some(id);
+        }
+        if interim {
+            on_event(&mut s.x, HttpEvent::End { complete: true }, cx);
+            return;
+        }
+        s.resp = Side::Open;
+        if end_stream || rule == BodyRule::None {
+            self.end_side(SERVER, id, end_stream, cx);
+        }
+    }
+
+    /// The head of role `r` on stream `id` is unknown: a request is marked cut; a response
+    /// is marked as lost, and its DATA passed over.
+    fn head_unknown(&mut self, r: usize, id: u32, cx: &mut Ctx<'_>) {
+        let Some(s) = self.streams.get_mut(&id) else {
+            return;
+        };
+        if r == CLIENT && s.req == Side::Idle {
+            s.req = Side::Ended;
+        } else if r == SERVER && s.resp == Side::Idle {
+            s.resp = Side::Ended;
+            if let Some(e) = s.x.exchanges.get_mut(s.x.next_resp) {
+                e.resp_gap = true;
+            }
+        }
+        self.maybe_finish(id, cx);
+    }
+
+    /// A body event of role `r` on stream `id`.
+    fn side_event(&mut self, r: usize, id: u32, ev: HttpEvent<'_>, cx: &mut Ctx<'_>) {
+        let Some(s) = self.streams.get_mut(&id) else {
+            return;
+        };
+        let side = if r == CLIENT { s.req } else { s.resp };
+        if side != Side::Open {
+            return;
+        }
+        cx.is_request = r == CLIENT;
+        on_event(&mut s.x, ev, cx);
+    }
+
+    /// Role `r`'s side of stream `id` ended: whole (END_STREAM) or cut.
+    fn end_side(&mut self, r: usize, id: u32, complete: bool, cx: &mut Ctx<'_>) {
+        let Some(s) = self.streams.get_mut(&id) else {
+            return;
+        };
+        let side = if r == CLIENT { &mut s.req } else { &mut s.resp };
+        if *side == Side::Open {
+            cx.is_request = r == CLIENT;
+            on_event(&mut s.x, HttpEvent::End { complete }, cx);
+        }
+        *side = Side::Ended;
+        self.maybe_finish(id, cx);
+    }
+
+    /// RST_STREAM (or a GOAWAY past the stream, `goaway`) from role `r` on stream `id` with
+    /// error `code`: what is open of the stream ends cut.
+    fn reset(&mut self, r: usize, id: u32, code: u32, goaway: bool, cx: &mut Ctx<'_>) {
+        let frame = cx.frame;
+        let Some(s) = self.streams.get_mut(&id) else {
+            return;
+        };
+        let streaming = s.resp == Side::Open;
+        if let Some(e) = s.x.exchanges.get_mut(s.x.emitted) {
+            e.h2_end = Some(H2End {
+                by_client: r == CLIENT,
+                code,
+                frame,
+                goaway,
+            });
+            if r == CLIENT && streaming && e.request.is_some() {
+                e.client_closed = true;
+            }
+            if r == SERVER && streaming && !e.resp_gap {
+                // Frames arrive in order: the client's HTTP/2 stack read the DATA before it.
+                e.resp_read = Some(ReadEnd::Reset);
+            }
+        }
+        self.end_side(CLIENT, id, false, cx);
+        self.end_side(SERVER, id, false, cx);
+    }
+
+    /// A gap took role `r`'s framing: its open sides are cut by a gap, and nothing more of
+    /// them is read.
+    fn lost(&mut self, r: usize, len: u64, cx: &mut Ctx<'_>) {
+        self.block[r] = None;
+        self.hpack_ok[r] = false;
+        if !std::mem::replace(&mut self.lost_said[r], true) {
+            cx.anomaly(
+                Code::H2FramingLost,
+                format!(
+                    "a gap of {len} bytes took the frame boundaries of the {} direction",
+                    if r == CLIENT { "client's" } else { "server's" }
+                ),
+            );
+        }
+        let ids: Vec<u32> = self.streams.keys().copied().collect();
+        for id in ids {
+            self.side_event(r, id, HttpEvent::BodyGap(0), cx);
+            if let Some(s) = self.streams.get_mut(&id) {
+                if r == SERVER && s.resp == Side::Idle {
+                    if let Some(e) = s.x.exchanges.get_mut(s.x.next_resp) {
+                        e.resp_gap = true;
+                    }
+                }
+            }
+            self.end_side(r, id, false, cx);
+        }
+    }
+
+    /// Role `r`'s direction ended: what is open of it ends cut.
+    fn end_all(&mut self, r: usize, read_all: bool, open_at_end: bool, cx: &mut Ctx<'_>) {
+        let ids: Vec<u32> = self.streams.keys().copied().collect();
+        for id in ids {
+            let Some(s) = self.streams.get_mut(&id) else {
+                continue;
+            };
+            s.x.open_at_end = open_at_end;
+            let open = if r == CLIENT { s.req } else { s.resp } == Side::Open;
+            if r == SERVER && open && read_all && !open_at_end {
+                if let Some(e) = s.x.exchanges.get_mut(s.x.emitted) {
+                    if !e.resp_gap {
+                        e.resp_read = Some(ReadEnd::Fin);
+                    }
+                }
+            }
+            if r == CLIENT && !open_at_end && s.resp == Side::Open {
+                if let Some(e) = s.x.exchanges.get_mut(s.x.emitted) {
+                    e.client_closed |= e.request.is_some();
+                }
+            }
+            self.end_side(r, id, false, cx);
+        }
+    }
+
+    /// A stream whose both sides ended is done.
+    fn maybe_finish(&mut self, id: u32, cx: &mut Ctx<'_>) {
+        if self
+            .streams
+            .get(&id)
+            .is_some_and(|s| s.req == Side::Ended && s.resp == Side::Ended)
+        {
+            self.finish(id, false, cx);
+        }
+    }
+
+    /// Stream `id`'s exchange goes out, with what it holds (`closing`: the connection closed).
+    fn finish(&mut self, id: u32, closing: bool, cx: &mut Ctx<'_>) {
+        let Some(mut s) = self.streams.remove(&id) else {
+            return;
+        };
+        let open_at_end = s.x.open_at_end;
+        for mut e in s.x.exchanges.drain(s.x.emitted..) {
+            (e.req_body, e.resp_body) = (None, None);
+            e.open_at_capture_end |= closing && open_at_end && !e.resp_complete;
+            if e.request.is_some() || e.response.is_some() {
+                cx.done.push(e);
+            }
+        }
+    }
+}
+
+/// Decode a header block into a head: a request's (`request`) from `:method`, `:path` (the
+/// `:authority` of a CONNECT) and `:authority` (as `host` when no `host` field is sent), a
+/// response's from `:status` (RFC 9113 §8.3); other pseudo-header fields are not kept, and
+/// regular fields are kept in order.
+fn decode(
+    dec: &mut loona_hpack::Decoder<'static>,
+    block: &[u8],
+    request: bool,
+    limits: &HttpLimits,
+) -> Result<Head, String> {
+    let mut head = Head::default();
+    let mut authority = None;
+    let mut fields = 0usize;
+    let mut bad = None;
+    dec.decode_with_cb(block, |name, value| {
+        let name = String::from_utf8_lossy(&name);
+        let value = String::from_utf8_lossy(&value);
+        match &*name {
+            ":method" => head.method = value.into_owned(),
+            ":path" => head.target = value.into_owned(),
+            ":authority" => authority = Some(value.into_owned()),
+            ":status" => match value.parse::<u16>() {
+                Ok(s) if (100..1000).contains(&s) => head.status = s,
+                _ => bad = Some(format!(":status {value:?} is no status code")),
+            },
+            n if n.starts_with(':') => {}
+            n => {
+                fields += 1;
+                if fields <= limits.max_headers {
+                    head.push_header(n, &value);
+                }
+            }
+        }
+    })
+    .map_err(|e| format!("HPACK: {e}"))?;
+    if let Some(why) = bad {
+        return Err(why);
+    }
+    if request {
+        if head.method.is_empty() {
+            return Err("request without :method".into());
+        }
+        if let Some(a) = authority {
+            if head.method == "CONNECT" && head.target.is_empty() {
+                head.target = a.clone();
+            }
+            if head.header("host").is_none() {
+                head.push_header("host", &a);
+            }
+        }
+    } else if head.status == 0 {
+        return Err("response without :status".into());
+    }
+    Ok(head)
+}
+
+/// The name of a frame type (RFC 9113 §6).
+fn kind_name(k: u8) -> &'static str {
+    match k {
+        kind::DATA => "DATA",
+        kind::HEADERS => "HEADERS",
+        kind::PRIORITY => "PRIORITY",
+        kind::RST_STREAM => "RST_STREAM",
+        kind::SETTINGS => "SETTINGS",
+        kind::PUSH_PROMISE => "PUSH_PROMISE",
+        kind::PING => "PING",
+        kind::GOAWAY => "GOAWAY",
+        kind::WINDOW_UPDATE => "WINDOW_UPDATE",
+        kind::CONTINUATION => "CONTINUATION",
+        _ => "unknown",
+    }
+}
