@@ -212,8 +212,11 @@ impl<'v, 'a> SessionView<'v, 'a> {
                 .copied()
                 .filter(|&g| exchanges[g].sse.session_event.is_some())
                 .collect(),
+            // (A stream the client had hung up on carries nothing more to it: an HTTP/2 server
+            // may leave it open after the client's FIN.)
             open_resume: s.exchanges.iter().map(|&xi| &exchanges[xi]).find(|e| {
                 e.open_at_capture_end
+                    && !e.client_closed
                     && (e.resume_cursor().is_some() || e.sse.session_event.is_some())
             }),
             deleted: s
