@@ -49,7 +49,13 @@ pub(super) struct H2Conn {
     rest: State,
     /// Capture time (µs) and frame of the last bytes read, for what the close tells.
     last: (i64, u64),
+    /// Bytes of the client's connection preface still to come before its frames (after an
+    /// upgrade to h2c the client sends it in its direction's new protocol, RFC 9113 §3.4).
+    preface_left: usize,
 }
+
+/// The client's connection preface (RFC 9113 §3.4).
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 impl std::fmt::Debug for H2Conn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -137,6 +143,7 @@ impl H2Conn {
                 lost_said: [false, false],
             },
             last: (0, 0),
+            preface_left: 0,
         })
     }
 
@@ -144,6 +151,7 @@ impl H2Conn {
     /// read, is stream 1, whose response comes as HTTP/2 frames.
     pub(super) fn upgraded(conn: &mut Conn, limits: HttpLimits) -> Box<H2Conn> {
         let mut h2 = H2Conn::new(conn, limits);
+        h2.preface_left = PREFACE.len();
         let at = conn.next_resp;
         if conn.req_idx.is_none() && at + 1 == conn.exchanges.len() {
             let mut e = conn.exchanges.pop().unwrap_or_default();
@@ -173,7 +181,10 @@ impl H2Conn {
     pub(super) fn push(&mut self, r: usize, bytes: &[u8], cx: &mut Ctx<'_>) {
         self.last = (cx.ts, cx.frame);
         let pending = std::mem::take(&mut self.rest.pending[r]);
-        for b in [&pending[..], bytes] {
+        for mut b in [&pending[..], bytes] {
+            if r == CLIENT && self.preface_left > 0 && !b.is_empty() {
+                b = self.preface(b, cx);
+            }
             if b.is_empty() {
                 continue;
             }
@@ -182,8 +193,36 @@ impl H2Conn {
         }
     }
 
+    /// The client's bytes `b` where its preface is awaited: what follows the preface in them.
+    /// Bytes that are no preface are said, and read as frames.
+    fn preface<'b>(&mut self, b: &'b [u8], cx: &mut Ctx<'_>) -> &'b [u8] {
+        let at = PREFACE.len() - self.preface_left;
+        let n = self.preface_left.min(b.len());
+        if b[..n] != PREFACE[at..at + n] {
+            self.preface_left = 0;
+            cx.anomaly(
+                Code::H2BadFrame,
+                "the client's bytes after the upgrade to h2c are no connection preface".into(),
+            );
+            return b;
+        }
+        self.preface_left -= n;
+        &b[n..]
+    }
+
     /// `len` bytes of role `r` missing from the capture.
     pub(super) fn gap(&mut self, r: usize, len: u64, cx: &mut Ctx<'_>) {
+        if r == CLIENT && self.preface_left > 0 {
+            // (A gap in the preface: its bytes are taken as the preface's.)
+            let n = self.preface_left.min(usize::try_from(len).unwrap_or(usize::MAX));
+            self.preface_left -= n;
+            let len = len - n as u64;
+            if len > 0 {
+                let rest = &mut self.rest;
+                self.readers[r].gap(len, &mut |ev| rest.on_frame(r, ev, cx));
+            }
+            return;
+        }
         let rest = &mut self.rest;
         self.readers[r].gap(len, &mut |ev| rest.on_frame(r, ev, cx));
     }
@@ -760,6 +799,7 @@ fn decode(
     } else if head.status == 0 {
         return Err("response without :status".into());
     }
+    head.version = 2;
     Ok(head)
 }
 
