@@ -44,7 +44,8 @@ pub struct Head {
     pub status: u16,
     /// Response reason phrase.
     pub reason: String,
-    /// HTTP minor version (1 for HTTP/1.1).
+    /// HTTP minor version of an HTTP/1.x head (1 for HTTP/1.1); 2 for a head read from
+    /// HTTP/2 ([`super::h2`]).
     pub version: u8,
     /// Header names and values end to end (one allocation for all the fields of a head: heads
     /// are kept for every exchange of a capture).

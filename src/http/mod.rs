@@ -145,6 +145,17 @@ pub struct H2End {
 }
 
 impl H2End {
+    /// What ended the stream, as the `exchanges` table's `h2_end` says it:
+    /// `RST_STREAM CANCEL from client`, `GOAWAY NO_ERROR from server`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} {} from {}",
+            if self.goaway { "GOAWAY" } else { "RST_STREAM" },
+            self.code_name(),
+            if self.by_client { "client" } else { "server" }
+        )
+    }
+
     /// The error code's name (RFC 9113 §7), or its number in hex.
     pub fn code_name(&self) -> String {
         const NAMES: [&str; 14] = [
@@ -271,6 +282,7 @@ impl Exchange {
         }
         match self.request.as_ref().or(self.response.as_ref())?.version {
             0 => Some("1.0"),
+            2 => Some("2"),
             _ => Some("1.1"),
         }
     }

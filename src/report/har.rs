@@ -289,9 +289,12 @@ fn timings(e: &Exchange) -> Timings {
     }
 }
 
-/// `HTTP/1.<minor>` of a head.
+/// `HTTP/1.<minor>` of a head, `HTTP/2` of one read from HTTP/2.
 fn http_version(h: Option<&Head>) -> String {
-    h.map_or(String::new(), |h| format!("HTTP/1.{}", h.version))
+    h.map_or(String::new(), |h| match h.version {
+        2 => "HTTP/2".to_string(),
+        v => format!("HTTP/1.{v}"),
+    })
 }
 
 /// A `request`.

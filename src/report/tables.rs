@@ -743,6 +743,8 @@ fn exchanges_rows(m: &crate::mcp::Model, ex: &[Exchange], range: std::ops::Range
                 e.flow_index
             ))),
             col!("trans_depth", U64, r, |(_, e)| Some(e.trans_depth as u64)),
+            col!("http_version", Str, r, |(_, e)| e.http_version()),
+            col!("h2_stream_id", U64, r, |(_, e)| e.h2_stream.map(u64::from)),
             col!("session_id", Str, r, |(i, _)| Some(
                 m.sessions[m.exchange_session[*i]].label_str()
             )),
@@ -802,6 +804,7 @@ fn exchanges_rows(m: &crate::mcp::Model, ex: &[Exchange], range: std::ops::Range
             col!("open_at_capture_end", Bool, r, |(_, e)| Some(
                 e.open_at_capture_end
             )),
+            col!("h2_end", Str, r, |(_, e)| e.h2_end.map(|x| x.describe())),
             col!("frame_first", U64, r, |(_, e)| Some(e.frame())),
             col!("frame_last", U64, r, |(_, e)| e
                 .frame_last
