@@ -6,7 +6,8 @@
 //! finding kinds (with their event ids), and no other error or warning than
 //! the expected and the `also_acceptable` ones. Where the capture also holds
 //! the backend legs of a proxy, the client-facing ports are passed with `--port`,
-//! unless the entry says `"needs_both_legs": true` (a detector comparing the legs);
+//! unless the entry says `"needs_both_legs": true` (a detector comparing the legs), and its
+//! key log with `--tls-keylog` when the entry names one (`"tls_keylog"`);
 //! and the same findings must come out without `--port`, the backend legs being
 //! recognised as hops of the client's exchanges.
 
@@ -45,6 +46,10 @@ fn run_ports(dir: &Path, entry: &Value, filter: bool) -> Vec<Value> {
             cmd.args(["--port", &p.to_string()]);
         }
     }
+    // `tls_keylog`: the capture's key log, beside it.
+    if let Some(keys) = entry.get("tls_keylog").and_then(Value::as_str) {
+        cmd.arg("--tls-keylog").arg(dir.join(keys));
+    }
     cmd.arg(&file);
     let out = cmd.output().unwrap();
     assert_eq!(
@@ -54,11 +59,14 @@ fn run_ports(dir: &Path, entry: &Value, filter: bool) -> Vec<Value> {
         file.display(),
         String::from_utf8_lossy(&out.stderr)
     );
+    // Nothing on stderr but the note that TLS was not decrypted (a capture without its keys).
+    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        out.stderr.is_empty(),
-        "{}: unexpected stderr {}",
+        stderr
+            .lines()
+            .all(|l| l.contains("carried application data that was not decrypted")),
+        "{}: unexpected stderr {stderr}",
         file.display(),
-        String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout)
         .unwrap()
@@ -295,4 +303,33 @@ fn id_format_fixtures_manifest() {
 fn cut_fixtures_manifest() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp-cut");
     assert!(check_dir(&dir) >= 12);
+}
+
+/// MCP over TLS (`fixtures/gen/tls/`, `fixtures/gen/h2/`): the Python SDK behind a TLS proxy
+/// (TLS 1.3 and 1.2), the TS SDK server on Node https with a resumption, each with its key log,
+/// its embedded-secrets copy and its cleartext twin; without keys nothing of MCP is seen and
+/// the `undecrypted_tls` warning is the only one.
+#[test]
+fn tls_fixtures_manifest() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp-tls");
+    assert!(check_dir(&dir) >= 7);
+}
+
+/// HTTP/2 through nginx (`fixtures/gen/h2/`): TLS 1.3 with ALPN h2 on the client leg, the TS
+/// SDK client over undici, the fork scenario (both legs, and the client leg alone: the fork is
+/// seen from the client's side, its resumption a new stream of another open connection) and a
+/// healthy session; with the key log and from the embedded secrets.
+#[test]
+fn h2_fixtures_manifest() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp-h2");
+    assert_eq!(check_dir(&dir), 6);
+}
+
+/// HTTP/2 from the Python SDK on hypercorn (`fixtures/gen/h2py/`): h2c by prior knowledge, h2
+/// over TLS, curl's h2c upgrades (one answered in HTTP/1.1), a reset stream resumed on a new
+/// stream of the same connection, a planned poll, a lost response, and the HTTP/1.1 twin.
+#[test]
+fn h2py_fixtures_manifest() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp-h2py");
+    assert!(check_dir(&dir) >= 9);
 }
