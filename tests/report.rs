@@ -240,6 +240,31 @@ fn the_fork_is_told_in_sentences() {
     let _ = std::fs::remove_file(out);
 }
 
+/// The fork over HTTP/2 and TLS (the key log embedded): the cut is the server's RST_STREAM on
+/// a connection that stayed open, the lanes name their HTTP/2 streams, and the resumption on a
+/// new stream of another connection is told as over HTTP/1.1.
+#[test]
+fn the_http2_fork_tells_its_stream_reset() {
+    let out = tmp("h2-fork.html");
+    let html = report(
+        &common::fixture_path("mcp-h2/h2_fork_client_dsb.pcapng"),
+        &out,
+    );
+    let narrative = block(&html, "<ol class=\"narrative\">", "</ol>");
+    for said in [
+        "POST tools/call (id 2) opened stream S2 (frame 43, flow F1, client port 43106), served by backend b1: 8 events (ids 2..9).",
+        "S2&#39;s connection on flow F1, after event 9, was cut by an HTTP/2 RST_STREAM from the server side (its connection stayed open) (frame 62).",
+        "the client resumed stream S2 with Last-Event-ID 9 (frame 64, flow F0, client port 43102). Backend b2 answered 200 with 21 events (ids 1..21), though event 9 had come from backend b1. Verdict: forked (",
+    ] {
+        assert!(narrative.contains(said), "the narrative does not say {said:?}:\n{narrative}");
+    }
+    let svg = block(&html, "<svg class=\"timeline\"", "</svg>");
+    assert!(svg.contains("RST_STREAM · frame 62"), "{svg}");
+    assert!(svg.contains("F1 :43106 h2 stream 3 → 127.0.0.1:3500"));
+    assert!(svg.contains("F0 :43102 h2 stream 7 → 127.0.0.1:3500"));
+    let _ = std::fs::remove_file(out);
+}
+
 /// Each finding's connections filter, run by tshark on the capture, selects exactly the packets
 /// of the connections the finding cites (their `orig_pkts + resp_pkts` in the flows table).
 fn connection_filters_select_the_connections(html: &str, capture: &Path) {

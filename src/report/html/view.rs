@@ -35,6 +35,12 @@ pub enum End {
     Open,
     /// Cut short, with no close or reset captured.
     Cut,
+    /// An HTTP/2 stream reset by the server's side (RST_STREAM).
+    ServerStreamReset,
+    /// An HTTP/2 stream past the last stream identifier of a GOAWAY: not processed.
+    GoAway,
+    /// An HTTP/2 stream reset by the client (RST_STREAM).
+    ClientStreamReset,
 }
 
 impl End {
@@ -49,6 +55,9 @@ impl End {
             End::Gap => "capture gap",
             End::Open => "open at capture end",
             End::Cut => "cut",
+            End::ServerStreamReset => "RST_STREAM",
+            End::ClientStreamReset => "RST_STREAM (client)",
+            End::GoAway => "GOAWAY",
         }
     }
 
@@ -65,6 +74,11 @@ impl End {
             End::Gap => "lost bytes to a capture gap",
             End::Open => "was still open when the capture ended",
             End::Cut => "ended before its response was complete",
+            End::ServerStreamReset => {
+                "was cut by an HTTP/2 RST_STREAM from the server side (its connection stayed open)"
+            }
+            End::ClientStreamReset => "was reset by the client (HTTP/2 RST_STREAM)",
+            End::GoAway => "was not processed: it is past the last stream of an HTTP/2 GOAWAY",
         }
     }
 
@@ -158,6 +172,14 @@ pub fn how_it_ended(e: &Exchange, flow: Option<&(FlowRow, usize)>) -> (End, u64)
     }
     if e.resp_complete {
         return (End::Complete, last);
+    }
+    if let Some(h) = e.h2_end {
+        let how = match (h.goaway, h.by_client) {
+            (true, _) => End::GoAway,
+            (false, true) => End::ClientStreamReset,
+            (false, false) => End::ServerStreamReset,
+        };
+        return (how, at(h.frame));
     }
     let Some((row, c)) = flow else {
         return (if e.resp_gap { End::Gap } else { End::Cut }, last);
@@ -392,6 +414,10 @@ fn conn(
         _ => format!("{st} {}", e.method()),
     };
     let port = e.client_port.map(|p| format!(" :{p}")).unwrap_or_default();
+    let port = match e.h2_stream {
+        Some(id) => format!("{port} h2 stream {id}"),
+        None => port,
+    };
     let server = e
         .server
         .map(|(ip, p)| format!(" → {ip}:{p}"))
