@@ -57,6 +57,21 @@ impl<W: Write> PcapngWriter<W> {
         })
     }
 
+    /// Write a Decryption Secrets Block (§4.7) of TLS key log text `keylog` (secrets type
+    /// `TLSK`, the NSS key log format), so that a reader decrypts the packets after it.
+    pub fn tls_secrets(&mut self, keylog: &str) -> io::Result<()> {
+        const DSB: u32 = 0x0000_000A;
+        const TLSK: u32 = 0x544c_534b;
+        let data = keylog.as_bytes();
+        let mut body = Vec::with_capacity(data.len() + 12);
+        body.extend_from_slice(&TLSK.to_ne_bytes());
+        let len = u32::try_from(data.len()).map_err(|_| too_long("secrets"))?;
+        body.extend_from_slice(&len.to_ne_bytes());
+        body.extend_from_slice(data);
+        pad(&mut body);
+        block(&mut self.out, DSB, &body)
+    }
+
     /// Write one packet as an Enhanced Packet Block (§4.3): link type `linktype` (an
     /// Interface Description Block is written before its first packet), time `ts_us`
     /// (microseconds since the Unix epoch; a time before 1970 is written as 0), the captured

@@ -353,3 +353,90 @@ fn extract_help_shows_only_what_applies_to_extract() {
         assert!(help.contains(present), "{present} not in {help}");
     }
 }
+
+/// The Decryption Secrets Blocks of a pcapng file written on this machine: the key log text of
+/// each (pcapng §4.7: type 0x0A, secrets type, length, data).
+fn secrets_blocks(file: &Path) -> Vec<String> {
+    let b = std::fs::read(file).unwrap();
+    let u32_at = |i: usize| u32::from_ne_bytes(b[i..i + 4].try_into().unwrap());
+    let (mut at, mut out) = (0, Vec::new());
+    while at + 12 <= b.len() {
+        let (kind, len) = (u32_at(at), u32_at(at + 4) as usize);
+        if kind == 0x0A {
+            assert_eq!(u32_at(at + 8), 0x544c_534b, "a TLS key log");
+            let n = u32_at(at + 12) as usize;
+            out.push(String::from_utf8(b[at + 16..at + 16 + n].to_vec()).unwrap());
+        }
+        at += len.max(12);
+    }
+    out
+}
+
+/// An extract of a TLS capture carries the secrets of its connections, and only theirs: mcpcap
+/// and tshark read it decrypted without the key log, and a one-connection extract holds that
+/// connection's lines alone.
+#[test]
+fn a_tls_extract_carries_the_secrets_of_its_connections() {
+    let cap = common::fixture_path("mcp-h2/h2_fork_client.pcap");
+    let keys = common::fixture_path("mcp-h2/h2_fork_client.keys");
+    let keylog = std::fs::read_to_string(&keys).unwrap();
+    let keys_arg = keys.to_str().unwrap();
+    let whole = tmp("tls-session.pcapng");
+    extract(&cap, &["--finding", "1", "--tls-keylog", keys_arg], &whole);
+    let blocks = secrets_blocks(&whole);
+    assert_eq!(blocks.len(), 1);
+    let mut lines: Vec<&str> = blocks[0].lines().collect();
+    // (EXPORTER_SECRET decrypts nothing; it is not kept.)
+    let decrypting = |l: &&str| !l.trim().is_empty() && !l.starts_with("EXPORTER_SECRET");
+    let mut want: Vec<&str> = keylog.lines().filter(decrypting).collect();
+    lines.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(
+        lines, want,
+        "both connections' secrets, as the key log has them"
+    );
+    assert_eq!(want.len(), 8);
+    // Read again without the key log: the same findings.
+    let before = ndjson_table(
+        &[cap.clone(), "--tls-keylog".into(), keys.clone()],
+        "findings",
+    );
+    let after = ndjson_table(&[whole.clone()], "findings");
+    let session = before[0]["session_id"].as_str().unwrap();
+    assert_eq!(judged(&after, session), judged(&before, session));
+    assert!(!judged(&after, session).is_empty());
+    // One connection: its four TLS 1.3 traffic secrets alone.
+    let one = tmp("tls-flow.pcapng");
+    extract(&cap, &["--flow", "F1", "--tls-keylog", keys_arg], &one);
+    let blocks = secrets_blocks(&one);
+    assert_eq!(blocks.len(), 1);
+    assert_eq!(blocks[0].lines().count(), 4, "{}", blocks[0]);
+    let random = blocks[0].split_whitespace().nth(1).unwrap();
+    assert!(blocks[0].lines().all(|l| l.contains(random)));
+    assert_eq!(
+        keylog
+            .lines()
+            .filter(decrypting)
+            .filter(|l| l.contains(random))
+            .count(),
+        4
+    );
+    // Without keys, no block.
+    let plain = tmp("tls-nokeys.pcapng");
+    extract(
+        &common::fixture_path("mcp/fork_restart_client.pcap"),
+        &["--finding", "1"],
+        &plain,
+    );
+    assert!(secrets_blocks(&plain).is_empty());
+    if common::have_all(&["tshark"]) {
+        // tshark decrypts the extract's HTTP/2 with the block alone.
+        let heads = tshark(&whole, "http2.header.value");
+        assert!(heads
+            .iter()
+            .any(|h| h.contains("f87ae386a28e4720a3d9d128f1fae0dc")));
+    }
+    for f in [whole, one, plain] {
+        let _ = std::fs::remove_file(f);
+    }
+}

@@ -32,7 +32,8 @@ pub enum Command {
     /// Print or write the events table (one row per SSE event).
     Events(AnalyzeArgs),
     /// Write the packets of sessions, findings' sessions or flows to a pcapng file
-    /// (`--out FILE.pcapng`), with a comment on each frame a finding cites.
+    /// (`--out FILE.pcapng`), with a comment on each frame a finding cites and the TLS secrets
+    /// of the connections written.
     Extract(ExtractArgs),
     /// Write the postmortem report of the captures as one self-contained HTML file
     /// (`--out FILE.html`): a timeline, a narrative and the evidence of every session that is

@@ -2,7 +2,8 @@
 //! of their exchanges, handshakes and closes included), of the sessions of findings, or of
 //! connections, written to a pcapng file with their original timestamps and link types. The
 //! selections combine: the union of their connections is written. Each frame a chosen finding
-//! cites gets a comment naming the finding (`opt_comment`).
+//! cites gets a comment naming the finding (`opt_comment`). The secrets of the TLS connections
+//! written (from `--tls-keylog` or the captures' own) go first, as a Decryption Secrets Block.
 //!
 //! The captures are read a second time, from the files the `files` table lists, so the frame
 //! numbers are those of the tables; a frame belongs to a connection when its TCP addresses are
@@ -107,6 +108,12 @@ pub fn write(
         concat!("mcpcap ", env!("CARGO_PKG_VERSION")),
     )
     .map_err(|e| at(&tmp, e))?;
+    // The secrets of the TLS connections written, so that Wireshark decrypts the extract as
+    // mcpcap did (and only theirs: the key log of the others is not handed on).
+    let keylog = extract_secrets(capture, &chosen.flows);
+    if !keylog.is_empty() {
+        w.tls_secrets(&keylog).map_err(|e| at(&tmp, e))?;
+    }
     let mut written = 0u64;
     for row in &capture.file_rows {
         let (Some(first), path) = (row.frame_first, PathBuf::from(&row.file)) else {
@@ -152,6 +159,26 @@ pub fn write(
     }
     w.finish().map_err(|e| at(&x.out, e))?;
     Ok(written)
+}
+
+/// The key log lines of the chosen connections that are TLS with secrets, in flow order.
+fn extract_secrets(capture: &Capture, flows: &BTreeSet<usize>) -> String {
+    let mut out = String::new();
+    for v in &capture.vantages {
+        let Some(secrets) = v.analyzer.http.tls.options.secrets.as_deref() else {
+            continue;
+        };
+        for i in flows {
+            let tls = v.analyzer.http.tls.flows.get(i);
+            if let Some(random) = tls.and_then(|t| t.client_random) {
+                let lines = secrets.keylog_lines(&random);
+                if !out.contains(&lines) {
+                    out.push_str(&lines);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Whether frame `number` is a segment of connection `w`.

@@ -86,6 +86,30 @@ impl Secrets {
         self.by_random.get(random)
     }
 
+    /// The key log lines of the connection with client random `random` (empty when there are
+    /// none), in the order TLS 1.2 then TLS 1.3 labels: what a Decryption Secrets Block of an
+    /// extract holds for it.
+    pub fn keylog_lines(&self, random: &[u8; 32]) -> String {
+        let Some(c) = self.by_random.get(random) else {
+            return String::new();
+        };
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        let r = hex(random);
+        let mut out = String::new();
+        for (label, secret) in [
+            ("CLIENT_RANDOM", &c.master),
+            ("CLIENT_HANDSHAKE_TRAFFIC_SECRET", &c.client_hs),
+            ("SERVER_HANDSHAKE_TRAFFIC_SECRET", &c.server_hs),
+            ("CLIENT_TRAFFIC_SECRET_0", &c.client_app),
+            ("SERVER_TRAFFIC_SECRET_0", &c.server_app),
+        ] {
+            if let Some(s) = secret {
+                out.push_str(&format!("{label} {r} {}\n", hex(s)));
+            }
+        }
+        out
+    }
+
     /// Connections with secrets.
     pub fn len(&self) -> usize {
         self.by_random.len()

@@ -97,6 +97,8 @@ pub struct FlowTls {
     pub first_app: Option<(i64, u64)>,
     /// Time (µs) and frame of the last application-data record.
     pub last_app: Option<(i64, u64)>,
+    /// The ClientHello's random (RFC 8446 §4.1.2), by which a key log names the connection.
+    pub client_random: Option<[u8; 32]>,
 }
 
 impl FlowTls {
@@ -562,6 +564,7 @@ impl TlsLayer {
             c.client = Some(d);
             c.info.sni = h.sni.clone();
             c.info.version = Some(h.version());
+            c.info.client_random = Some(h.random);
             if c.info.alpn.is_none() && !h.alpn.is_empty() {
                 c.info.alpn = Some(h.alpn.join(","));
             }
