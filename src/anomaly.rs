@@ -76,7 +76,7 @@ codes! {
     TlsGap => "tls.gap", "TLS records lost in a capture gap: their plaintext is a gap, and decryption goes on with the next record.";
     TlsNoKeys => "tls.no_keys", "A TLS connection with application data and no secrets for it: the MCP inside it is not seen.";
     TlsDecryptFailed => "tls.decrypt_failed", "A TLS connection whose records the secrets given do not decrypt: the MCP inside it is not seen.";
-    HttpNotHttp => "http.not_http", "A connection whose first bytes are no HTTP/1.x message and no event stream; it is not read.";
+    HttpNotHttp => "http.not_http", "A connection whose first bytes are no HTTP/1.x message, no HTTP/2 preface and no event stream; it is not read.";
     HttpResyncSkipped => "http.resync_skipped", "Bytes passed over to reach the next HTTP message: the capture began inside one, or framing was lost.";
     HttpBadHead => "http.bad_head", "A request or response head that does not parse; the parser resyncs at the next start line.";
     HttpTooManyHeaders => "http.too_many_headers", "A head with more header fields than the bound; the parser resyncs.";
@@ -88,7 +88,7 @@ codes! {
     HttpBadChunkSize => "http.bad_chunk_size", "A chunk-size line that is not hexadecimal; the parser resyncs.";
     HttpBadChunkEnd => "http.bad_chunk_end", "Chunk data not followed by CRLF.";
     HttpChunkResync => "http.chunk_resync", "Chunked framing found again after a gap, or a start line after the gap showed the body ended in it.";
-    HttpUpgrade => "http.upgrade", "A 101 Switching Protocols (or 2xx to CONNECT): HTTP/1.x parsing of the connection ends.";
+    HttpUpgrade => "http.upgrade", "A 101 Switching Protocols (or 2xx to CONNECT) to a protocol other than HTTP/2: HTTP parsing of the connection ends.";
     HttpResponsesLostInGap => "http.responses_lost_in_gap", "Responses lost in a capture gap: the next response is paired with the request sent just before it.";
     HttpHeadlessSse => "http.headless_sse", "The capture began inside an event stream: its events are read from the first one found, with no HTTP head.";
     HttpContentEncodingUnsupported => "http.content_encoding_unsupported", "A body with a content coding mcpcap does not decode; its messages are not read.";

@@ -418,7 +418,10 @@ mod tests {
         v.extend(frame(kind::PING, 0, 0, &[1; 8]));
         assert_eq!(
             read(&[&v], &[], 16),
-            vec![Ev::TooLong(kind::HEADERS), Ev::Frame(kind::PING, 0, vec![1; 8])]
+            vec![
+                Ev::TooLong(kind::HEADERS),
+                Ev::Frame(kind::PING, 0, vec![1; 8])
+            ]
         );
     }
 

@@ -214,7 +214,9 @@ impl H2Conn {
     pub(super) fn gap(&mut self, r: usize, len: u64, cx: &mut Ctx<'_>) {
         if r == CLIENT && self.preface_left > 0 {
             // (A gap in the preface: its bytes are taken as the preface's.)
-            let n = self.preface_left.min(usize::try_from(len).unwrap_or(usize::MAX));
+            let n = self
+                .preface_left
+                .min(usize::try_from(len).unwrap_or(usize::MAX));
             self.preface_left -= n;
             let len = len - n as u64;
             if len > 0 {
@@ -291,7 +293,10 @@ impl State {
                         ),
                     );
                 }
-                if matches!(h.kind, kind::HEADERS | kind::CONTINUATION | kind::PUSH_PROMISE) {
+                if matches!(
+                    h.kind,
+                    kind::HEADERS | kind::CONTINUATION | kind::PUSH_PROMISE
+                ) {
                     self.block_lost(r, h.stream, cx);
                 }
             }
@@ -350,7 +355,9 @@ impl State {
                 }
             },
             kind::RST_STREAM => {
-                let code = p.get(..4).map_or(0, |c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]));
+                let code = p
+                    .get(..4)
+                    .map_or(0, |c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]));
                 self.reset(r, h.stream, code, false, cx);
             }
             kind::GOAWAY => {
@@ -358,7 +365,9 @@ impl State {
                     .get(..4)
                     .map_or(u32::MAX, |c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
                     & 0x7fff_ffff;
-                let code = p.get(4..8).map_or(0, |c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]));
+                let code = p
+                    .get(4..8)
+                    .map_or(0, |c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]));
                 // The streams the receiver opened past `last` were not processed (§6.8).
                 let parity = if r == SERVER { 1 } else { 0 };
                 let past: Vec<u32> = self
@@ -453,7 +462,12 @@ impl State {
             return;
         };
         let head = if self.hpack_ok[r] {
-            match decode(&mut self.hpack[r], &b.bytes, r == CLIENT || b.promised.is_some(), &self.limits) {
+            match decode(
+                &mut self.hpack[r],
+                &b.bytes,
+                r == CLIENT || b.promised.is_some(),
+                &self.limits,
+            ) {
                 Ok(head) => Some(head),
                 Err(why) => {
                     self.hpack_ok[r] = false;
