@@ -401,7 +401,7 @@ fn a_tls_extract_carries_the_secrets_of_its_connections() {
         &[cap.clone(), "--tls-keylog".into(), keys.clone()],
         "findings",
     );
-    let after = ndjson_table(&[whole.clone()], "findings");
+    let after = ndjson_table(std::slice::from_ref(&whole), "findings");
     let session = before[0]["session_id"].as_str().unwrap();
     assert_eq!(judged(&after, session), judged(&before, session));
     assert!(!judged(&after, session).is_empty());

@@ -84,7 +84,11 @@ pub fn starts_like_server_preface(b: &[u8]) -> bool {
         return false;
     };
     let h = FrameHeader::parse(h);
-    h.kind == kind::SETTINGS && h.flags == 0 && h.stream == 0 && h.len % 6 == 0 && h.len <= 16384
+    h.kind == kind::SETTINGS
+        && h.flags == 0
+        && h.stream == 0
+        && h.len.is_multiple_of(6)
+        && h.len <= 16384
 }
 
 /// What a [`FrameReader`] reads.
@@ -309,6 +313,15 @@ impl FrameReader {
                 out(FrameEvent::Lost(len));
             }
         }
+    }
+
+    /// Read nothing more of the direction (the bytes it may hold at once were refused): what
+    /// it holds goes, later bytes are counted in `skipped`.
+    pub fn abandon(&mut self) {
+        self.lost = true;
+        self.cur = None;
+        self.head_len = 0;
+        self.held = Vec::new();
     }
 
     /// Whether a frame is in progress (a header or payload begun and not finished).

@@ -52,6 +52,9 @@ pub(super) struct H2Conn {
     /// Bytes of the client's connection preface still to come before its frames (after an
     /// upgrade to h2c the client sends it in its direction's new protocol, RFC 9113 §3.4).
     preface_left: usize,
+    /// What the frame readers and header blocks hold, drawn on the stage's held-bytes budget
+    /// ([`super::HttpOptions::held`]).
+    charge: crate::budget::Charge,
 }
 
 /// The client's connection preface (RFC 9113 §3.4).
@@ -144,6 +147,7 @@ impl H2Conn {
             },
             last: (0, 0),
             preface_left: 0,
+            charge: crate::budget::Charge::default(),
         })
     }
 
@@ -191,6 +195,45 @@ impl H2Conn {
             let rest = &mut self.rest;
             self.readers[r].push(b, &mut |ev| rest.on_frame(r, ev, cx));
         }
+        self.charge_held(r, cx);
+    }
+
+    /// What the connection holds at once, charged to the stage's budget: refused, the
+    /// direction `r` that pushed is not read further (`http.memory_budget`), and its open
+    /// streams are cut there.
+    fn charge_held(&mut self, r: usize, cx: &mut Ctx<'_>) {
+        self.charge.draw_on(&cx.opts.held);
+        let blocks: usize = self
+            .rest
+            .block
+            .iter()
+            .flatten()
+            .map(|b| b.bytes.len())
+            .sum();
+        let held = self.readers[0].held() + self.readers[1].held() + blocks;
+        if self.charge.hold(held) {
+            return;
+        }
+        cx.anomaly(
+            Code::HttpMemoryBudget,
+            format!(
+                "{held} bytes of HTTP/2 frames and header blocks not kept: the bytes held at once for the connections of one thread reached their bound; the {} direction is not read further",
+                if r == CLIENT { "client's" } else { "server's" }
+            ),
+        );
+        self.readers[r].abandon();
+        self.rest.lost_said[r] = true;
+        self.rest.lost(r, 0, cx);
+        let blocks: usize = self
+            .rest
+            .block
+            .iter()
+            .flatten()
+            .map(|b| b.bytes.len())
+            .sum();
+        let _ = self
+            .charge
+            .hold(self.readers[0].held() + self.readers[1].held() + blocks);
     }
 
     /// The client's bytes `b` where its preface is awaited: what follows the preface in them.
@@ -253,7 +296,7 @@ impl H2Conn {
                 cx.anomaly(
                     Code::H2FramingLost,
                     format!(
-                        "{} bytes of the {} direction not read after its frame boundaries were lost",
+                        "{} bytes of the {} direction not read after its reading stopped (frame boundaries lost, or the held-bytes bound)",
                         self.readers[r].skipped,
                         if r == CLIENT { "client's" } else { "server's" }
                     ),
@@ -297,6 +340,15 @@ impl State {
                     h.kind,
                     kind::HEADERS | kind::CONTINUATION | kind::PUSH_PROMISE
                 ) {
+                    if cut {
+                        cx.anomaly(
+                            Code::H2HeadersUndecodable,
+                            format!(
+                                "header block of stream {}: bytes of it lost to a capture gap",
+                                h.stream
+                            ),
+                        );
+                    }
                     self.block_lost(r, h.stream, cx);
                 }
             }
@@ -831,5 +883,249 @@ fn kind_name(k: u8) -> &'static str {
         kind::WINDOW_UPDATE => "WINDOW_UPDATE",
         kind::CONTINUATION => "CONTINUATION",
         _ => "unknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::frame::{flag, kind};
+    use crate::anomaly::Code;
+    use crate::http::{HttpLayer, HttpOptions, ReadEnd};
+    use crate::tcp::{Chunk, FlowMeta, StreamEvent, StreamSink};
+    use std::net::{IpAddr, Ipv4Addr};
+
+    fn frame(k: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+        let mut v = (payload.len() as u32).to_be_bytes()[1..].to_vec();
+        v.extend([k, flags]);
+        v.extend(stream.to_be_bytes());
+        v.extend(payload);
+        v
+    }
+
+    /// A header block of literal fields without indexing (RFC 7541 §6.2.2), no Huffman.
+    fn block(fields: &[(&str, &str)]) -> Vec<u8> {
+        let mut v = Vec::new();
+        for (n, val) in fields {
+            v.push(0);
+            v.push(n.len() as u8);
+            v.extend(n.as_bytes());
+            v.push(val.len() as u8);
+            v.extend(val.as_bytes());
+        }
+        v
+    }
+
+    const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+    /// One connection with a SYN: the client's bytes and the server's, pushed turn by turn,
+    /// then the given ends.
+    fn run(turns: &[(usize, Vec<u8>)], options: HttpOptions) -> HttpLayer {
+        let a = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let flow = FlowMeta {
+            index: 0,
+            ends: [(a, 40000), (a, 80)],
+            client_by_syn: true,
+        };
+        let mut http = HttpLayer::new(options);
+        http.event(flow, StreamEvent::Open, 0, 0);
+        let mut off = [0u64; 2];
+        for (i, (d, bytes)) in turns.iter().enumerate() {
+            let ev = StreamEvent::Chunk(
+                *d,
+                Chunk::Data {
+                    offset: off[*d],
+                    bytes,
+                },
+            );
+            off[*d] += bytes.len() as u64;
+            http.event(flow, ev, 1000 + i as i64, 1 + i as u64);
+        }
+        let n = turns.len() as u64 + 1;
+        for dir in [0, 1] {
+            let end = StreamEvent::End {
+                dir,
+                fin: true,
+                reset: false,
+                peer_acked: true,
+                acked_by_peer: true,
+            };
+            http.event(flow, end, 5000, n + dir as u64);
+        }
+        http.event(flow, StreamEvent::Close, 5000, n + 2);
+        http
+    }
+
+    fn request(stream: u32) -> Vec<u8> {
+        let mut v = frame(
+            kind::HEADERS,
+            flag::END_HEADERS,
+            stream,
+            &block(&[
+                (":method", "POST"),
+                (":path", "/mcp"),
+                (":authority", "mcp.example"),
+                ("content-type", "application/json"),
+                ("mcp-session-id", "s1"),
+            ]),
+        );
+        v.extend(frame(
+            kind::DATA,
+            flag::END_STREAM,
+            stream,
+            br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"count"}}"#,
+        ));
+        v
+    }
+
+    fn sse_head(stream: u32) -> Vec<u8> {
+        frame(
+            kind::HEADERS,
+            flag::END_HEADERS,
+            stream,
+            &block(&[(":status", "200"), ("content-type", "text/event-stream")]),
+        )
+    }
+
+    const EVENT: &[u8] =
+        b"id: 7\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n\n";
+
+    #[test]
+    fn a_stream_is_an_exchange_with_its_event_stream() {
+        let settings = frame(kind::SETTINGS, 0, 0, &[]);
+        let mut client = PREFACE.to_vec();
+        client.extend(&settings);
+        client.extend(request(1));
+        let mut server = settings.clone();
+        server.extend(sse_head(1));
+        server.extend(frame(kind::DATA, 0, 1, EVENT));
+        server.extend(frame(kind::DATA, flag::END_STREAM, 1, b""));
+        let http = run(&[(0, client), (1, server)], HttpOptions::default());
+        let ex: Vec<_> = http.exchanges.iter().collect();
+        assert_eq!(ex.len(), 1);
+        let e = ex[0];
+        assert_eq!(
+            (e.h2_stream, e.trans_depth, e.method()),
+            (Some(1), 1, "POST")
+        );
+        assert_eq!(e.http_version(), Some("2"));
+        assert_eq!(e.req_header("host"), Some("mcp.example"));
+        assert_eq!(e.req_header("mcp-session-id"), Some("s1"));
+        assert_eq!((e.status(), e.is_sse, e.resp_complete), (200, true, true));
+        assert_eq!(e.sse.events.len(), 1);
+        assert_eq!(e.rpc.request[0].method.as_deref(), Some("tools/call"));
+        assert!(
+            http.anomalies.counts.is_empty(),
+            "{:?}",
+            http.anomalies.counts
+        );
+    }
+
+    #[test]
+    fn a_server_reset_cuts_the_stream_and_the_connection_goes_on() {
+        let mut client = PREFACE.to_vec();
+        client.extend(request(1));
+        let mut server = sse_head(1);
+        server.extend(frame(kind::DATA, 0, 1, EVENT));
+        // RST_STREAM INTERNAL_ERROR (0x2) on stream 1; stream 3 goes on whole.
+        server.extend(frame(kind::RST_STREAM, 0, 1, &2u32.to_be_bytes()));
+        let mut later = request(3);
+        later.extend(frame(kind::RST_STREAM, 0, 5, &8u32.to_be_bytes()));
+        let mut answer = sse_head(3);
+        answer.extend(frame(kind::DATA, flag::END_STREAM, 3, EVENT));
+        let turns = [(0, client), (1, server), (0, later), (1, answer)];
+        let http = run(&turns, HttpOptions::default());
+        let mut ex: Vec<_> = http.exchanges.iter().collect();
+        ex.sort_by_key(|e| e.h2_stream);
+        assert_eq!(ex.len(), 2);
+        let cut = ex[0];
+        assert!(!cut.resp_complete && !cut.open_at_capture_end);
+        assert_eq!(cut.resp_read, Some(ReadEnd::Reset));
+        let end = cut.h2_end.unwrap();
+        assert_eq!(end.describe(), "RST_STREAM INTERNAL_ERROR from server");
+        assert_eq!(end.frame, 2);
+        assert_eq!(cut.sse.events.len(), 1);
+        assert!(ex[1].resp_complete && ex[1].h2_end.is_none());
+        assert_eq!(ex[1].trans_depth, 2);
+    }
+
+    #[test]
+    fn a_goaway_ends_the_streams_past_its_last_id_unanswered() {
+        let mut client = PREFACE.to_vec();
+        client.extend(request(1));
+        client.extend(request(3));
+        let mut server = sse_head(1);
+        // GOAWAY: last stream 1, NO_ERROR.
+        let mut goaway = 1u32.to_be_bytes().to_vec();
+        goaway.extend(0u32.to_be_bytes());
+        server.extend(frame(kind::GOAWAY, 0, 0, &goaway));
+        server.extend(frame(kind::DATA, flag::END_STREAM, 1, EVENT));
+        let http = run(&[(0, client), (1, server)], HttpOptions::default());
+        let mut ex: Vec<_> = http.exchanges.iter().collect();
+        ex.sort_by_key(|e| e.h2_stream);
+        assert_eq!(ex.len(), 2);
+        assert!(ex[0].resp_complete);
+        assert!(ex[1].response.is_none());
+        assert_eq!(
+            ex[1].h2_end.unwrap().describe(),
+            "GOAWAY NO_ERROR from server"
+        );
+    }
+
+    #[test]
+    fn a_header_block_cut_by_a_gap_leaves_later_blocks_undecodable() {
+        let mut client = PREFACE.to_vec();
+        let first = request(1);
+        // The HEADERS frame's payload loses 4 bytes to a gap (the framing is kept).
+        client.extend(&first[..12]);
+        let a = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let flow = FlowMeta {
+            index: 0,
+            ends: [(a, 40000), (a, 80)],
+            client_by_syn: true,
+        };
+        let mut http = HttpLayer::new(HttpOptions::default());
+        http.event(flow, StreamEvent::Open, 0, 0);
+        let n = client.len() as u64;
+        let data = StreamEvent::Chunk(
+            0,
+            Chunk::Data {
+                offset: 0,
+                bytes: &client,
+            },
+        );
+        http.event(flow, data, 1, 1);
+        let gap = StreamEvent::Chunk(0, Chunk::Gap { offset: n, len: 4 });
+        http.event(flow, gap, 2, 2);
+        let mut rest = first[16..].to_vec();
+        rest.extend(request(3));
+        let data = StreamEvent::Chunk(
+            0,
+            Chunk::Data {
+                offset: n + 4,
+                bytes: &rest,
+            },
+        );
+        http.event(flow, data, 3, 3);
+        http.event(flow, StreamEvent::Close, 4, 4);
+        // Stream 3's block is literal, but after a lost block the table is unknown: it is
+        // not decoded (it could index entries the lost block added).
+        assert_eq!(http.anomalies.count(Code::H2HeadersUndecodable), 2);
+        assert_eq!(http.exchanges.iter().count(), 0);
+    }
+
+    #[test]
+    fn frames_over_the_held_bytes_budget_stop_the_direction() {
+        let options = HttpOptions {
+            held: crate::budget::Budget::new(2048),
+            ..HttpOptions::default()
+        };
+        // A header block of 6 KiB in CONTINUATION frames, never ended.
+        let mut client = PREFACE.to_vec();
+        client.extend(frame(kind::HEADERS, 0, 1, &[0x82; 2000]));
+        for _ in 0..2 {
+            client.extend(frame(kind::CONTINUATION, 0, 1, &[0x82; 2000]));
+        }
+        let http = run(&[(0, client)], options);
+        assert_eq!(http.anomalies.count(Code::HttpMemoryBudget), 1);
     }
 }
