@@ -649,12 +649,12 @@ impl HttpLayer {
     /// stream the capture began inside.
     fn on_data(&mut self, flow: &FlowMeta, d: Dir, bytes: &[u8], ts: i64, frame: u64) {
         let fi = flow.index;
-        if let Some(r) = self.h2_role(fi, d) {
-            return self.with_h2(fi, ts, frame, |h2, cx| h2.push(r, bytes, cx));
-        }
         let Some(conn) = self.conns.get_mut(&fi) else {
             return;
         };
+        if let Some(r) = conn.h2_role(d) {
+            return self.with_h2(fi, ts, frame, |h2, cx| h2.push(r, bytes, cx));
+        }
         if conn.h2.is_none()
             && conn.client_dir == Some(1 - d)
             && conn.depth == 0
@@ -968,9 +968,10 @@ impl HttpLayer {
             }
         }
         conn.parsers[d] = Some(parser);
+        let h2 = conn.h2.is_some();
         self.exchanges.extend(done);
         // Bytes after the switch to HTTP/2 in the same segment, read now.
-        if self.conns.get(&fi).is_some_and(|c| c.h2.is_some()) {
+        if h2 {
             for r in [h2::CLIENT, h2::SERVER] {
                 self.with_h2(fi, ts, frame, |h2, cx| h2.push(r, &[], cx));
             }
@@ -1012,7 +1013,14 @@ impl HttpLayer {
 
     /// Whether direction `d` of connection `fi` is read as HTTP/2, and its role there.
     fn h2_role(&self, fi: usize, d: Dir) -> Option<usize> {
-        let conn = self.conns.get(&fi)?;
+        self.conns.get(&fi)?.h2_role(d)
+    }
+}
+
+impl Conn {
+    /// Whether direction `d` is read as HTTP/2, and its role there.
+    fn h2_role(&self, d: Dir) -> Option<usize> {
+        let conn = self;
         conn.h2.as_ref()?;
         if !conn.parsers[d].as_ref().is_none_or(|p| p.left_http()) {
             return None;
