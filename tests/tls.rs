@@ -589,15 +589,15 @@ fn decrypted_bytes_match_tshark_with_the_same_keys() {
     if !common::have_all(&["tshark"]) {
         return;
     }
-    for name in ["tls13", "tls12"] {
+    for (name, conns) in [("tls13", 7), ("tls12", 7), ("tls_edges", 4)] {
         let cap = fixture(&format!("{name}.pcap"));
         let keys = fixture(&format!("{name}.keys"));
         let events = tcp_events(&format!("{name}.pcap"));
         let (plain, tls) = through_tls(&events, &secrets(&format!("{name}.keys")));
         // Flows are numbered, as tshark numbers TCP streams, in order of their first segment.
         let metas: BTreeMap<usize, FlowMeta> = events.iter().map(|e| (e.0.index, e.0)).collect();
-        assert_eq!(metas.len(), 7, "{name}");
-        assert_eq!(tls.flows.len(), 7, "{name}");
+        assert_eq!(metas.len(), conns, "{name}");
+        assert_eq!(tls.flows.len(), conns, "{name}");
         for (&fi, meta) in &metas {
             let (first, other, node0) = tshark_follow_tls(&cap, &keys, fi);
             let end = |d: usize| format!("{}:{}", meta.ends[d].0, meta.ends[d].1);
@@ -616,4 +616,55 @@ fn decrypted_bytes_match_tshark_with_the_same_keys() {
             );
         }
     }
+}
+
+/// OpenSSL's corner cases (`tls_edges.pcap`): a HelloRetryRequest, a PSK resumption, a
+/// KeyUpdate of both directions and TLS 1.2 ChaCha20-Poly1305 all decrypt, each connection
+/// carrying its one request and response whole.
+#[test]
+fn retry_resumption_key_update_and_chacha_decrypt() {
+    let (t, stderr) = tables(
+        "edges",
+        &[
+            "--tls-keylog".as_ref(),
+            fixture("tls_edges.keys").as_os_str(),
+            fixture("tls_edges.pcap").as_os_str(),
+        ],
+    );
+    assert!(stderr.is_empty(), "{stderr}");
+    let flows: Vec<(String, String, String)> = t["flows"]
+        .iter()
+        .map(|r| {
+            (
+                r["tls_version"].clone(),
+                r["tls_cipher"].clone(),
+                r["decrypted"].clone(),
+            )
+        })
+        .collect();
+    let c13 = "TLS_CHACHA20_POLY1305_SHA256";
+    let c12 = "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256";
+    let want = |v: &str, c: &str| (v.to_string(), c.to_string(), "yes".to_string());
+    assert_eq!(
+        flows,
+        [
+            want("TLSv1.3", c13),
+            want("TLSv1.3", c13),
+            want("TLSv1.3", c13),
+            want("TLSv1.2", c12)
+        ]
+    );
+    let ex: Vec<(String, String, String)> = t["exchanges"]
+        .iter()
+        .map(|r| {
+            (
+                r["target"].clone(),
+                r["status"].clone(),
+                r["response_complete"].clone(),
+            )
+        })
+        .collect();
+    let w = |p: &str| (p.to_string(), "200".to_string(), "true".to_string());
+    assert_eq!(ex, [w("/hrr"), w("/psk"), w("/keyupdate"), w("/tls12")]);
+    assert!(t["anomalies"].is_empty(), "{:?}", t["anomalies"]);
 }
