@@ -1,0 +1,408 @@
+//! HTTP/2 (RFC 9113) on the real captures of `fixtures/mcp-h2/` (nginx terminating TLS 1.3 and
+//! speaking h2 to the TypeScript SDK over undici) and `fixtures/mcp-h2py/` (hypercorn and the
+//! Python SDK: prior knowledge, h2 over TLS, curl's `Upgrade: h2c`): against tshark, against the
+//! HTTP/1.1 twins of the same scenarios, split at every byte through the library, and hostile
+//! frames after a real preface.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// A table as rows of (column → value).
+type Rows = Vec<BTreeMap<String, String>>;
+
+/// Every table of `analyze --format csv --out` on `pcap` with `extra` arguments, by name.
+fn tables(pcap: &Path, extra: &[&std::ffi::OsStr]) -> BTreeMap<String, Rows> {
+    let out = common::temp_path("h2-tables", "d");
+    common::write_csv_tables_with(pcap, &out, extra);
+    let all = mcpcap::report::TABLE_NAMES
+        .iter()
+        .map(|t| {
+            let text = std::fs::read_to_string(out.join(format!("{t}.csv"))).unwrap();
+            (t.to_string(), common::csv_rows(&text))
+        })
+        .collect();
+    let _ = std::fs::remove_dir_all(&out);
+    all
+}
+
+/// The tables of the fixture `rel`, decrypted with the key log `keys` when given.
+fn fixture_tables(rel: &str, keys: Option<&str>) -> BTreeMap<String, Rows> {
+    let keys = keys.map(common::fixture_path);
+    let mut extra: Vec<&std::ffi::OsStr> = Vec::new();
+    if let Some(k) = &keys {
+        extra.extend(["--tls-keylog".as_ref(), k.as_os_str()]);
+    }
+    tables(&common::fixture_path(rel), &extra)
+}
+
+// ---------------------------------------------------------------------------
+// 1. Peer check against tshark
+
+/// One fixture of the peer check: its path under `fixtures/`, its key log, the decode-as
+/// tshark needs for its cleartext port (prior knowledge is `http2`; an `Upgrade: h2c` begins as
+/// `http`), and the HTTP/2 streams it carries (with a request or a response head).
+struct Peer {
+    file: &'static str,
+    keys: Option<&'static str>,
+    decode_as: Option<&'static str>,
+    streams: usize,
+}
+
+const PEERS: &[Peer] = &[
+    Peer {
+        file: "mcp-h2/h2_fork.pcap",
+        keys: Some("mcp-h2/h2_fork.keys"),
+        decode_as: None,
+        streams: 7,
+    },
+    Peer {
+        file: "mcp-h2/h2_fork_dsb.pcapng",
+        keys: None,
+        decode_as: None,
+        streams: 7,
+    },
+    Peer {
+        file: "mcp-h2/h2_fork_client.pcap",
+        keys: Some("mcp-h2/h2_fork_client.keys"),
+        decode_as: None,
+        streams: 7,
+    },
+    Peer {
+        file: "mcp-h2/h2_fork_client_dsb.pcapng",
+        keys: None,
+        decode_as: None,
+        streams: 7,
+    },
+    Peer {
+        file: "mcp-h2/h2_healthy.pcap",
+        keys: Some("mcp-h2/h2_healthy.keys"),
+        decode_as: None,
+        streams: 7,
+    },
+    Peer {
+        file: "mcp-h2/h2_healthy_dsb.pcapng",
+        keys: None,
+        decode_as: None,
+        streams: 7,
+    },
+    Peer {
+        file: "mcp-h2py/h2c_healthy.pcap",
+        keys: None,
+        decode_as: Some("tcp.port==3600,http2"),
+        streams: 7,
+    },
+    Peer {
+        file: "mcp-h2py/h2_tls_healthy.pcap",
+        keys: Some("mcp-h2py/h2_tls_healthy.keys"),
+        decode_as: None,
+        streams: 7,
+    },
+    Peer {
+        file: "mcp-h2py/h2_tls_healthy_dsb.pcapng",
+        keys: None,
+        decode_as: None,
+        streams: 7,
+    },
+    Peer {
+        file: "mcp-h2py/h1_healthy_clear.pcap",
+        keys: None,
+        decode_as: Some("tcp.port==3602,http"),
+        streams: 0,
+    },
+    Peer {
+        file: "mcp-h2py/h2_resume_same_conn.pcap",
+        keys: None,
+        decode_as: Some("tcp.port==3603,http2"),
+        streams: 7,
+    },
+    Peer {
+        file: "mcp-h2py/h2_planned_poll.pcap",
+        keys: None,
+        decode_as: Some("tcp.port==3604,http2"),
+        streams: 7,
+    },
+    Peer {
+        file: "mcp-h2py/h2_lost_response.pcap",
+        keys: None,
+        decode_as: Some("tcp.port==3605,http2"),
+        streams: 8,
+    },
+    Peer {
+        file: "mcp-h2py/h2c_upgrade_curl.pcap",
+        keys: None,
+        decode_as: Some("tcp.port==3606,http"),
+        streams: 7,
+    },
+    Peer {
+        file: "mcp-h2py/h2c_upgrade_ignored_curl.pcap",
+        keys: None,
+        decode_as: Some("tcp.port==3607,http"),
+        streams: 3,
+    },
+];
+
+/// What is compared of one HTTP/2 stream: the request's `:method` and `:path`, the final
+/// response's `:status`, the session id (the request's `mcp-session-id`, else the response's:
+/// the `mcp_session_id` column of docs/tables.md, which for `initialize` is the id the server
+/// assigned) and the request's `last-event-id`; empty when absent.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct StreamFacts {
+    method: String,
+    target: String,
+    status: String,
+    mcp_session_id: String,
+    last_event_id: String,
+}
+
+/// A stream as tshark dissects it: its request and final response head fields (names in lower
+/// case), and the frame of the request's head.
+#[derive(Debug, Default)]
+struct TsharkStream {
+    request: Option<(String, String, Vec<(String, String)>)>,
+    response: Option<(String, Vec<(String, String)>)>,
+    frame: u64,
+}
+
+impl TsharkStream {
+    fn facts(&self) -> StreamFacts {
+        let find = |fields: Option<&Vec<(String, String)>>, name: &str| {
+            fields
+                .and_then(|f| f.iter().find(|(n, _)| n == name))
+                .map(|(_, v)| v.clone())
+                .filter(|v| !v.is_empty())
+        };
+        let req = self.request.as_ref().map(|r| &r.2);
+        let resp = self.response.as_ref().map(|r| &r.1);
+        StreamFacts {
+            method: self.request.as_ref().map_or("", |r| &r.0).to_string(),
+            target: self.request.as_ref().map_or("", |r| &r.1).to_string(),
+            status: self.response.as_ref().map_or("", |r| &r.0).to_string(),
+            mcp_session_id: find(req, "mcp-session-id")
+                .or_else(|| find(resp, "mcp-session-id"))
+                .unwrap_or_default(),
+            last_event_id: find(req, "last-event-id").unwrap_or_default(),
+        }
+    }
+}
+
+/// `v` as a list: an array's elements, or `v` itself (tshark's JSON with
+/// `--no-duplicate-keys` gives one object or an array of them).
+fn as_list(v: Option<&Value>) -> Vec<&Value> {
+    match v {
+        Some(Value::Array(a)) => a.iter().collect(),
+        Some(v) => vec![v],
+        None => vec![],
+    }
+}
+
+/// Every value of key `key` in `v`, depth first, in document order.
+fn find_all<'a>(v: &'a Value, key: &str, out: &mut Vec<&'a Value>) {
+    match v {
+        Value::Array(a) => a.iter().for_each(|x| find_all(x, key, out)),
+        Value::Object(o) => {
+            for (k, x) in o {
+                if k == key {
+                    out.push(x);
+                } else {
+                    find_all(x, key, out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Every HTTP/2 frame of a packet's `http2` layers: the objects with `http2.streamid` and
+/// `http2.type` (one TCP segment may carry several frames of several streams).
+fn h2_frames<'a>(v: &'a Value, out: &mut Vec<&'a serde_json::Map<String, Value>>) {
+    match v {
+        Value::Array(a) => a.iter().for_each(|x| h2_frames(x, out)),
+        Value::Object(o) if o.contains_key("http2.streamid") && o.contains_key("http2.type") => {
+            out.push(o)
+        }
+        Value::Object(o) => o.values().for_each(|x| h2_frames(x, out)),
+        _ => {}
+    }
+}
+
+fn text(v: Option<&Value>) -> String {
+    v.and_then(Value::as_str).unwrap_or_default().to_string()
+}
+
+/// The HTTP/2 streams tshark dissects in `cap`, by (client port, stream id): heads from the
+/// HEADERS frames (`:method` and `:path` from the client's, the first non-1xx `:status` from
+/// the server's), and for a connection upgraded to h2c (a `101` to an HTTP/1.1 request), that
+/// request as stream 1's (RFC 7540 §3.2).
+fn tshark_streams(cap: &Path, peer: &Peer) -> BTreeMap<(u16, u32), TsharkStream> {
+    let mut cmd = Command::new("tshark");
+    cmd.arg("-r").arg(cap);
+    if let Some(k) = peer.keys {
+        let k = common::fixture_path(k);
+        cmd.arg("-o")
+            .arg(format!("tls.keylog_file:{}", k.display()));
+    }
+    if let Some(d) = peer.decode_as {
+        cmd.args(["-d", d]);
+    }
+    let o = cmd
+        .args(["-Y", "http2 || http", "-T", "json", "--no-duplicate-keys"])
+        .args(["-J", "frame tcp http http2"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let packets: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
+    let mut streams: BTreeMap<(u16, u32), TsharkStream> = BTreeMap::new();
+    // The last HTTP/1.1 request per client port (an upgrade's, when a 101 answers it).
+    let mut h1: BTreeMap<u16, (String, String, Vec<(String, String)>, u64)> = BTreeMap::new();
+    for p in &packets {
+        let l = &p["_source"]["layers"];
+        let port = |k: &str| text(l["tcp"].get(k)).parse::<u16>().unwrap();
+        let (src, dst) = (port("tcp.srcport"), port("tcp.dstport"));
+        let frame: u64 = text(l["frame"].get("frame.number")).parse().unwrap();
+        for h in as_list(l.get("http")) {
+            let (mut method, mut code) = (Vec::new(), Vec::new());
+            find_all(h, "http.request.method", &mut method);
+            find_all(h, "http.response.code", &mut code);
+            if let Some(m) = method.first() {
+                let mut uri = Vec::new();
+                find_all(h, "http.request.uri", &mut uri);
+                let fields = as_list(h.get("http.request.line"))
+                    .into_iter()
+                    .filter_map(|line| {
+                        let (n, v) = line.as_str()?.split_once(':')?;
+                        Some((n.trim().to_ascii_lowercase(), v.trim().to_string()))
+                    })
+                    .collect();
+                let uri = uri.first().and_then(|u| u.as_str()).unwrap_or_default();
+                h1.insert(src, (text(Some(m)), uri.to_string(), fields, frame));
+            } else if code.first().and_then(|c| c.as_str()) == Some("101") {
+                let (m, uri, fields, at) = h1.get(&dst).cloned().unwrap();
+                let s = streams.entry((dst, 1)).or_default();
+                s.request = Some((m, uri, fields));
+                s.frame = at;
+            }
+        }
+        let mut frames = Vec::new();
+        if let Some(h2) = l.get("http2") {
+            h2_frames(h2, &mut frames);
+        }
+        for f in frames {
+            if text(f.get("http2.type")) != "1" {
+                continue;
+            }
+            let id: u32 = text(f.get("http2.streamid")).parse().unwrap();
+            let fields: Vec<(String, String)> = as_list(f.get("http2.header"))
+                .into_iter()
+                .map(|x| {
+                    (
+                        text(x.get("http2.header.name")),
+                        text(x.get("http2.header.value")),
+                    )
+                })
+                .collect();
+            let get = |n: &str| fields.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
+            if let Some(m) = get(":method") {
+                let s = streams.entry((src, id)).or_default();
+                if s.request.is_none() {
+                    s.request = Some((m, get(":path").unwrap_or_default(), fields.clone()));
+                    s.frame = frame;
+                }
+            } else if let Some(st) = get(":status").filter(|s| !s.starts_with('1')) {
+                let s = streams.entry((dst, id)).or_default();
+                if s.response.is_none() {
+                    s.response = Some((st, fields.clone()));
+                }
+            }
+        }
+    }
+    streams
+}
+
+/// The HTTP/2 exchanges of mcpcap's `exchanges` table, by (client port, stream id), with the
+/// client port from the `flows` table (`orig_p`).
+fn mcpcap_streams(t: &BTreeMap<String, Rows>) -> BTreeMap<(u16, u32), StreamFacts> {
+    let ports: BTreeMap<&str, u16> = t["flows"]
+        .iter()
+        .map(|f| (f["flow_id"].as_str(), f["orig_p"].parse().unwrap()))
+        .collect();
+    let mut out = BTreeMap::new();
+    for e in t["exchanges"]
+        .iter()
+        .filter(|e| !e["h2_stream_id"].is_empty())
+    {
+        assert_eq!(e["http_version"], "2", "{e:?}");
+        let key = (
+            ports[e["flow_id"].as_str()],
+            e["h2_stream_id"].parse().unwrap(),
+        );
+        let facts = StreamFacts {
+            method: e["method"].clone(),
+            target: e["target"].clone(),
+            status: e["status"].clone(),
+            mcp_session_id: e["mcp_session_id"].clone(),
+            last_event_id: e["last_event_id"].clone(),
+        };
+        assert!(
+            out.insert(key, facts).is_none(),
+            "two exchanges for {key:?}"
+        );
+    }
+    out
+}
+
+/// Peer check: per HTTP/2 stream of every capture of `fixtures/mcp-h2/` and
+/// `fixtures/mcp-h2py/` (keyed by the connection's client port and the stream id), the
+/// request's `:method` and `:path`, the response's `:status`, the session id and the
+/// `last-event-id` in mcpcap's `exchanges` table are those tshark dissects, with the same key
+/// logs (TLS) and decode-as (cleartext ports), and both see the same streams. The HTTP/1.1
+/// exchanges (the backend legs of h2_fork.pcap, the POSTs whose `Upgrade: h2c` hypercorn
+/// ignores, all of h1_healthy_clear.pcap) are no HTTP/2 stream to either. No difference is
+/// accepted. Skipped without tshark, saying so, unless `MCPCAP_REQUIRE_READERS` is set.
+#[test]
+fn h2_streams_match_tshark() {
+    let mut listed: Vec<&str> = PEERS.iter().map(|p| p.file).collect();
+    listed.sort();
+    let mut files: Vec<String> = ["mcp-h2", "mcp-h2py"]
+        .iter()
+        .flat_map(|d| {
+            std::fs::read_dir(common::fixture_path(d))
+                .unwrap()
+                .map(move |e| format!("{d}/{}", e.unwrap().file_name().to_string_lossy()))
+        })
+        .filter(|f| f.ends_with(".pcap") || f.ends_with(".pcapng"))
+        .collect();
+    files.sort();
+    assert_eq!(listed, files, "every capture is checked");
+    if !common::have_all(&["tshark"]) {
+        return;
+    }
+    for peer in PEERS {
+        let cap = common::fixture_path(peer.file);
+        let theirs = tshark_streams(&cap, peer);
+        let ours = mcpcap_streams(&fixture_tables(peer.file, peer.keys));
+        let name = peer.file;
+        assert_eq!(theirs.len(), peer.streams, "{name}: tshark's streams");
+        assert_eq!(
+            ours.keys().collect::<Vec<_>>(),
+            theirs.keys().collect::<Vec<_>>(),
+            "{name}: the streams (client port, stream id)"
+        );
+        for (key, s) in &theirs {
+            let want = s.facts();
+            assert!(
+                !want.method.is_empty() && !want.status.is_empty(),
+                "{name} {key:?}"
+            );
+            assert_eq!(
+                ours[key], want,
+                "{name}: stream {key:?} (request head in frame {})",
+                s.frame
+            );
+        }
+    }
+}
