@@ -406,3 +406,175 @@ fn h2_streams_match_tshark() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// 2. HTTP/2 captures and their HTTP/1.1 twins
+
+/// Per session (in order of their verdicts and findings, as session ids differ between
+/// twins): the session's verdict and the (kind, severity) pairs of its findings, sorted;
+/// findings of no session under an empty verdict.
+fn findings_by_session(t: &BTreeMap<String, Rows>) -> Vec<(String, Vec<(String, String)>)> {
+    let mut by: BTreeMap<&str, (String, Vec<(String, String)>)> = t["sessions"]
+        .iter()
+        .map(|s| (s["session_id"].as_str(), (s["verdict"].clone(), Vec::new())))
+        .collect();
+    for f in &t["findings"] {
+        by.entry(f["session_id"].as_str())
+            .or_default()
+            .1
+            .push((f["kind"].clone(), f["severity"].clone()));
+    }
+    let mut out: Vec<_> = by
+        .into_values()
+        .map(|(v, mut k)| {
+            k.sort();
+            (v, k)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Each HTTP/2 capture finds per session what its HTTP/1.1 twin (the same scenario, the same
+/// server and client, HTTP/1.1) finds: the same verdicts and the same (kind, severity) pairs.
+/// The first of each pair is read as HTTP/2 (at least its 7 client exchanges on HTTP/2
+/// streams), but ts_https_resume.pcap, the TLS twin of a cleartext capture (HTTP/1.1 over TLS).
+#[test]
+fn h2_captures_find_what_their_http1_twins_find() {
+    let fork = [
+        ("backend_switch", "error"),
+        ("duplicate_delivery", "error"),
+        ("id_regression", "error"),
+        ("id_restart", "error"),
+    ];
+    let lost = [("lost_response", "error"), ("resume_ok", "info")];
+    let twins: &[(&str, Option<&str>, &str, &str, &[(&str, &str)])] = &[
+        (
+            "mcp-h2/h2_fork_client.pcap",
+            Some("mcp-h2/h2_fork_client.keys"),
+            "mcp/fork_restart_client.pcap",
+            "broken",
+            &fork,
+        ),
+        (
+            "mcp-h2/h2_fork.pcap",
+            Some("mcp-h2/h2_fork.keys"),
+            "mcp/fork_restart.pcap",
+            "broken",
+            &fork,
+        ),
+        (
+            "mcp-h2py/h2_tls_healthy.pcap",
+            Some("mcp-h2py/h2_tls_healthy.keys"),
+            "mcp-h2py/h1_healthy_clear.pcap",
+            "intact",
+            &[],
+        ),
+        (
+            "mcp-h2py/h2c_healthy.pcap",
+            None,
+            "mcp-h2py/h1_healthy_clear.pcap",
+            "intact",
+            &[],
+        ),
+        (
+            "mcp-h2py/h2_lost_response.pcap",
+            None,
+            "mcp/lost_response.pcap",
+            "broken",
+            &lost,
+        ),
+        (
+            "mcp-tls/ts_https_resume.pcap",
+            Some("mcp-tls/ts_https_resume.keys"),
+            "mcp-tls/ts_https_resume_clear.pcap",
+            "intact",
+            &[("resume_ok", "info")],
+        ),
+    ];
+    for &(h2, keys, twin, verdict, kinds) in twins {
+        let t = fixture_tables(h2, keys);
+        let c = fixture_tables(twin, None);
+        let want: Vec<(String, String)> = kinds
+            .iter()
+            .map(|(k, s)| (k.to_string(), s.to_string()))
+            .collect();
+        assert_eq!(
+            findings_by_session(&t),
+            [(verdict.to_string(), want)],
+            "{h2}: {:#?}",
+            t["findings"]
+        );
+        assert_eq!(
+            findings_by_session(&t),
+            findings_by_session(&c),
+            "{h2} against {twin}"
+        );
+        let h2_rows = t["exchanges"]
+            .iter()
+            .filter(|e| e["http_version"] == "2")
+            .count();
+        if h2.starts_with("mcp-tls/") {
+            assert_eq!(h2_rows, 0, "{h2}");
+        } else {
+            assert!(h2_rows >= 7, "{h2}: {h2_rows} HTTP/2 exchanges");
+        }
+        assert!(
+            c["exchanges"].iter().all(|e| e["http_version"] == "1.1"),
+            "{twin}"
+        );
+    }
+}
+
+/// A capture with its key log in a pcapng Decryption Secrets Block reads, without
+/// `--tls-keylog`, as the capture with its key log: every table alike but for the file's name
+/// (`files`, `vantages`, the `file` column of `findings`).
+#[test]
+fn h2_dsb_captures_read_as_their_key_log_runs() {
+    for name in [
+        "mcp-h2/h2_fork",
+        "mcp-h2/h2_fork_client",
+        "mcp-h2/h2_healthy",
+        "mcp-h2py/h2_tls_healthy",
+        "mcp-tls/ts_https_resume",
+    ] {
+        let d = fixture_tables(&format!("{name}_dsb.pcapng"), None);
+        let k = fixture_tables(&format!("{name}.pcap"), Some(&format!("{name}.keys")));
+        assert!(
+            d["flows"]
+                .iter()
+                .filter(|f| !f["tls_version"].is_empty())
+                .all(|f| f["decrypted"] == "yes"),
+            "{name}"
+        );
+        assert_eq!(d["sessions"].len(), 1, "{name}");
+        assert!(!d["exchanges"].is_empty(), "{name}");
+        for (table, rows) in &d {
+            if table == "files" || table == "vantages" {
+                continue;
+            }
+            let drop_file = |rows: &Rows| -> Rows {
+                rows.iter()
+                    .map(|r| {
+                        let mut r = r.clone();
+                        r.remove("file");
+                        r
+                    })
+                    .collect()
+            };
+            assert_eq!(
+                drop_file(rows),
+                drop_file(&k[table]),
+                "{name}: table {table}"
+            );
+        }
+        let file = |t: &BTreeMap<String, Rows>| -> Vec<String> {
+            t["findings"].iter().map(|f| f["file"].clone()).collect()
+        };
+        let base = name.rsplit('/').next().unwrap();
+        assert!(
+            file(&d).iter().all(|f| *f == format!("{base}_dsb.pcapng")),
+            "{name}"
+        );
+    }
+}
