@@ -578,3 +578,404 @@ fn h2_dsb_captures_read_as_their_key_log_runs() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------
+// 3. The HTTP/2 stage split at every byte
+
+use mcpcap::http::{HttpLayer, HttpOptions};
+use mcpcap::tcp::{Chunk, FlowMeta, FlowTable, ReassemblyLimits, StreamEvent, StreamSink};
+
+/// A stream event kept with its bytes: what the flow table hands the HTTP stage.
+#[derive(Debug, Clone, PartialEq)]
+enum Ev {
+    Open,
+    Data(usize, Vec<u8>),
+    Gap(usize, u64),
+    End {
+        dir: usize,
+        fin: bool,
+        reset: bool,
+        peer_acked: bool,
+        acked_by_peer: bool,
+    },
+    CaptureEnd,
+    Close,
+}
+
+/// One event with its flow, time and frame.
+type Rec = (FlowMeta, Ev, i64, u64);
+
+/// Every stream event of the flow table, in order.
+#[derive(Default)]
+struct Recorded(Vec<Rec>);
+
+impl StreamSink for Recorded {
+    fn event(&mut self, flow: FlowMeta, ev: StreamEvent<'_>, ts: i64, frame: u64) {
+        let ev = match ev {
+            StreamEvent::Open => Ev::Open,
+            StreamEvent::Chunk(d, Chunk::Data { bytes, .. }) => Ev::Data(d, bytes.to_vec()),
+            StreamEvent::Chunk(d, Chunk::Gap { len, .. }) => Ev::Gap(d, len),
+            StreamEvent::End {
+                dir,
+                fin,
+                reset,
+                peer_acked,
+                acked_by_peer,
+            } => Ev::End {
+                dir,
+                fin,
+                reset,
+                peer_acked,
+                acked_by_peer,
+            },
+            StreamEvent::CaptureEnd => Ev::CaptureEnd,
+            StreamEvent::Close => Ev::Close,
+        };
+        self.0.push((flow, ev, ts, frame));
+    }
+}
+
+/// The stream events of the fixture `rel` (classic pcap), as the flow table hands them on.
+fn stream_events(rel: &str) -> Vec<Rec> {
+    let data = std::fs::read(common::fixture_path(rel)).unwrap();
+    let mut table = FlowTable::new(ReassemblyLimits::default());
+    let mut rec = Recorded::default();
+    let mut anomalies = mcpcap::anomaly::Anomalies::default();
+    mcpcap::capture::read_capture(&data[..], 1, &mut anomalies, |f| {
+        if let mcpcap::decode::Decoded::Tcp(seg) =
+            mcpcap::decode::decode(f.linktype, f.data, f.orig_len)
+        {
+            table.segment(&seg, f.ts, f.number, &mut rec);
+        }
+    })
+    .unwrap();
+    table.finish(&mut rec);
+    rec.0
+}
+
+/// What is compared of one exchange: its heads, its HTTP/2 stream and how it ended, its
+/// lengths, gaps and completeness, its SSE events (id, data hash, priming, messages) and the
+/// JSON-RPC messages of its bodies.
+#[derive(Debug, Clone, PartialEq)]
+struct Seen {
+    method: String,
+    target: String,
+    status: u16,
+    h2_stream: Option<u32>,
+    h2_end: Option<String>,
+    req_body_len: u64,
+    resp_body_len: u64,
+    req_gap: bool,
+    resp_gap: bool,
+    resp_complete: bool,
+    events: Vec<(Option<String>, u64, bool, String)>,
+    rpc: String,
+}
+
+/// The HTTP stage of an analysis (MCP's event roles) fed `events` (each chunk at its offset
+/// in its direction): the exchanges it made, in order, and its anomaly codes.
+fn through_http(events: &[Rec]) -> (Vec<Seen>, Vec<String>) {
+    let mut http = HttpLayer::new(HttpOptions {
+        event_role: Some(mcpcap::mcp::event_role),
+        ..Default::default()
+    });
+    let mut offsets: BTreeMap<(usize, usize), u64> = BTreeMap::new();
+    for (flow, ev, ts, frame) in events {
+        let mut at = |d: usize, n: u64| {
+            let o = offsets.entry((flow.index, d)).or_default();
+            let offset = *o;
+            *o += n;
+            offset
+        };
+        let ev = match ev {
+            Ev::Open => StreamEvent::Open,
+            Ev::Data(d, bytes) => StreamEvent::Chunk(
+                *d,
+                Chunk::Data {
+                    offset: at(*d, bytes.len() as u64),
+                    bytes,
+                },
+            ),
+            Ev::Gap(d, len) => StreamEvent::Chunk(
+                *d,
+                Chunk::Gap {
+                    offset: at(*d, *len),
+                    len: *len,
+                },
+            ),
+            &Ev::End {
+                dir,
+                fin,
+                reset,
+                peer_acked,
+                acked_by_peer,
+            } => StreamEvent::End {
+                dir,
+                fin,
+                reset,
+                peer_acked,
+                acked_by_peer,
+            },
+            Ev::CaptureEnd => StreamEvent::CaptureEnd,
+            Ev::Close => StreamEvent::Close,
+        };
+        http.event(*flow, ev, *ts, *frame);
+    }
+    let seen = http
+        .exchanges
+        .iter()
+        .map(|e| Seen {
+            method: e.method().to_string(),
+            target: e
+                .request
+                .as_ref()
+                .map(|h| h.target.clone())
+                .unwrap_or_default(),
+            status: e.status(),
+            h2_stream: e.h2_stream,
+            h2_end: e.h2_end.map(|h| h.describe()),
+            req_body_len: e.req_body_len,
+            resp_body_len: e.resp_body_len,
+            req_gap: e.req_gap,
+            resp_gap: e.resp_gap,
+            resp_complete: e.resp_complete,
+            events: e
+                .sse
+                .events
+                .iter()
+                .map(|ev| {
+                    let msgs: Vec<String> = ev.messages.iter().map(|m| format!("{m:?}")).collect();
+                    (
+                        ev.sse.id.map(str::to_string),
+                        ev.data_hash,
+                        ev.priming,
+                        msgs.join(";"),
+                    )
+                })
+                .collect(),
+            rpc: format!("{:?} {:?}", e.rpc.request, e.rpc.response),
+        })
+        .collect();
+    let codes = http
+        .anomalies
+        .counts
+        .keys()
+        .map(|c| format!("{c:?}"))
+        .collect();
+    (seen, codes)
+}
+
+/// `events` with direction `d`'s bytes split once more, `at` bytes into that direction (the
+/// two parts in the original place among the other events: the order of the directions, which
+/// the exchanges' meaning rests on, stays); `None` when `at` is a chunk boundary already.
+fn split_at(events: &[Rec], d: usize, at: usize) -> Option<Vec<Rec>> {
+    let mut out = Vec::with_capacity(events.len() + 1);
+    let (mut seen, mut split) = (0, false);
+    for e in events {
+        match &e.1 {
+            Ev::Data(dd, b) if *dd == d && seen < at && at < seen + b.len() => {
+                let k = at - seen;
+                out.push((e.0, Ev::Data(d, b[..k].to_vec()), e.2, e.3));
+                out.push((e.0, Ev::Data(d, b[k..].to_vec()), e.2, e.3));
+                (seen, split) = (seen + b.len(), true);
+            }
+            Ev::Data(dd, b) if *dd == d => {
+                seen += b.len();
+                out.push(e.clone());
+            }
+            _ => out.push(e.clone()),
+        }
+    }
+    split.then_some(out)
+}
+
+/// `events` with direction `d`'s bytes `from..from + len` missing from the capture: a gap in
+/// their place.
+fn with_gap(events: &[Rec], d: usize, from: usize, len: usize) -> Vec<Rec> {
+    let to = from + len;
+    let mut out = Vec::new();
+    let mut seen = 0;
+    for e in events {
+        let Ev::Data(dd, b) = &e.1 else {
+            out.push(e.clone());
+            continue;
+        };
+        if *dd != d || seen + b.len() <= from || seen >= to {
+            seen += if *dd == d { b.len() } else { 0 };
+            out.push(e.clone());
+            continue;
+        }
+        let (a, z) = (from.saturating_sub(seen), (to - seen).min(b.len()));
+        if a > 0 {
+            out.push((e.0, Ev::Data(d, b[..a].to_vec()), e.2, e.3));
+        }
+        out.push((e.0, Ev::Gap(d, (z - a) as u64), e.2, e.3));
+        if z < b.len() {
+            out.push((e.0, Ev::Data(d, b[z..].to_vec()), e.2, e.3));
+        }
+        seen += b.len();
+    }
+    out
+}
+
+/// The bytes of direction `d`.
+fn bytes_of(events: &[Rec], d: usize) -> Vec<u8> {
+    events
+        .iter()
+        .filter_map(|e| match &e.1 {
+            Ev::Data(dd, b) if *dd == d => Some(&b[..]),
+            _ => None,
+        })
+        .flatten()
+        .copied()
+        .collect()
+}
+
+/// The frames of an HTTP/2 byte stream from `start` (RFC 9113 §4.1): (offset of the header,
+/// payload length, type, stream id).
+fn h2_frame_list(b: &[u8], start: usize) -> Vec<(usize, usize, u8, u32)> {
+    let mut out = Vec::new();
+    let mut at = start;
+    while at + 9 <= b.len() {
+        let len = usize::from(b[at]) << 16 | usize::from(b[at + 1]) << 8 | usize::from(b[at + 2]);
+        let id = u32::from_be_bytes([b[at + 5], b[at + 6], b[at + 7], b[at + 8]]) & 0x7fff_ffff;
+        out.push((at, len, b[at + 3], id));
+        at += 9 + len;
+    }
+    assert_eq!(at, b.len(), "the frames end with the direction");
+    out
+}
+
+/// The h2c connection of h2c_healthy.pcap (one for the whole session, prior knowledge): what
+/// the HTTP stage makes of it whole, checked against the capture's manifest.
+fn h2c_whole() -> (Vec<Rec>, Vec<Seen>) {
+    let events = stream_events("mcp-h2py/h2c_healthy.pcap");
+    assert!(events.iter().all(|e| e.0.index == 0), "one connection");
+    let (whole, codes) = through_http(&events);
+    assert!(codes.is_empty(), "{codes:?}");
+    let heads: Vec<(&str, Option<u32>, u16)> = whole
+        .iter()
+        .map(|s| (s.method.as_str(), s.h2_stream, s.status))
+        .collect();
+    let mut sorted = heads.clone();
+    sorted.sort_by_key(|h| h.1);
+    assert_eq!(
+        sorted,
+        [
+            ("POST", Some(1), 200),
+            ("POST", Some(3), 202),
+            ("GET", Some(5), 200),
+            ("POST", Some(7), 200),
+            ("POST", Some(9), 200),
+            ("POST", Some(11), 200),
+            ("DELETE", Some(13), 200),
+        ]
+    );
+    assert!(whole
+        .iter()
+        .all(|s| s.resp_complete && !s.resp_gap && !s.req_gap));
+    assert!(whole
+        .iter()
+        .all(|s| s.target == "/mcp" && s.h2_end.is_none()));
+    let stream = |id| whole.iter().find(|s| s.h2_stream == Some(id)).unwrap();
+    // The count call (stream 11): a priming event, 5 progress notifications, the result.
+    let count = stream(11);
+    assert_eq!(count.events.len(), 7, "{count:#?}");
+    assert!(count.events[0].2 && count.events[0].0.is_some());
+    assert!(count.events[1..6]
+        .iter()
+        .all(|e| e.3.contains("notifications/progress")));
+    assert!(
+        count.events[6].3.contains("Response"),
+        "{:?}",
+        count.events[6]
+    );
+    // The standalone GET (stream 5): the 3 notifications/message of the announce tool.
+    let get = stream(5);
+    let messages = get
+        .events
+        .iter()
+        .filter(|e| e.3.contains("notifications/message"))
+        .count();
+    assert_eq!(messages, 3, "{get:#?}");
+    assert!(stream(1).rpc.contains("initialize"));
+    (events, whole)
+}
+
+/// The h2c connection's bytes split at every offset of either direction (the two parts where
+/// the chunk was, so that every request still comes before its response) give the same
+/// exchanges: heads, streams, bodies, SSE events and JSON-RPC messages; and fed a byte at a
+/// time, too.
+#[test]
+fn h2_split_at_every_byte_reads_alike() {
+    let (events, whole) = h2c_whole();
+    let mut splits = 0;
+    for d in 0..2 {
+        for at in 1..bytes_of(&events, d).len() {
+            let Some(cut) = split_at(&events, d, at) else {
+                continue;
+            };
+            let (got, codes) = through_http(&cut);
+            assert!(codes.is_empty(), "direction {d} split at {at}: {codes:?}");
+            assert!(got == whole, "direction {d} split at {at}: {got:#?}");
+            splits += 1;
+        }
+    }
+    assert!(splits > 4000, "{splits} splits");
+    let bytewise: Vec<Rec> = events
+        .iter()
+        .flat_map(|e| match &e.1 {
+            Ev::Data(d, b) => b
+                .iter()
+                .map(|&x| (e.0, Ev::Data(*d, vec![x]), e.2, e.3))
+                .collect(),
+            _ => vec![e.clone()],
+        })
+        .collect();
+    assert_eq!(through_http(&bytewise).0, whole, "a byte at a time");
+}
+
+/// Bytes lost inside a DATA frame of the count call's event stream (the third progress
+/// notification's frame, stream 11) are a gap in that response's body: the response is
+/// marked as having a gap, the frame boundaries stay known, and every other exchange, the
+/// ones whose frames come after it included, reads as without the gap.
+#[test]
+fn h2_gap_inside_a_data_frame_is_a_body_gap() {
+    let (events, whole) = h2c_whole();
+    let server = bytes_of(&events, 1);
+    let progress: Vec<(usize, usize)> = h2_frame_list(&server, 0)
+        .into_iter()
+        .filter(|&(at, len, kind, id)| {
+            kind == 0
+                && id == 11
+                && String::from_utf8_lossy(&server[at + 9..at + 9 + len])
+                    .contains("notifications/progress")
+        })
+        .map(|(at, len, ..)| (at + 9, len))
+        .collect();
+    assert_eq!(progress.len(), 5, "one DATA frame per progress event");
+    let (payload, len) = progress[2];
+    let i = whole.iter().position(|s| s.h2_stream == Some(11)).unwrap();
+    for n in [1, 7, len - 20] {
+        let (got, _) = through_http(&with_gap(&events, 1, payload + 10, n));
+        assert_eq!(got.len(), whole.len(), "gap of {n}");
+        for (j, (g, w)) in got.iter().zip(&whole).enumerate() {
+            if j != i {
+                assert_eq!(g, w, "gap of {n}: exchange {j}");
+            }
+        }
+        let (g, w) = (&got[i], &whole[i]);
+        assert!(g.resp_gap && !w.resp_gap, "gap of {n}");
+        assert_eq!(
+            (&g.method, g.status, g.h2_stream),
+            (&w.method, w.status, w.h2_stream)
+        );
+        // The body's length counts the bytes seen, as for HTTP/1.x.
+        assert_eq!(g.resp_body_len, w.resp_body_len - n as u64, "gap of {n}");
+        // The event the gap fell in is lost; those before and after it are read.
+        let ids = |s: &Seen| s.events.iter().map(|e| e.0.clone()).collect::<Vec<_>>();
+        let mut without = ids(w);
+        without.remove(3);
+        assert_eq!(ids(g), without, "gap of {n}");
+    }
+}
