@@ -979,3 +979,164 @@ fn h2_gap_inside_a_data_frame_is_a_body_gap() {
         assert_eq!(ids(g), without, "gap of {n}");
     }
 }
+
+// ---------------------------------------------------------------------------
+// 4. Hostile bytes after a real preface
+
+/// The client's connection preface (RFC 9113 §3.4).
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// `client` (after the preface) and `server` bytes of one connection through the HTTP stage,
+/// the two directions interleaved in chunks of `k` bytes, then both FINs and the close; the
+/// exchanges' body lengths are bounded by what was sent.
+fn hostile(client: &[u8], server: &[u8], k: usize) {
+    let a = std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+    let flow = FlowMeta {
+        index: 0,
+        ends: [(a, 40000), (a, 3600)],
+        client_by_syn: true,
+    };
+    let client = [PREFACE, client].concat();
+    let mut events: Vec<Rec> = vec![(flow, Ev::Open, 0, 0)];
+    let (mut c, mut s) = (client.chunks(k), server.chunks(k));
+    let mut frame = 1;
+    loop {
+        let (cc, sc) = (c.next(), s.next());
+        if cc.is_none() && sc.is_none() {
+            break;
+        }
+        for (d, bytes) in [(0, cc), (1, sc)] {
+            if let Some(b) = bytes {
+                events.push((flow, Ev::Data(d, b.to_vec()), frame, frame as u64));
+                frame += 1;
+            }
+        }
+    }
+    for dir in 0..2 {
+        let end = Ev::End {
+            dir,
+            fin: true,
+            reset: false,
+            peer_acked: true,
+            acked_by_peer: true,
+        };
+        events.push((flow, end, frame, frame as u64));
+    }
+    events.push((flow, Ev::Close, frame, frame as u64));
+    let (seen, _) = through_http(&events);
+    for x in &seen {
+        assert!(x.req_body_len <= client.len() as u64, "{x:?}");
+        assert!(x.resp_body_len <= server.len() as u64, "{x:?}");
+    }
+}
+
+/// HTTP/2 frames (RFC 9113 §4.1) of the given (type, flags, stream, payload), one after the
+/// other; types 0 to 9 are those RFC 9113 defines, so that HEADERS and CONTINUATION payloads
+/// reach the HPACK decoder.
+fn frames(list: &[(u8, u8, u32, Vec<u8>)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (kind, flags, stream, payload) in list {
+        let len = payload.len() as u32;
+        out.extend_from_slice(&len.to_be_bytes()[1..]);
+        out.extend([*kind, *flags]);
+        out.extend_from_slice(&stream.to_be_bytes());
+        out.extend_from_slice(payload);
+    }
+    out
+}
+
+/// An HPACK-flavoured payload: random bytes, or a header block of literal fields (RFC 7541
+/// §6.2: new names, random values, some pseudo-header fields) with random bytes after it.
+fn hpack_payload() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+    use proptest::prelude::*;
+    let literal = (
+        prop::sample::select(vec![":method", ":path", ":status", "mcp-session-id", "x"]),
+        prop::collection::vec(any::<u8>(), 0..20),
+    )
+        .prop_map(|(n, v)| {
+            let mut b = vec![0x00, n.len() as u8];
+            b.extend_from_slice(n.as_bytes());
+            b.push(v.len() as u8);
+            b.extend(v);
+            b
+        });
+    prop_oneof![
+        prop::collection::vec(any::<u8>(), 0..48),
+        (
+            prop::collection::vec(literal, 0..4),
+            prop::collection::vec(any::<u8>(), 0..8)
+        )
+            .prop_map(|(fields, tail)| [fields.concat(), tail].concat()),
+    ]
+}
+
+/// One frame: a type of RFC 9113 (HEADERS and CONTINUATION most often), any flags, a small
+/// stream id, and a payload.
+fn frame() -> impl proptest::strategy::Strategy<Value = (u8, u8, u32, Vec<u8>)> {
+    use proptest::prelude::*;
+    (
+        prop::sample::select(vec![0u8, 1, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 0x42]),
+        any::<u8>(),
+        0u32..8,
+        hpack_payload(),
+    )
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+    /// Random bytes after the client's preface, and random server bytes: no panic.
+    #[test]
+    fn h2_random_bytes_after_the_preface_do_not_panic(
+        client in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600),
+        server in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600),
+        k in 1usize..64,
+    ) {
+        hostile(&client, &server, k);
+    }
+
+    /// Random well-framed frames of random types, flags, streams and (HPACK-like) payloads,
+    /// the server's after its SETTINGS: no panic, whatever the HPACK decoder is given.
+    #[test]
+    fn h2_random_frames_do_not_panic(
+        client in proptest::collection::vec(frame(), 0..12),
+        server in proptest::collection::vec(frame(), 0..12),
+        k in 1usize..80,
+    ) {
+        let settings = frames(&[(4, 0, 0, Vec::new())]);
+        hostile(&frames(&client), &[settings, frames(&server)].concat(), k);
+    }
+
+    /// The real h2c connection of h2c_healthy.pcap with bytes changed (its header blocks
+    /// against the dynamic table built so far, its frame headers, its bodies): no panic.
+    #[test]
+    fn h2_a_real_connection_with_bytes_changed_does_not_panic(
+        edits in proptest::collection::vec(
+            (0usize..2, proptest::prelude::any::<proptest::sample::Index>(), proptest::prelude::any::<u8>()),
+            1..6,
+        ),
+        k in 1usize..400,
+    ) {
+        let mut dirs = real_h2c();
+        for (d, at, x) in edits {
+            let i = at.index(dirs[d].len());
+            if d == 0 && i < PREFACE.len() {
+                continue;
+            }
+            dirs[d][i] = x;
+        }
+        hostile(&dirs[0][PREFACE.len()..], &dirs[1], k);
+    }
+}
+
+/// The two directions of the h2c connection of h2c_healthy.pcap.
+fn real_h2c() -> [Vec<u8>; 2] {
+    static DIRS: std::sync::OnceLock<[Vec<u8>; 2]> = std::sync::OnceLock::new();
+    DIRS.get_or_init(|| {
+        let events = stream_events("mcp-h2py/h2c_healthy.pcap");
+        let dirs = [bytes_of(&events, 0), bytes_of(&events, 1)];
+        assert!(dirs[0].starts_with(PREFACE));
+        dirs
+    })
+    .clone()
+}
