@@ -159,18 +159,24 @@ struct StreamFacts {
     last_event_id: String,
 }
 
+/// A head's fields, (name, value) in order.
+type Fields = Vec<(String, String)>;
+
+/// A request head: method, target, fields.
+type Request = (String, String, Fields);
+
 /// A stream as tshark dissects it: its request and final response head fields (names in lower
 /// case), and the frame of the request's head.
 #[derive(Debug, Default)]
 struct TsharkStream {
-    request: Option<(String, String, Vec<(String, String)>)>,
-    response: Option<(String, Vec<(String, String)>)>,
+    request: Option<Request>,
+    response: Option<(String, Fields)>,
     frame: u64,
 }
 
 impl TsharkStream {
     fn facts(&self) -> StreamFacts {
-        let find = |fields: Option<&Vec<(String, String)>>, name: &str| {
+        let find = |fields: Option<&Fields>, name: &str| {
             fields
                 .and_then(|f| f.iter().find(|(n, _)| n == name))
                 .map(|(_, v)| v.clone())
@@ -258,7 +264,7 @@ fn tshark_streams(cap: &Path, peer: &Peer) -> BTreeMap<(u16, u32), TsharkStream>
     let packets: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
     let mut streams: BTreeMap<(u16, u32), TsharkStream> = BTreeMap::new();
     // The last HTTP/1.1 request per client port (an upgrade's, when a 101 answers it).
-    let mut h1: BTreeMap<u16, (String, String, Vec<(String, String)>, u64)> = BTreeMap::new();
+    let mut h1: BTreeMap<u16, (Request, u64)> = BTreeMap::new();
     for p in &packets {
         let l = &p["_source"]["layers"];
         let port = |k: &str| text(l["tcp"].get(k)).parse::<u16>().unwrap();
@@ -279,11 +285,11 @@ fn tshark_streams(cap: &Path, peer: &Peer) -> BTreeMap<(u16, u32), TsharkStream>
                     })
                     .collect();
                 let uri = uri.first().and_then(|u| u.as_str()).unwrap_or_default();
-                h1.insert(src, (text(Some(m)), uri.to_string(), fields, frame));
+                h1.insert(src, ((text(Some(m)), uri.to_string(), fields), frame));
             } else if code.first().and_then(|c| c.as_str()) == Some("101") {
-                let (m, uri, fields, at) = h1.get(&dst).cloned().unwrap();
+                let (request, at) = h1.get(&dst).cloned().unwrap();
                 let s = streams.entry((dst, 1)).or_default();
-                s.request = Some((m, uri, fields));
+                s.request = Some(request);
                 s.frame = at;
             }
         }
@@ -296,7 +302,7 @@ fn tshark_streams(cap: &Path, peer: &Peer) -> BTreeMap<(u16, u32), TsharkStream>
                 continue;
             }
             let id: u32 = text(f.get("http2.streamid")).parse().unwrap();
-            let fields: Vec<(String, String)> = as_list(f.get("http2.header"))
+            let fields: Fields = as_list(f.get("http2.header"))
                 .into_iter()
                 .map(|x| {
                     (
@@ -413,8 +419,8 @@ fn h2_streams_match_tshark() {
 /// Per session (in order of their verdicts and findings, as session ids differ between
 /// twins): the session's verdict and the (kind, severity) pairs of its findings, sorted;
 /// findings of no session under an empty verdict.
-fn findings_by_session(t: &BTreeMap<String, Rows>) -> Vec<(String, Vec<(String, String)>)> {
-    let mut by: BTreeMap<&str, (String, Vec<(String, String)>)> = t["sessions"]
+fn findings_by_session(t: &BTreeMap<String, Rows>) -> Vec<(String, Fields)> {
+    let mut by: BTreeMap<&str, (String, Fields)> = t["sessions"]
         .iter()
         .map(|s| (s["session_id"].as_str(), (s["verdict"].clone(), Vec::new())))
         .collect();
@@ -448,7 +454,15 @@ fn h2_captures_find_what_their_http1_twins_find() {
         ("id_restart", "error"),
     ];
     let lost = [("lost_response", "error"), ("resume_ok", "info")];
-    let twins: &[(&str, Option<&str>, &str, &str, &[(&str, &str)])] = &[
+    // (HTTP/2 capture, its key log, its HTTP/1.1 twin, the verdict, the findings).
+    type Twin<'a> = (
+        &'a str,
+        Option<&'a str>,
+        &'a str,
+        &'a str,
+        &'a [(&'a str, &'a str)],
+    );
+    let twins: &[Twin] = &[
         (
             "mcp-h2/h2_fork_client.pcap",
             Some("mcp-h2/h2_fork_client.keys"),
