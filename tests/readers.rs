@@ -14,10 +14,12 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const FIXTURES: [&str; 3] = [
+const FIXTURES: [&str; 4] = [
     "fixtures/mcp/fork_restart.pcap",
     "fixtures/mcp-gen/many_sessions.pcap",
     "fixtures/mcp-cut/many_sessions_cut.pcap",
+    // HTTP/2 over TLS (secrets embedded) and HTTP/1.1 legs: every exchanges column has values.
+    "fixtures/mcp-h2/h2_fork_dsb.pcapng",
 ];
 
 /// A Python interpreter with the readers, and `jq`; `Err` names what is missing.

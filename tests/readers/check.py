@@ -71,7 +71,7 @@ def doc_types(path):
             table = m.group(1)
             out[table] = []
             continue
-        m = re.match(r"^\| `([a-z_]+)` \| (text|uint64|int64|float64|bool|timestamp) \|", line)
+        m = re.match(r"^\| `([a-z0-9_]+)` \| (text|uint64|int64|float64|bool|timestamp) \|", line)
         if m and table:
             out[table].append((m.group(1), m.group(2)))
     return out
