@@ -558,7 +558,7 @@ fn h2_dsb_captures_read_as_their_key_log_runs() {
             d["flows"]
                 .iter()
                 .filter(|f| !f["tls_version"].is_empty())
-                .all(|f| f["decrypted"] == "yes"),
+                .all(|f| f["decrypted"] == "ok"),
             "{name}"
         );
         assert_eq!(d["sessions"].len(), 1, "{name}");

@@ -199,7 +199,7 @@ fn the_tls_synth_decrypts_to_the_tables_of_the_cleartext_one() {
                 "TLS_AES_128_GCM_SHA256",
                 "mcp.example",
                 "http/1.1",
-                "yes"
+                "ok"
             ),
             "{f:?}"
         );

@@ -115,7 +115,7 @@ fn tls_with_keys_reads_as_the_cleartext_leg() {
         );
         let (c, _) = tables(&format!("{name}-clear"), &[clear.as_os_str()]);
         assert!(stderr.is_empty(), "{name}: {stderr}");
-        assert!(t["flows"].iter().all(|f| f["decrypted"] == "yes"), "{name}");
+        assert!(t["flows"].iter().all(|f| f["decrypted"] == "ok"), "{name}");
         assert!(
             c["flows"].iter().all(|f| f["decrypted"].is_empty()),
             "{name}"
@@ -211,7 +211,7 @@ fn a_record_lost_in_a_gap_is_a_plaintext_gap_and_decryption_goes_on() {
         &["--tls-keylog".as_ref(), keys.as_os_str(), cut.as_os_str()],
     );
     let _ = std::fs::remove_file(&cut);
-    assert!(t["flows"].iter().all(|f| f["decrypted"] == "yes"));
+    assert!(t["flows"].iter().all(|f| f["decrypted"] == "ok"));
     let codes: Vec<&str> = t["anomalies"].iter().map(|a| a["code"].as_str()).collect();
     assert!(codes.contains(&"tls.gap"), "{codes:?}");
     assert!(!codes.contains(&"tls.decrypt_failed"), "{codes:?}");
@@ -251,7 +251,7 @@ fn secrets_embedded_in_the_pcapng_decrypt_as_the_key_log_does() {
         );
         let (c, _) = tables(&format!("{name}-dsbclear"), &[clear.as_os_str()]);
         assert!(stderr.is_empty(), "{name}: {stderr}");
-        assert!(d["flows"].iter().all(|f| f["decrypted"] == "yes"), "{name}");
+        assert!(d["flows"].iter().all(|f| f["decrypted"] == "ok"), "{name}");
         assert_eq!(d["sessions"].len(), 1, "{name}");
         assert!(d["anomalies"].is_empty(), "{name}: {:#?}", d["anomalies"]);
         for table in SAME_TABLES {
@@ -330,10 +330,7 @@ fn secrets_after_the_first_packet_decrypt_what_follows() {
         assert_eq!(t[table], t3[table], "table {table}: 1 thread against 3");
     }
     let decrypted: Vec<&str> = t["flows"].iter().map(|f| f["decrypted"].as_str()).collect();
-    assert_eq!(
-        decrypted,
-        ["no_keys", "yes", "yes", "yes", "yes", "yes", "yes"]
-    );
+    assert_eq!(decrypted, ["no_keys", "ok", "ok", "ok", "ok", "ok", "ok"]);
     let late: Vec<_> = t["anomalies"]
         .iter()
         .filter(|a| a["code"] == "pcapng.late_secrets")
@@ -644,7 +641,7 @@ fn retry_resumption_key_update_and_chacha_decrypt() {
         .collect();
     let c13 = "TLS_CHACHA20_POLY1305_SHA256";
     let c12 = "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256";
-    let want = |v: &str, c: &str| (v.to_string(), c.to_string(), "yes".to_string());
+    let want = |v: &str, c: &str| (v.to_string(), c.to_string(), "ok".to_string());
     assert_eq!(
         flows,
         [
@@ -667,4 +664,36 @@ fn retry_resumption_key_update_and_chacha_decrypt() {
     let w = |p: &str| (p.to_string(), "200".to_string(), "true".to_string());
     assert_eq!(ex, [w("/hrr"), w("/psk"), w("/keyupdate"), w("/tls12")]);
     assert!(t["anomalies"].is_empty(), "{:?}", t["anomalies"]);
+}
+
+/// A TLS 1.3 server names the protocol it chose in its encrypted EncryptedExtensions: without
+/// keys `alpn` is what the client offered, decrypted it is the server's choice (`h2`), as
+/// tshark's `tls.handshake.extensions_alpn_str` of the server's flight says.
+#[test]
+fn alpn_is_the_servers_choice_once_decrypted() {
+    let cap = common::fixture_path("mcp-h2/h2_fork_client.pcap");
+    let keys = common::fixture_path("mcp-h2/h2_fork_client.keys");
+    let alpn = |t: &BTreeMap<String, Rows>| -> Vec<String> {
+        t["flows"].iter().map(|r| r["alpn"].clone()).collect()
+    };
+    let (plain, _) = tables("alpn-nokeys", &[cap.as_os_str()]);
+    assert_eq!(alpn(&plain), ["http/1.1,h2", "http/1.1,h2"]);
+    let (keyed, _) = tables(
+        "alpn-keys",
+        &["--tls-keylog".as_ref(), keys.as_os_str(), cap.as_os_str()],
+    );
+    assert_eq!(alpn(&keyed), ["h2", "h2"]);
+    if common::have_all(&["tshark"]) {
+        let o = Command::new("tshark")
+            .arg("-r")
+            .arg(&cap)
+            .arg("-o")
+            .arg(format!("tls.keylog_file:{}", keys.display()))
+            .args(["-Y", "tls.handshake.type == 8", "-T", "fields"])
+            .args(["-e", "tls.handshake.extensions_alpn_str"])
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(out.lines().collect::<Vec<_>>(), ["h2", "h2"], "{out}");
+    }
 }

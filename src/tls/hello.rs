@@ -118,6 +118,30 @@ pub fn parse(body: &[u8], client: bool) -> Option<Hello> {
     Some(h)
 }
 
+/// The protocol a TLS 1.3 server chose (RFC 7301 §3.1), from the decrypted handshake bytes that
+/// begin its encrypted flight: its EncryptedExtensions (RFC 8446 §4.3.1, handshake type 8,
+/// the first message after the ServerHello) and their `application_layer_protocol_negotiation`
+/// extension. `None` when the bytes do not begin with it, or it names no protocol.
+pub fn encrypted_extensions_alpn(b: &[u8]) -> Option<String> {
+    let mut c = Cur(b);
+    if c.u8()? != 8 {
+        return None;
+    }
+    let len = (usize::from(c.u8()?) << 16) | usize::from(c.u16()?);
+    let mut body = Cur(c.take(len)?);
+    let mut exts = body.vec(2)?;
+    while !exts.0.is_empty() {
+        let typ = exts.u16()?;
+        let mut e = exts.vec(2)?;
+        if typ == 16 {
+            let mut list = e.vec(2)?;
+            let p = list.vec(1)?;
+            return Some(String::from_utf8_lossy(p.0).into_owned());
+        }
+    }
+    None
+}
+
 /// The host_name of a `server_name` extension's list (RFC 6066 §3).
 fn server_name(e: &mut Cur<'_>) -> Option<String> {
     let mut list = e.vec(2)?;

@@ -54,10 +54,11 @@ pub enum Decrypted {
 }
 
 impl Decrypted {
-    /// `yes`, `no_keys`, `failed`: the flows table's `decrypted` column.
+    /// `ok`, `no_keys`, `failed`: the flows table's `decrypted` column (not `yes`, which
+    /// DuckDB's CSV sniffing reads as a boolean when no other value is in the column).
     pub fn as_str(self) -> &'static str {
         match self {
-            Decrypted::Yes => "yes",
+            Decrypted::Yes => "ok",
             Decrypted::NoKeys => "no_keys",
             Decrypted::Failed => "failed",
         }
@@ -81,7 +82,9 @@ pub struct FlowTls {
     pub cipher: Option<u16>,
     /// ClientHello `server_name`.
     pub sni: Option<String>,
-    /// The protocol the ServerHello chose, else those the ClientHello offered (comma-separated).
+    /// The protocol the server chose (a TLS 1.2 ServerHello's; a TLS 1.3 server's
+    /// EncryptedExtensions, once decrypted), else those the ClientHello offered
+    /// (comma-separated).
     pub alpn: Option<String>,
     /// Protected records that carried (or, unopened, may carry) application data: TLS 1.2
     /// `application_data` records; TLS 1.3 records of the client after its first (its
@@ -173,6 +176,9 @@ struct Conn {
     info: FlowTls,
     /// A bad record stopped the connection's reading.
     dead: bool,
+    /// TLS 1.3: the server's first decrypted handshake record was read for its
+    /// EncryptedExtensions (the ALPN it chose).
+    ee_read: bool,
 }
 
 /// The TLS stage: TLS connections' records and hellos, their plaintext handed on.
@@ -483,6 +489,13 @@ impl TlsLayer {
         match keys.open(&h, body, window) {
             Some(o) => {
                 c.info.opened += 1;
+                if tls13 && o.typ == 22 && Some(d) != c.client && !c.ee_read {
+                    // The protocol chosen is in the encrypted flight (RFC 8446 §4.3.1).
+                    c.ee_read = true;
+                    if let Some(p) = hello::encrypted_extensions_alpn(&o.bytes) {
+                        c.info.alpn = Some(p);
+                    }
+                }
                 if o.typ == 23 && !o.bytes.is_empty() {
                     let offset = s.plain_off;
                     s.plain_off += o.bytes.len() as u64;
