@@ -1163,7 +1163,12 @@ fn on_request_head(conn: &mut Conn, head: Head, cx: &mut Ctx<'_>) -> BodyRule {
 fn on_response_head(conn: &mut Conn, head: Head, cx: &mut Ctx<'_>) -> BodyRule {
     let status = head.status;
     let h2c = |h: Option<&str>| h.is_some_and(|u| u.trim().eq_ignore_ascii_case("h2c"));
-    if status == 101 && conn.h2.is_none() && h2c(head.header("upgrade")) {
+    // (Only to a request that asked for h2c: a client not asking goes on in HTTP/1.1.)
+    let asked = conn.exchanges.get(conn.next_resp).is_some_and(|e| {
+        e.req_header("upgrade")
+            .is_some_and(|u| u.split(',').any(|p| p.trim().eq_ignore_ascii_case("h2c")))
+    });
+    if status == 101 && conn.h2.is_none() && asked && h2c(head.header("upgrade")) {
         // An upgrade to h2c (RFC 7540 §3.2): the 101 is interim, and the request's final
         // response comes on HTTP/2 stream 1.
         if let Some(e) = conn.exchanges.get_mut(conn.next_resp) {
