@@ -597,7 +597,7 @@ fn h2_dsb_captures_read_as_their_key_log_runs() {
 // 3. The HTTP/2 stage split at every byte
 
 use mcpcap::http::{HttpLayer, HttpOptions};
-use mcpcap::tcp::{Chunk, FlowMeta, FlowTable, ReassemblyLimits, StreamEvent, StreamSink};
+use mcpcap::tcp::{Chunk, FlowMeta, StreamEvent, StreamSink};
 
 /// A stream event kept with its bytes: what the flow table hands the HTTP stage.
 #[derive(Debug, Clone, PartialEq)]
@@ -651,19 +651,8 @@ impl StreamSink for Recorded {
 
 /// The stream events of the fixture `rel` (classic pcap), as the flow table hands them on.
 fn stream_events(rel: &str) -> Vec<Rec> {
-    let data = std::fs::read(common::fixture_path(rel)).unwrap();
-    let mut table = FlowTable::new(ReassemblyLimits::default());
     let mut rec = Recorded::default();
-    let mut anomalies = mcpcap::anomaly::Anomalies::default();
-    mcpcap::capture::read_capture(&data[..], 1, &mut anomalies, |f| {
-        if let mcpcap::decode::Decoded::Tcp(seg) =
-            mcpcap::decode::decode(f.linktype, f.data, f.orig_len)
-        {
-            table.segment(&seg, f.ts, f.number, &mut rec);
-        }
-    })
-    .unwrap();
-    table.finish(&mut rec);
+    common::flow_events(&common::fixture_path(rel), &mut rec);
     rec.0
 }
 

@@ -355,7 +355,7 @@ fn secrets_after_the_first_packet_decrypt_what_follows() {
     assert_eq!(t["exchanges"].len(), 6);
 }
 
-use mcpcap::tcp::{Chunk, FlowMeta, FlowTable, ReassemblyLimits, StreamEvent, StreamSink};
+use mcpcap::tcp::{Chunk, FlowMeta, StreamEvent, StreamSink};
 use mcpcap::tls::{keylog::Secrets, TlsLayer, TlsOptions};
 
 /// A stream event kept: a chunk of direction `d` (data, or a gap of its length), or the close.
@@ -408,19 +408,8 @@ impl StreamSink for Plain {
 
 /// The TCP stream events of the capture `name` of `fixtures/mcp-tls/`.
 fn tcp_events(name: &str) -> Vec<(FlowMeta, Ev, i64, u64)> {
-    let data = std::fs::read(fixture(name)).unwrap();
-    let mut table = FlowTable::new(ReassemblyLimits::default());
     let mut rec = Recorded::default();
-    let mut anomalies = mcpcap::anomaly::Anomalies::default();
-    mcpcap::capture::read_capture(&data[..], 1, &mut anomalies, |f| {
-        if let mcpcap::decode::Decoded::Tcp(seg) =
-            mcpcap::decode::decode(f.linktype, f.data, f.orig_len)
-        {
-            table.segment(&seg, f.ts, f.number, &mut rec);
-        }
-    })
-    .unwrap();
-    table.finish(&mut rec);
+    common::flow_events(&fixture(name), &mut rec);
     rec.0
 }
 

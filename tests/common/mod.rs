@@ -1452,3 +1452,22 @@ pub fn tshark_frames(file: &std::path::Path, filter: &str) -> std::collections::
         .map(|l| l.trim().parse().unwrap())
         .collect()
 }
+
+/// Every TCP stream event of the classic pcap or pcapng file `path`, as the flow table hands
+/// them to `sink` (the stage the test drives).
+#[allow(dead_code)]
+pub fn flow_events<S: mcpcap::tcp::StreamSink>(path: &std::path::Path, sink: &mut S) {
+    use mcpcap::tcp::{FlowTable, ReassemblyLimits};
+    let data = std::fs::read(path).unwrap();
+    let mut table = FlowTable::new(ReassemblyLimits::default());
+    let mut anomalies = mcpcap::anomaly::Anomalies::default();
+    mcpcap::capture::read_capture(&data[..], 1, &mut anomalies, |f| {
+        if let mcpcap::decode::Decoded::Tcp(seg) =
+            mcpcap::decode::decode(f.linktype, f.data, f.orig_len)
+        {
+            table.segment(&seg, f.ts, f.number, sink);
+        }
+    })
+    .unwrap();
+    table.finish(sink);
+}

@@ -203,14 +203,7 @@ impl H2Conn {
     /// streams are cut there.
     fn charge_held(&mut self, r: usize, cx: &mut Ctx<'_>) {
         self.charge.draw_on(&cx.opts.held);
-        let blocks: usize = self
-            .rest
-            .block
-            .iter()
-            .flatten()
-            .map(|b| b.bytes.len())
-            .sum();
-        let held = self.readers[0].held() + self.readers[1].held() + blocks;
+        let held = self.held();
         if self.charge.hold(held) {
             return;
         }
@@ -224,6 +217,11 @@ impl H2Conn {
         self.readers[r].abandon();
         self.rest.lost_said[r] = true;
         self.rest.lost(r, 0, cx);
+        let _ = self.charge.hold(self.held());
+    }
+
+    /// Bytes held: of frames in progress, and of header blocks.
+    fn held(&self) -> usize {
         let blocks: usize = self
             .rest
             .block
@@ -231,9 +229,7 @@ impl H2Conn {
             .flatten()
             .map(|b| b.bytes.len())
             .sum();
-        let _ = self
-            .charge
-            .hold(self.readers[0].held() + self.readers[1].held() + blocks);
+        self.readers[0].held() + self.readers[1].held() + blocks
     }
 
     /// The client's bytes `b` where its preface is awaited: what follows the preface in them.
