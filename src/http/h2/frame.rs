@@ -6,7 +6,9 @@
 //! payload of any other frame is held until the frame is whole, at most
 //! [`FrameReader::new`]'s `max_held` bytes (a longer one is passed over and said). A gap
 //! inside a frame's payload keeps the framing (its length is known); a gap that reaches past
-//! the frame, or into a frame header, loses it, and nothing more of the direction is read.
+//! the frame, or into a frame header, loses it. The framing is then looked for again in the
+//! bytes after the gap, as Wireshark does: at the first offset where a plausible frame header
+//! ([`plausible`]) is followed by another, or ends the segment with its frame.
 
 /// Frame types of RFC 9113 §6.
 pub mod kind {
@@ -109,9 +111,55 @@ pub enum FrameEvent<'a> {
     /// A DATA frame whose pad length is its payload length or more (RFC 9113 §6.1: a
     /// connection error): its bytes are taken as padding.
     BadPadding(FrameHeader),
-    /// A gap took the frame boundaries: nothing more of the direction is read. `len` is the
-    /// gap's length.
+    /// A gap took the frame boundaries. `len` is the gap's length.
     Lost(u64),
+    /// The frame boundaries were found again after a loss, `skipped` bytes of the capture
+    /// after the gap passed over to reach them.
+    Resynced(u64),
+}
+
+/// Whether `b` begins with a frame header that can be one (RFC 9113 §4.1, §6): a type RFC 9113
+/// defines, only its type's flags, the reserved bit clear, a stream id where the type needs
+/// one and none where it must not, a length its type allows and at most `max_len`; and, when
+/// `b` holds the frame and more, the next header plausible too (`b` ending with the frame is
+/// accepted).
+pub fn plausible(b: &[u8], max_len: u32) -> bool {
+    let one = |b: &[u8]| -> Option<FrameHeader> {
+        let h = FrameHeader::parse(<&[u8; 9]>::try_from(b.get(..9)?).ok()?);
+        let flags: u8 = match h.kind {
+            kind::DATA => flag::END_STREAM | flag::PADDED,
+            kind::HEADERS => flag::END_STREAM | flag::END_HEADERS | flag::PADDED | flag::PRIORITY,
+            kind::SETTINGS | kind::PING => flag::ACK,
+            kind::PUSH_PROMISE => flag::END_HEADERS | flag::PADDED,
+            kind::CONTINUATION => flag::END_HEADERS,
+            kind::PRIORITY | kind::RST_STREAM | kind::GOAWAY | kind::WINDOW_UPDATE => 0,
+            _ => return None,
+        };
+        let on_conn = matches!(h.kind, kind::SETTINGS | kind::PING | kind::GOAWAY);
+        let len_ok = match h.kind {
+            kind::SETTINGS => h.len.is_multiple_of(6),
+            kind::PING => h.len == 8,
+            kind::GOAWAY => h.len >= 8,
+            kind::RST_STREAM | kind::WINDOW_UPDATE => h.len == 4,
+            kind::PRIORITY => h.len == 5,
+            _ => true,
+        };
+        let ok = h.flags & !flags == 0
+            && b[5] & 0x80 == 0
+            && (h.stream == 0) == on_conn
+            && len_ok
+            && h.len <= max_len;
+        ok.then_some(h)
+    };
+    let Some(h) = one(b) else {
+        return false;
+    };
+    match b.get(9 + h.len as usize..) {
+        None => false,
+        Some([]) => true,
+        Some(rest) if rest.len() < 9 => false,
+        Some(rest) => one(rest).is_some(),
+    }
 }
 
 /// The frame in progress.
@@ -135,7 +183,15 @@ pub struct FrameReader {
     held: Vec<u8>,
     max_held: usize,
     lost: bool,
-    /// Bytes passed over after the framing was lost.
+    /// Not read further at all, the framing not looked for ([`FrameReader::abandon`]).
+    abandoned: bool,
+    /// The longest frame read so far (at least 16,384, `SETTINGS_MAX_FRAME_SIZE`'s initial
+    /// value): the framing is looked for again with headers no longer.
+    max_len: u32,
+    /// Bytes passed over since the framing was last lost.
+    since_lost: u64,
+    /// Bytes of the capture passed over in all: after a loss, before the framing was found
+    /// again, and after the reading was abandoned.
     pub skipped: u64,
 }
 
@@ -149,6 +205,9 @@ impl FrameReader {
             held: Vec::new(),
             max_held,
             lost: false,
+            abandoned: false,
+            max_len: 16384,
+            since_lost: 0,
             skipped: 0,
         }
     }
@@ -166,8 +225,20 @@ impl FrameReader {
     /// Push the direction's next bytes.
     pub fn push(&mut self, mut data: &[u8], out: &mut dyn FnMut(FrameEvent<'_>)) {
         if self.lost {
-            self.skipped += data.len() as u64;
-            return;
+            let found = if self.abandoned {
+                None
+            } else {
+                (0..data.len()).find(|&i| plausible(&data[i..], self.max_len))
+            };
+            let Some(i) = found else {
+                self.skipped += data.len() as u64;
+                self.since_lost += data.len() as u64;
+                return;
+            };
+            self.skipped += i as u64;
+            self.lost = false;
+            out(FrameEvent::Resynced(self.since_lost + i as u64));
+            data = &data[i..];
         }
         while !data.is_empty() {
             let Some(cur) = self.cur else {
@@ -190,6 +261,7 @@ impl FrameReader {
 
     /// A frame header was read.
     fn begin(&mut self, h: FrameHeader, out: &mut dyn FnMut(FrameEvent<'_>)) {
+        self.max_len = self.max_len.max(h.len);
         let skip = h.kind != kind::DATA && h.len as usize > self.max_held;
         if skip {
             out(FrameEvent::TooLong(h));
@@ -202,6 +274,9 @@ impl FrameReader {
         };
         self.cur = Some(cur);
         if h.len == 0 {
+            if h.kind == kind::DATA && h.has(flag::PADDED) {
+                out(FrameEvent::BadPadding(h));
+            }
             self.finish(cur, out);
         }
     }
@@ -260,7 +335,6 @@ impl FrameReader {
     /// `len` bytes of the direction are missing from the capture.
     pub fn gap(&mut self, len: u64, out: &mut dyn FnMut(FrameEvent<'_>)) {
         if self.lost {
-            self.skipped += len;
             return;
         }
         match self.cur {
@@ -307,7 +381,7 @@ impl FrameReader {
                     }
                 }
                 self.lost = true;
-                self.skipped += len;
+                self.since_lost = 0;
                 self.head_len = 0;
                 self.held = Vec::new();
                 out(FrameEvent::Lost(len));
@@ -319,6 +393,7 @@ impl FrameReader {
     /// it holds goes, later bytes are counted in `skipped`.
     pub fn abandon(&mut self) {
         self.lost = true;
+        self.abandoned = true;
         self.cur = None;
         self.head_len = 0;
         self.held = Vec::new();
@@ -357,6 +432,7 @@ mod tests {
         Cut(u8),
         TooLong(u8),
         Lost,
+        Resynced(u64),
         BadPadding,
     }
 
@@ -373,6 +449,7 @@ mod tests {
                 FrameEvent::Cut(h) => Ev::Cut(h.kind),
                 FrameEvent::TooLong(h) => Ev::TooLong(h.kind),
                 FrameEvent::Lost(_) => Ev::Lost,
+                FrameEvent::Resynced(n) => Ev::Resynced(n),
                 FrameEvent::BadPadding(_) => Ev::BadPadding,
             };
             match (evs.last_mut(), ev) {
@@ -476,8 +553,39 @@ mod tests {
         let later = frame(kind::PING, 0, 0, &[4; 8]);
         assert_eq!(
             read(&[x, &later], &[(0, 20)], 64),
-            vec![Ev::Data(1, b"01".to_vec()), Ev::Gap(1, 2), Ev::Lost]
+            vec![
+                Ev::Data(1, b"01".to_vec()),
+                Ev::Gap(1, 2),
+                Ev::Lost,
+                Ev::Resynced(0),
+                Ev::Frame(kind::PING, 0, vec![4; 8])
+            ]
         );
+    }
+
+    /// After a loss the framing is found again at the first plausible header followed by
+    /// another: the tail of a lost frame before it is passed over, a look-alike is not taken.
+    #[test]
+    fn the_framing_is_found_again_after_a_loss() {
+        let a = frame(kind::DATA, 0, 1, b"0123");
+        // The rest of some frame (no header in it), then a PING and a DATA frame.
+        let mut after = b"tail of a lost frame \x00\x00\x08\x06".to_vec();
+        after.extend(frame(kind::PING, 0, 0, &[5; 8]));
+        after.extend(frame(kind::DATA, flag::END_STREAM, 3, b"xy"));
+        assert_eq!(
+            read(&[&a, &after], &[(0, 30)], 64),
+            vec![
+                Ev::Data(1, b"0123".to_vec()),
+                Ev::DataEnd(1, false),
+                Ev::Lost,
+                Ev::Resynced(25),
+                Ev::Frame(kind::PING, 0, vec![5; 8]),
+                Ev::Data(3, b"xy".to_vec()),
+                Ev::DataEnd(3, true),
+            ]
+        );
+        assert!(!plausible(b"\x00\x00\x08\x06\x00\x00\x00\x00\x01", 16384));
+        assert!(!plausible(&frame(0x0a, 0, 0, b""), 16384));
     }
 
     #[test]

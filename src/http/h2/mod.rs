@@ -87,8 +87,12 @@ struct State {
     pub(super) pending: [Vec<u8>; 2],
     /// Streams refused for [`MAX_STREAMS`] (their frames are passed over).
     refused: std::collections::BTreeSet<u32>,
-    /// Whether a direction's framing was said lost.
-    lost_said: [bool; 2],
+    /// The highest stream id opened, of even ids (the server's) and of odd ids (the client's):
+    /// a stream at or below it that is not open is closed (RFC 9113 §5.1.1).
+    max_opened: [u32; 2],
+    /// Streams closed by a RST_STREAM (the latest [`MAX_STREAMS`]): frames the peer had sent
+    /// before it saw the reset are ignored on them without a word (RFC 9113 §5.4.2).
+    reset_ids: std::collections::BTreeSet<u32>,
 }
 
 /// A header block in progress: HEADERS or PUSH_PROMISE, then CONTINUATIONs (RFC 9113 §4.3).
@@ -143,7 +147,8 @@ impl H2Conn {
                 limits,
                 pending: [Vec::new(), Vec::new()],
                 refused: Default::default(),
-                lost_said: [false, false],
+                max_opened: [0, 0],
+                reset_ids: Default::default(),
             },
             last: (0, 0),
             preface_left: 0,
@@ -159,6 +164,10 @@ impl H2Conn {
         let at = conn.next_resp;
         if conn.req_idx.is_none() && at + 1 == conn.exchanges.len() {
             let mut e = conn.exchanges.pop().unwrap_or_default();
+            // The client's settings, in force from the 101 (RFC 7540 §3.2.1).
+            if let Some(v) = e.req_header("http2-settings").and_then(base64url) {
+                h2.rest.settings(CLIENT, &v);
+            }
             e.h2_stream = Some(1);
             let mut x = h2.rest.stream_conn();
             x.depth = e.trans_depth;
@@ -215,8 +224,7 @@ impl H2Conn {
             ),
         );
         self.readers[r].abandon();
-        self.rest.lost_said[r] = true;
-        self.rest.lost(r, 0, cx);
+        self.rest.stop(r, cx);
         let _ = self.charge.hold(self.held());
     }
 
@@ -356,6 +364,13 @@ impl State {
                 self.expect_no_block(r, cx);
                 if h.stream == 0 {
                     cx.anomaly(Code::H2BadFrame, "DATA frame on stream 0".into());
+                } else if !self.streams.contains_key(&h.stream) && !self.closed(h.stream) {
+                    if !self.refused.contains(&h.stream) {
+                        cx.anomaly(
+                            Code::H2BadFrame,
+                            format!("DATA frame on stream {}, never opened", h.stream),
+                        );
+                    }
                 } else if h.has(flag::END_STREAM) {
                     self.end_side(r, h.stream, true, cx);
                 }
@@ -368,6 +383,11 @@ impl State {
                 ),
             ),
             FrameEvent::Lost(len) => self.lost(r, len, cx),
+            FrameEvent::Resynced(skipped) => {
+                if skipped > 0 {
+                    self.gap_all(r, skipped, cx);
+                }
+            }
         }
     }
 
@@ -375,6 +395,16 @@ impl State {
     fn frame(&mut self, r: usize, h: FrameHeader, p: &[u8], cx: &mut Ctx<'_>) {
         if h.kind != kind::CONTINUATION {
             self.expect_no_block(r, cx);
+        }
+        // Connection frames on a stream, stream frames on the connection (RFC 9113 §6).
+        let on_conn = matches!(h.kind, kind::SETTINGS | kind::PING | kind::GOAWAY);
+        let on_stream = matches!(h.kind, kind::RST_STREAM | kind::PRIORITY);
+        if (on_conn && h.stream != 0) || (on_stream && h.stream == 0) {
+            cx.anomaly(
+                Code::H2BadFrame,
+                format!("{} frame on stream {}", kind_name(h.kind), h.stream),
+            );
+            return;
         }
         match h.kind {
             kind::HEADERS | kind::PUSH_PROMISE => self.block_start(r, h, p, cx),
@@ -428,16 +458,20 @@ impl State {
                     self.reset(r, id, code, true, cx);
                 }
             }
-            kind::SETTINGS if !h.has(flag::ACK) => {
-                // SETTINGS_HEADER_TABLE_SIZE bounds the table of the other direction's blocks.
-                for s in p.chunks_exact(6) {
-                    if u16::from_be_bytes([s[0], s[1]]) == 0x1 {
-                        let v = u32::from_be_bytes([s[2], s[3], s[4], s[5]]) as usize;
-                        self.hpack[1 - r].set_max_allowed_table_size(v.clamp(4096, MAX_TABLE));
-                    }
-                }
-            }
+            kind::SETTINGS if !h.has(flag::ACK) => self.settings(r, p),
             _ => {}
+        }
+    }
+
+    /// The SETTINGS parameters `p` of role `r` (RFC 9113 §6.5.1): SETTINGS_HEADER_TABLE_SIZE
+    /// bounds the dynamic table of the other direction's blocks (never below the initial
+    /// 4,096 the other side may use until it has seen the setting, at most [`MAX_TABLE`]).
+    fn settings(&mut self, r: usize, p: &[u8]) {
+        for s in p.chunks_exact(6) {
+            if u16::from_be_bytes([s[0], s[1]]) == 0x1 {
+                let v = u32::from_be_bytes([s[2], s[3], s[4], s[5]]) as usize;
+                self.hpack[1 - r].set_max_allowed_table_size(v.clamp(4096, MAX_TABLE));
+            }
         }
     }
 
@@ -509,18 +543,22 @@ impl State {
         let Some(b) = self.block[r].take() else {
             return;
         };
-        let head = if self.hpack_ok[r] {
-            match decode(
-                &mut self.hpack[r],
-                &b.bytes,
-                r == CLIENT || b.promised.is_some(),
-                &self.limits,
-            ) {
-                Ok(head) => Some(head),
-                Err(why) => {
+        let request = r == CLIENT || b.promised.is_some();
+        let decoded = if self.hpack_ok[r] {
+            match decode(&mut self.hpack[r], &b.bytes, request, &self.limits) {
+                Ok(d) => Some(d),
+                Err(Undecoded::Hpack(why)) => {
                     self.hpack_ok[r] = false;
                     cx.anomaly(
                         Code::H2HeadersUndecodable,
+                        format!("header block of stream {}: {why}", b.stream),
+                    );
+                    None
+                }
+                Err(Undecoded::Head(why)) => {
+                    // (Decoded: the table is in step; only this head is unknown.)
+                    cx.anomaly(
+                        Code::H2BadFrame,
                         format!("header block of stream {}: {why}", b.stream),
                     );
                     None
@@ -536,24 +574,65 @@ impl State {
             );
             None
         };
+        if let Some(d) = decoded.as_ref().filter(|d| d.dropped > 0) {
+            cx.anomaly(
+                Code::HttpTooManyHeaders,
+                format!(
+                    "header block of stream {}: {} fields past the bounds on a head ({} fields, {} bytes) not kept",
+                    b.stream, d.dropped, self.limits.max_headers, self.limits.max_header_bytes
+                ),
+            );
+        }
+        self.apply_block(r, b, decoded, cx);
+    }
+
+    /// A decoded header block (`None`: unknown) applied to its stream: a request or response
+    /// head, trailers, or a promised request.
+    fn apply_block(&mut self, r: usize, b: Block, decoded: Option<Decoded>, cx: &mut Ctx<'_>) {
         if let Some(promised) = b.promised {
             // A pushed request: the server's promise is its head (RFC 9113 §8.4).
-            if let Some(head) = head {
-                if self.open(promised, cx) {
-                    self.request_head(promised, head, true, cx);
+            match decoded {
+                Some(d) if r == SERVER && !d.plain => {
+                    if self.open(promised, cx) {
+                        self.request_head(promised, d.head, true, cx);
+                    }
                 }
+                Some(_) if r == CLIENT => cx.anomaly(
+                    Code::H2BadFrame,
+                    format!("PUSH_PROMISE from the client on stream {}", b.stream),
+                ),
+                _ => {}
             }
             return;
         }
-        match head {
-            Some(head) if r == CLIENT => {
-                if self.open(b.stream, cx) {
-                    self.request_head(b.stream, head, b.end_stream, cx);
+        let open = |s: &Stream| if r == CLIENT { s.req } else { s.resp } == Side::Open;
+        match decoded {
+            // Trailers: they end their side (their fields are not kept).
+            Some(d) if d.plain => {
+                if !self.streams.get(&b.stream).is_some_and(open) {
+                    cx.anomaly(
+                        Code::H2BadFrame,
+                        format!(
+                            "header block of stream {} without pseudo-header fields, and no message to end",
+                            b.stream
+                        ),
+                    );
+                } else if b.end_stream {
+                    self.end_side(r, b.stream, true, cx);
                 }
             }
-            Some(head) => {
+            Some(_) if r == CLIENT && b.stream % 2 == 0 => cx.anomaly(
+                Code::H2BadFrame,
+                format!("a request on stream {}, an even (server) id", b.stream),
+            ),
+            Some(d) if r == CLIENT => {
                 if self.open(b.stream, cx) {
-                    self.response_head(b.stream, head, b.end_stream, cx);
+                    self.request_head(b.stream, d.head, b.end_stream, cx);
+                }
+            }
+            Some(d) => {
+                if self.open(b.stream, cx) {
+                    self.response_head(b.stream, d.head, b.end_stream, cx);
                 }
             }
             None => {
@@ -573,6 +652,16 @@ impl State {
         if self.refused.contains(&id) {
             return false;
         }
+        if self.closed(id) {
+            if !self.reset_ids.contains(&id) {
+                cx.anomaly(
+                    Code::H2BadFrame,
+                    format!("a header block on stream {id}, which had closed"),
+                );
+            }
+            return false;
+        }
+        self.max_opened[(id % 2) as usize] = id;
         if self.streams.len() >= MAX_STREAMS {
             if self.refused.len() < MAX_STREAMS {
                 self.refused.insert(id);
@@ -593,6 +682,11 @@ impl State {
             },
         );
         true
+    }
+
+    /// Whether stream `id` was opened and is closed now.
+    fn closed(&self, id: u32) -> bool {
+        !self.streams.contains_key(&id) && id <= self.max_opened[(id % 2) as usize]
     }
 
     /// The request head of stream `id`.
@@ -705,6 +799,12 @@ impl State {
     /// error `code`: what is open of the stream ends cut.
     fn reset(&mut self, r: usize, id: u32, code: u32, goaway: bool, cx: &mut Ctx<'_>) {
         let frame = cx.frame;
+        if !goaway {
+            self.reset_ids.insert(id);
+            if self.reset_ids.len() > MAX_STREAMS {
+                self.reset_ids.pop_first();
+            }
+        }
         let Some(s) = self.streams.get_mut(&id) else {
             return;
         };
@@ -728,23 +828,28 @@ impl State {
         self.end_side(SERVER, id, false, cx);
     }
 
-    /// A gap took role `r`'s framing: its open sides are cut by a gap, and nothing more of
-    /// them is read.
+    /// A gap of `len` bytes took role `r`'s framing (the reader looks for it again): the
+    /// direction's header compression is lost from here on, and every open side of it has a
+    /// gap, since the bytes lost may be any stream's.
     fn lost(&mut self, r: usize, len: u64, cx: &mut Ctx<'_>) {
         self.block[r] = None;
         self.hpack_ok[r] = false;
-        if !std::mem::replace(&mut self.lost_said[r], true) {
-            cx.anomaly(
-                Code::H2FramingLost,
-                format!(
-                    "a gap of {len} bytes took the frame boundaries of the {} direction",
-                    if r == CLIENT { "client's" } else { "server's" }
-                ),
-            );
-        }
+        cx.anomaly(
+            Code::H2FramingLost,
+            format!(
+                "a gap of {len} bytes took the frame boundaries of the {} direction; its later header blocks are not decoded",
+                if r == CLIENT { "client's" } else { "server's" }
+            ),
+        );
+        self.gap_all(r, len, cx);
+    }
+
+    /// `len` bytes of role `r` not read (lost, or passed over to find the framing again), of
+    /// no known stream: a gap in every open side of the direction.
+    fn gap_all(&mut self, r: usize, len: u64, cx: &mut Ctx<'_>) {
         let ids: Vec<u32> = self.streams.keys().copied().collect();
         for id in ids {
-            self.side_event(r, id, HttpEvent::BodyGap(0), cx);
+            self.side_event(r, id, HttpEvent::BodyGap(len), cx);
             if let Some(s) = self.streams.get_mut(&id) {
                 if r == SERVER && s.resp == Side::Idle {
                     if let Some(e) = s.x.exchanges.get_mut(s.x.next_resp) {
@@ -752,6 +857,16 @@ impl State {
                     }
                 }
             }
+        }
+    }
+
+    /// Role `r`'s direction is not read further: its open sides end cut.
+    fn stop(&mut self, r: usize, cx: &mut Ctx<'_>) {
+        self.block[r] = None;
+        self.hpack_ok[r] = false;
+        self.gap_all(r, 0, cx);
+        let ids: Vec<u32> = self.streams.keys().copied().collect();
+        for id in ids {
             self.end_side(r, id, false, cx);
         }
     }
@@ -808,21 +923,56 @@ impl State {
     }
 }
 
-/// Decode a header block into a head: a request's (`request`) from `:method`, `:path` (the
-/// `:authority` of a CONNECT) and `:authority` (as `host` when no `host` field is sent), a
-/// response's from `:status` (RFC 9113 §8.3); other pseudo-header fields are not kept, and
-/// regular fields are kept in order.
+/// Why a header block gave no head.
+enum Undecoded {
+    /// HPACK could not decode it: the direction's dynamic table is unknown from here on.
+    Hpack(String),
+    /// It decoded (the table is in step) but is no valid head: a pseudo-header missing or bad.
+    Head(String),
+}
+
+/// What one header block decoded to.
+struct Decoded {
+    head: Head,
+    /// Whether it had no pseudo-header: trailers (RFC 9113 §8.1), when its side is open.
+    plain: bool,
+    /// Fields not kept past the bounds on a head (count, bytes).
+    dropped: usize,
+}
+
+/// Decode a header block. A request's head (`request`) takes `:method`, `:path` (a CONNECT's
+/// `:authority`) and `:authority` (as `host` when no `host` field is sent), a response's
+/// `:status` (RFC 9113 §8.3); other pseudo-header fields are not kept, and regular fields are
+/// kept in order, at most [`HttpLimits::max_headers`] of them and
+/// [`HttpLimits::max_header_bytes`] in all (each counted as RFC 7541 §4.1 sizes an entry:
+/// name, value and 32), so that an entry of the dynamic table referenced again and again does
+/// not grow a head without bound. The whole block is decoded either way, keeping the table in
+/// step. A block without pseudo-header fields is trailers (`plain`), and not checked as a head.
 fn decode(
     dec: &mut loona_hpack::Decoder<'static>,
     block: &[u8],
     request: bool,
     limits: &HttpLimits,
-) -> Result<Head, String> {
+) -> Result<Decoded, Undecoded> {
     let mut head = Head::default();
-    let mut authority = None;
-    let mut fields = 0usize;
-    let mut bad = None;
+    let (mut authority, mut bad) = (None, None);
+    let (mut fields, mut bytes, mut dropped, mut pseudo) = (0usize, 0usize, 0usize, false);
     dec.decode_with_cb(block, |name, value| {
+        if name.first() == Some(&b':') {
+            pseudo = true;
+        }
+        let size = name.len() + value.len() + 32;
+        if name.first() != Some(&b':') {
+            fields += 1;
+            bytes += size;
+            if fields > limits.max_headers || bytes > limits.max_header_bytes {
+                dropped += 1;
+                return;
+            }
+        } else if size > limits.max_header_bytes {
+            bad = Some("a pseudo-header field over the bound on a head".to_string());
+            return;
+        }
         let name = String::from_utf8_lossy(&name);
         let value = String::from_utf8_lossy(&value);
         match &*name {
@@ -834,21 +984,17 @@ fn decode(
                 _ => bad = Some(format!(":status {value:?} is no status code")),
             },
             n if n.starts_with(':') => {}
-            n => {
-                fields += 1;
-                if fields <= limits.max_headers {
-                    head.push_header(n, &value);
-                }
-            }
+            n => head.push_header(n, &value),
         }
     })
-    .map_err(|e| format!("HPACK: {e}"))?;
+    .map_err(|e| Undecoded::Hpack(format!("HPACK: {e}")))?;
     if let Some(why) = bad {
-        return Err(why);
+        return Err(Undecoded::Head(why));
     }
-    if request {
+    let plain = !pseudo;
+    if request && !plain {
         if head.method.is_empty() {
-            return Err("request without :method".into());
+            return Err(Undecoded::Head("request without :method".into()));
         }
         if let Some(a) = authority {
             if head.method == "CONNECT" && head.target.is_empty() {
@@ -858,11 +1004,40 @@ fn decode(
                 head.push_header("host", &a);
             }
         }
-    } else if head.status == 0 {
-        return Err("response without :status".into());
+    } else if !request && !plain && head.status == 0 {
+        return Err(Undecoded::Head("response without :status".into()));
     }
     head.version = 2;
-    Ok(head)
+    Ok(Decoded {
+        head,
+        plain,
+        dropped,
+    })
+}
+
+/// The bytes of unpadded base64url text (RFC 4648 §5), as `HTTP2-Settings` carries them;
+/// `None` for text that is not (padding is allowed).
+fn base64url(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in text.trim().trim_end_matches('=').bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'-' | b'+' => 62,
+            b'_' | b'/' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
 }
 
 /// The name of a frame type (RFC 9113 §6).
@@ -1107,6 +1282,20 @@ mod tests {
         // not decoded (it could index entries the lost block added).
         assert_eq!(http.anomalies.count(Code::H2HeadersUndecodable), 2);
         assert_eq!(http.exchanges.iter().count(), 0);
+    }
+
+    #[test]
+    fn http2_settings_are_base64url() {
+        // SETTINGS_HEADER_TABLE_SIZE 65536, SETTINGS_ENABLE_PUSH 0 (curl's header).
+        assert_eq!(
+            super::base64url("AAEAAQAAAAIAAAAA").unwrap(),
+            [0, 1, 0, 1, 0, 0, 0, 2, 0, 0, 0, 0]
+        );
+        assert_eq!(
+            super::base64url("AAMAAABkAAQAoAAAAAIAAAAA").unwrap().len(),
+            18
+        );
+        assert!(super::base64url("not base64!").is_none());
     }
 
     #[test]
