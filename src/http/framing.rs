@@ -261,6 +261,13 @@ const METHODS: [&[u8]; 9] = [
     b"TRACE ",
 ];
 
+/// Whether `b` (at least 8 bytes) starts like a client's HTTP/2 connection preface
+/// (RFC 9113 §3.4).
+pub fn looks_like_h2_preface(b: &[u8]) -> bool {
+    const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    b.len() >= 8 && PREFACE.starts_with(&b[..b.len().min(PREFACE.len())])
+}
+
 /// Whether `b` starts like a request line (a known method and a space).
 pub fn looks_like_request(b: &[u8]) -> bool {
     METHODS.iter().any(|m| b.starts_with(m))

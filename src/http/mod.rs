@@ -682,10 +682,18 @@ impl HttpLayer {
         }
         conn.probe[d].extend_from_slice(bytes);
         let p = &conn.probe[d];
-        let role = if framing::looks_like_request(p) {
+        if conn.client_dir.is_none() && h2::frame::starts_like_server_preface(p) {
+            // No SYN told the roles, and this side speaks HTTP/2 first: the server.
+            return self.h2_server_first(flow, d, ts, frame);
+        }
+        let role = if framing::looks_like_request(p) || framing::looks_like_h2_preface(p) {
             Some(true)
         } else if framing::looks_like_response(p) {
             Some(false)
+        } else if p.len() < 9 && p.first() == Some(&0) {
+            // (Perhaps a server's SETTINGS, whose 9-byte header is not all here yet: its
+            // length, at most 16,384, begins with a zero byte.)
+            return;
         } else if p.len() >= PROBE_BYTES {
             None
         } else {
@@ -701,6 +709,29 @@ impl HttpLayer {
                 self.scan_headless(flow, d, &held, ts, frame);
             }
             None => self.give_up(flow, not_http(flow, frame)),
+        }
+    }
+
+    /// Direction `d`, its role unknown, began with an HTTP/2 server's SETTINGS: it is the
+    /// server's, the connection HTTP/2, and what it held is read as frames.
+    fn h2_server_first(&mut self, flow: &FlowMeta, d: Dir, ts: i64, frame: u64) {
+        let fi = flow.index;
+        let limits = self.options.limits;
+        let Some(conn) = self.conns.get_mut(&fi) else {
+            return;
+        };
+        conn.client_dir = Some(1 - d);
+        self.client_dir.insert(fi, 1 - d);
+        let mut server = DirParser::new(false, limits);
+        let _ = server.tunnel_after_message();
+        conn.parsers[d] = Some(server);
+        conn.parsers[1 - d] = Some(DirParser::new(true, limits));
+        conn.h2 = Some(h2::H2Conn::new(conn, limits));
+        let held = std::mem::take(&mut conn.probe[d]);
+        let other = std::mem::take(&mut conn.probe[1 - d]);
+        self.with_h2(fi, ts, frame, |h2, cx| h2.push(h2::SERVER, &held, cx));
+        if !other.is_empty() {
+            self.push(fi, 1 - d, &other, ts, frame);
         }
     }
 

@@ -1091,11 +1091,16 @@ mod tests {
     /// One connection with a SYN: the client's bytes and the server's, pushed turn by turn,
     /// then the given ends.
     fn run(turns: &[(usize, Vec<u8>)], options: HttpOptions) -> HttpLayer {
+        run_flow(turns, options, true)
+    }
+
+    /// [`run`], with or without a SYN telling the client (direction 0).
+    fn run_flow(turns: &[(usize, Vec<u8>)], options: HttpOptions, syn: bool) -> HttpLayer {
         let a = IpAddr::V4(Ipv4Addr::LOCALHOST);
         let flow = FlowMeta {
             index: 0,
             ends: [(a, 40000), (a, 80)],
-            client_by_syn: true,
+            client_by_syn: syn,
         };
         let mut http = HttpLayer::new(options);
         http.event(flow, StreamEvent::Open, 0, 0);
@@ -1188,6 +1193,46 @@ mod tests {
             http.anomalies.counts.is_empty(),
             "{:?}",
             http.anomalies.counts
+        );
+    }
+
+    /// No SYN was captured, and the server's SETTINGS come first (here in direction 0, as
+    /// when the capture saw the server's packet first): it is taken as the server.
+    #[test]
+    fn a_server_speaking_first_without_a_syn_is_the_server() {
+        let settings = frame(kind::SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 100]);
+        let mut server = settings.clone();
+        server.extend(sse_head(1));
+        server.extend(frame(kind::DATA, flag::END_STREAM, 1, EVENT));
+        let mut client = PREFACE.to_vec();
+        client.extend(&settings);
+        client.extend(request(1));
+        // The server's SETTINGS come in two pieces, the first shorter than a frame header.
+        let turns = [
+            (0, server[..4].to_vec()),
+            (0, server[4..9 + 6].to_vec()),
+            (1, client),
+            (0, server[9 + 6..].to_vec()),
+        ];
+        let http = run_flow(&turns, HttpOptions::default(), false);
+        let ex: Vec<_> = http.exchanges.iter().collect();
+        assert_eq!(ex.len(), 1);
+        assert_eq!((ex[0].method(), ex[0].status()), ("POST", 200));
+        assert_eq!(ex[0].client_port, Some(80), "the client is direction 1");
+        assert!(ex[0].resp_complete);
+        assert!(
+            http.anomalies.counts.is_empty(),
+            "{:?}",
+            http.anomalies.counts
+        );
+        // The client's preface first, still without a SYN: the same.
+        let turns = [(1, turns[2].1.clone()), (0, server)];
+        let http = run_flow(&turns, HttpOptions::default(), false);
+        let ex: Vec<_> = http.exchanges.iter().collect();
+        assert_eq!(ex.len(), 1);
+        assert_eq!(
+            (ex[0].method(), ex[0].status(), ex[0].client_port),
+            ("POST", 200, Some(80))
         );
     }
 
