@@ -99,9 +99,9 @@ codes! {
     HttpJsonIncomplete => "http.json_incomplete", "A JSON body cut short or not kept whole is not parsed.";
     HttpRequestNotJson => "http.request_not_json", "A request body declared or expected as JSON that does not parse.";
     HttpResponseNotJson => "http.response_not_json", "A response body declared as JSON that does not parse.";
-    H2BadFrame => "h2.bad_frame", "An HTTP/2 frame that breaks RFC 9113 framing (a CONTINUATION without its HEADERS, a header block cut by another frame, bad padding, a frame on the wrong stream); it is passed over.";
+    H2BadFrame => "h2.bad_frame", "An HTTP/2 frame that breaks RFC 9113 (a CONTINUATION without its HEADERS, a header block cut by another frame, bad padding, a head without pseudo-headers, a frame on the wrong stream or a closed one); it is passed over.";
     H2FrameTooLong => "h2.frame_too_long", "An HTTP/2 frame other than DATA longer than the bound on a head; it is passed over, and a header block among them leaves the connection's later headers undecodable.";
-    H2FramingLost => "h2.framing_lost", "A capture gap took the frame boundaries of an HTTP/2 connection's direction: the rest of that direction is not read, and its streams are cut there.";
+    H2FramingLost => "h2.framing_lost", "A capture gap took the frame boundaries of an HTTP/2 connection's direction: they are looked for again after it, its open streams have a gap, and its later header blocks are not decoded.";
     H2HeadersUndecodable => "h2.headers_undecodable", "An HTTP/2 header block that could not be decoded (an HPACK error, or its dynamic table lost with an earlier block to a gap): that request or response head is unknown.";
     H2TooManyStreams => "h2.too_many_streams", "More HTTP/2 streams open at once on a connection than the bound: the frames of the streams past it are not read.";
     HttpMemoryBudget => "http.memory_budget", "The bytes HTTP parsing holds at once for one thread reached their bound; the connection or message is not read further.";
