@@ -809,6 +809,9 @@ impl State {
             return;
         };
         let streaming = s.resp == Side::Open;
+        // A server that answered whole may stop the rest of the request with NO_ERROR (RFC
+        // 9113 §8.1): the request is what it needed, not one the capture cut.
+        let answered = r == SERVER && code == 0 && s.resp == Side::Ended;
         if let Some(e) = s.x.exchanges.get_mut(s.x.emitted) {
             e.h2_end = Some(H2End {
                 by_client: r == CLIENT,
@@ -824,7 +827,7 @@ impl State {
                 e.resp_read = Some(ReadEnd::Reset);
             }
         }
-        self.end_side(CLIENT, id, false, cx);
+        self.end_side(CLIENT, id, answered, cx);
         self.end_side(SERVER, id, false, cx);
     }
 
@@ -1262,6 +1265,36 @@ mod tests {
         assert_eq!(cut.sse.events.len(), 1);
         assert!(ex[1].resp_complete && ex[1].h2_end.is_none());
         assert_eq!(ex[1].trans_depth, 2);
+    }
+
+    /// A server that answered whole stops the rest of the request with RST_STREAM NO_ERROR
+    /// (RFC 9113 §8.1): the request is not taken as cut.
+    #[test]
+    fn a_reset_after_a_whole_answer_leaves_the_request_whole() {
+        let mut client = PREFACE.to_vec();
+        let mut req = request(1);
+        // The request's DATA without END_STREAM (its flags byte): the client would go on.
+        let body = br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"count"}}"#;
+        let data_at = req.len() - 9 - body.len();
+        req[data_at + 4] = 0;
+        client.extend(req);
+        let mut server = sse_head(1);
+        server.extend(frame(kind::DATA, flag::END_STREAM, 1, EVENT));
+        server.extend(frame(kind::RST_STREAM, 0, 1, &0u32.to_be_bytes()));
+        let http = run(&[(0, client), (1, server)], HttpOptions::default());
+        let ex: Vec<_> = http.exchanges.iter().collect();
+        assert_eq!(ex.len(), 1);
+        assert!(!ex[0].req_gap && ex[0].resp_complete);
+        assert_eq!(ex[0].rpc.request.len(), 1);
+        assert_eq!(
+            ex[0].h2_end.unwrap().describe(),
+            "RST_STREAM NO_ERROR from server"
+        );
+        assert!(
+            http.anomalies.counts.is_empty(),
+            "{:?}",
+            http.anomalies.counts
+        );
     }
 
     #[test]
