@@ -592,10 +592,8 @@ impl State {
         if let Some(promised) = b.promised {
             // A pushed request: the server's promise is its head (RFC 9113 §8.4).
             match decoded {
-                Some(d) if r == SERVER && !d.plain => {
-                    if self.open(promised, cx) {
-                        self.request_head(promised, d.head, true, cx);
-                    }
+                Some(d) if r == SERVER && !d.plain && self.open(promised, cx) => {
+                    self.request_head(promised, d.head, true, cx);
                 }
                 Some(_) if r == CLIENT => cx.anomaly(
                     Code::H2BadFrame,
@@ -621,7 +619,7 @@ impl State {
                     self.end_side(r, b.stream, true, cx);
                 }
             }
-            Some(_) if r == CLIENT && b.stream % 2 == 0 => cx.anomaly(
+            Some(_) if r == CLIENT && b.stream.is_multiple_of(2) => cx.anomaly(
                 Code::H2BadFrame,
                 format!("a request on stream {}, an even (server) id", b.stream),
             ),
