@@ -164,6 +164,8 @@ pub fn write(
 /// The key log lines of the chosen connections that are TLS with secrets, in flow order.
 fn extract_secrets(capture: &Capture, flows: &BTreeSet<usize>) -> String {
     let mut out = String::new();
+    // (One connection seen at two vantage points has one random, and its lines once.)
+    let mut written = BTreeSet::new();
     for v in &capture.vantages {
         let Some(secrets) = v.analyzer.http.tls.options.secrets.as_deref() else {
             continue;
@@ -171,9 +173,8 @@ fn extract_secrets(capture: &Capture, flows: &BTreeSet<usize>) -> String {
         for i in flows {
             let tls = v.analyzer.http.tls.flows.get(i);
             if let Some(random) = tls.and_then(|t| t.client_random) {
-                let lines = secrets.keylog_lines(&random);
-                if !out.contains(&lines) {
-                    out.push_str(&lines);
+                if written.insert(random) {
+                    out.push_str(&secrets.keylog_lines(&random));
                 }
             }
         }
