@@ -296,19 +296,12 @@ fn connection_filters_select_the_connections(html: &str, capture: &Path) {
 /// Text from the capture is escaped: a session id and an error body carrying markup.
 #[test]
 fn capture_text_is_escaped() {
-    use common::{accepted, json_response, post, Capture};
+    use common::{accepted, post, Capture};
     let evil = "<img src=x onerror=alert(1)>";
     let mut cap = Capture::new();
+    common::handshake_as(&mut cap, evil);
     let mut c = cap.connect();
-    c.client(&mut cap, &post(None, &serde_json::json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}})));
-    c.server(
-        &mut cap,
-        &json_response(
-            Some(evil),
-            &serde_json::json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25"}}),
-        ),
-    );
-    c.client(&mut cap, &post(Some(evil), &serde_json::json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}})));
+    c.client(&mut cap, &post(Some(evil), &serde_json::json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}})));
     c.server(&mut cap, &accepted());
     c.close(&mut cap);
     let pcap = tmp("evil.pcap");
@@ -479,25 +472,18 @@ fn chromium_renders_each_page_without_a_console_message() {
 /// at most the narrative's sentences, a small page.
 #[test]
 fn a_session_of_thousands_of_requests_stays_bounded() {
-    use common::{conflict, json_response, post, sse_response, Capture, Ev};
+    use common::{conflict, post, sse_response, Capture, Ev};
     let sid = "poller";
     let mut cap = Capture::new();
+    common::handshake_as(&mut cap, sid);
     let mut c = cap.connect();
-    c.client(&mut cap, &post(None, &serde_json::json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}})));
-    c.server(
-        &mut cap,
-        &json_response(
-            Some(sid),
-            &serde_json::json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25"}}),
-        ),
-    );
     for k in 0..3000 {
         cap.wait(1_000);
         c.client(&mut cap, &post(Some(sid), &serde_json::json!({"jsonrpc":"2.0","method":"notifications/poll","params":{"k":k}})));
         c.server(&mut cap, &conflict());
     }
     let mut s = cap.connect();
-    s.client(&mut cap, &post(Some(sid), &serde_json::json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}})));
+    s.client(&mut cap, &post(Some(sid), &serde_json::json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}})));
     s.server(&mut cap, &sse_response(Some(sid), &[Ev::id(1, serde_json::json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}))], false));
     s.server_reset(&mut cap);
     c.close(&mut cap);
