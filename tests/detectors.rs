@@ -167,10 +167,10 @@ fn a_101_leaves_http_only_after_the_request_and_only_for_an_upgrade() {
             &["initialize", "tools/call"]
         };
         assert_eq!(methods, want, "upgrade {upgrade}: {ex:#?}");
-        assert!(
-            !table_csv(&cap, "anomalies").contains("bad_head"),
-            "upgrade {upgrade}"
-        );
+        let anomalies = table_csv(&cap, "anomalies");
+        assert!(!anomalies.contains("bad_head"), "upgrade {upgrade}");
+        // A 101 that switches to h2c is read on; one to a request that did not ask is said.
+        assert_eq!(anomalies.contains("http.upgrade"), !upgrade, "{anomalies}");
     }
 }
 

@@ -987,7 +987,7 @@ fn h2_gap_inside_a_data_frame_is_a_body_gap() {
 // 4. Hostile bytes after a real preface
 
 /// The client's connection preface (RFC 9113 §3.4).
-const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+use mcpcap::http::h2::frame::PREFACE;
 
 /// `client` (after the preface) and `server` bytes of one connection through the HTTP stage,
 /// the two directions interleaved in chunks of `k` bytes, then both FINs and the close; the

@@ -14,7 +14,7 @@ use mcpcap::http::{HttpLayer, HttpOptions};
 use mcpcap::tcp::{Chunk, FlowMeta, StreamEvent, StreamSink};
 use std::net::{IpAddr, Ipv4Addr};
 
-const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+use mcpcap::http::h2::frame::PREFACE;
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < 3 {

@@ -264,7 +264,7 @@ const METHODS: [&[u8]; 9] = [
 /// Whether `b` (at least 8 bytes) starts like a client's HTTP/2 connection preface
 /// (RFC 9113 §3.4).
 pub fn looks_like_h2_preface(b: &[u8]) -> bool {
-    const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    use super::h2::frame::PREFACE;
     b.len() >= 8 && PREFACE.starts_with(&b[..b.len().min(PREFACE.len())])
 }
 
@@ -891,17 +891,6 @@ impl DirParser {
                 format!("several Content-Length values {lengths:?}; the first is used"),
             ));
         }
-        if head.status == 101 {
-            // Recorded by name: after a 101 the connection leaves HTTP/1.x (WebSocket, …);
-            // an upgrade to h2c is read on as HTTP/2.
-            let up = head.header("upgrade").unwrap_or("an unnamed protocol");
-            if !up.trim().eq_ignore_ascii_case("h2c") {
-                out(HttpEvent::Anomaly(
-                    Code::HttpUpgrade,
-                    format!("connection upgraded to {up}; HTTP parsing ends"),
-                ));
-            }
-        }
         let is_request = self.is_request;
         let status = head.status;
         self.in_message = true;
@@ -967,7 +956,7 @@ impl DirParser {
         rest: &[u8],
         out: &mut dyn FnMut(HttpEvent<'_>) -> BodyRule,
     ) -> Option<Step> {
-        const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+        use super::h2::frame::PREFACE;
         if rest.len() < PREFACE.len() {
             return PREFACE.starts_with(rest).then_some(Step::Stop(0));
         }
@@ -1788,17 +1777,9 @@ mod tests {
             b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabc",
             &mut out,
         );
-        p.push(
-            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n",
-            &mut out,
-        );
         assert_eq!(
             *codes.borrow(),
-            [
-                Code::HttpConflictingFraming,
-                Code::HttpConflictingFraming,
-                Code::HttpUpgrade
-            ]
+            [Code::HttpConflictingFraming, Code::HttpConflictingFraming]
         );
     }
 

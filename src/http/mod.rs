@@ -664,12 +664,7 @@ impl HttpLayer {
             // The server's preface before the client's (a TLS 1.3 server sends its SETTINGS
             // with its Finished): the connection is HTTP/2 from here.
             conn.h2 = Some(h2::H2Conn::new(conn, self.options.limits));
-            if let Some(p) = conn.parsers[d].as_mut() {
-                let held = p.tunnel_after_message();
-                if let Some(h2) = conn.h2.as_mut() {
-                    h2.hold(h2::SERVER, &held);
-                }
-            }
+            conn.leave_http(d);
             return self.with_h2(fi, ts, frame, |h2, cx| h2.push(h2::SERVER, bytes, cx));
         }
         if conn.parsers[d].is_some() {
@@ -895,16 +890,7 @@ impl HttpLayer {
         };
         if let Some(mut h2) = conn.h2.take() {
             let mut done: Vec<Exchange> = Vec::new();
-            let mut cx = Ctx {
-                fi,
-                is_request: false,
-                ts: 0,
-                frame: 0,
-                opts: &self.options,
-                anomalies: &mut self.anomalies,
-                flow_id: FlowId(fi),
-                done: &mut done,
-            };
+            let mut cx = Ctx::new(fi, 0, 0, &self.options, &mut self.anomalies, &mut done);
             h2.close(conn.open_at_end, &mut cx);
             self.exchanges.extend(done);
         }
@@ -964,39 +950,21 @@ impl HttpLayer {
         parser.draw_on(&opts.held);
         let mut done: Vec<Exchange> = Vec::new();
         {
-            let mut cx = Ctx {
-                fi,
-                is_request,
-                ts,
-                frame,
-                opts,
-                anomalies: &mut self.anomalies,
-                flow_id: FlowId(fi),
-                done: &mut done,
-            };
+            let mut cx = Ctx::new(fi, ts, frame, opts, &mut self.anomalies, &mut done);
+            cx.is_request = is_request;
             let mut out = |ev: HttpEvent<'_>| -> BodyRule { on_event(conn, ev, &mut cx) };
             f(&mut parser, &mut out);
         }
         if is_request && parser.left_http() && !conn.left_http {
             // The client spoke HTTP/2 from its first byte: the server's side is HTTP/2 too.
             conn.left_http = true;
-            if let Some(resp) = conn.parsers[1 - d].as_mut() {
-                let held = resp.tunnel_after_message();
-                if let Some(h2) = conn.h2.as_mut() {
-                    h2.hold(h2::SERVER, &held);
-                }
-            }
+            conn.leave_http(1 - d);
         }
         if !is_request && std::mem::take(&mut conn.switched) {
             // A 101 to an upgrade (or a 2xx to CONNECT) ends HTTP in both directions: what the
             // client sends after its request belongs to the other protocol too (the
             // `http.upgrade` anomaly says so, unless it is HTTP/2, read on).
-            if let Some(req) = conn.parsers[1 - d].as_mut() {
-                let held = req.tunnel_after_message();
-                if let Some(h2) = conn.h2.as_mut() {
-                    h2.hold(h2::CLIENT, &held);
-                }
-            }
+            conn.leave_http(1 - d);
         }
         conn.parsers[d] = Some(parser);
         let h2 = conn.h2.is_some();
@@ -1026,16 +994,7 @@ impl HttpLayer {
         };
         let mut done: Vec<Exchange> = Vec::new();
         {
-            let mut cx = Ctx {
-                fi,
-                is_request: false,
-                ts,
-                frame,
-                opts: &self.options,
-                anomalies: &mut self.anomalies,
-                flow_id: FlowId(fi),
-                done: &mut done,
-            };
+            let mut cx = Ctx::new(fi, ts, frame, &self.options, &mut self.anomalies, &mut done);
             f(&mut h2, &mut cx);
         }
         conn.h2 = Some(h2);
@@ -1051,16 +1010,33 @@ impl HttpLayer {
 impl Conn {
     /// Whether direction `d` is read as HTTP/2, and its role there.
     fn h2_role(&self, d: Dir) -> Option<usize> {
-        let conn = self;
-        conn.h2.as_ref()?;
-        if !conn.parsers[d].as_ref().is_none_or(|p| p.left_http()) {
+        self.h2.as_ref()?;
+        if !self.parsers[d].as_ref().is_none_or(|p| p.left_http()) {
             return None;
         }
-        Some(if conn.client_dir == Some(d) {
+        Some(self.role(d))
+    }
+
+    /// The HTTP/2 role of direction `d` ([`h2::CLIENT`] or [`h2::SERVER`]).
+    fn role(&self, d: Dir) -> usize {
+        if self.client_dir == Some(d) {
             h2::CLIENT
         } else {
             h2::SERVER
-        })
+        }
+    }
+
+    /// Direction `d` leaves HTTP/1.x once its message under way ends
+    /// ([`DirParser::tunnel_after_message`]); what its parser held goes to HTTP/2, when the
+    /// connection entered it.
+    fn leave_http(&mut self, d: Dir) {
+        let role = self.role(d);
+        if let Some(p) = self.parsers[d].as_mut() {
+            let held = p.tunnel_after_message();
+            if let Some(h2) = self.h2.as_mut() {
+                h2.hold(role, &held);
+            }
+        }
     }
 }
 
@@ -1078,7 +1054,29 @@ struct Ctx<'a> {
     done: &'a mut Vec<Exchange>,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// The context of flow `fi` at capture time `ts` (µs) and `frame`, of the response side
+    /// until a step says otherwise.
+    fn new(
+        fi: usize,
+        ts: i64,
+        frame: u64,
+        opts: &'a HttpOptions,
+        anomalies: &'a mut Anomalies,
+        done: &'a mut Vec<Exchange>,
+    ) -> Ctx<'a> {
+        Ctx {
+            fi,
+            is_request: false,
+            ts,
+            frame,
+            opts,
+            anomalies,
+            flow_id: FlowId(fi),
+            done,
+        }
+    }
+
     fn anomaly(&mut self, code: Code, detail: String) {
         self.anomalies.add(Anomaly::new(
             code,
@@ -1199,7 +1197,14 @@ fn on_response_head(conn: &mut Conn, head: Head, cx: &mut Ctx<'_>) -> BodyRule {
         e.req_header("upgrade")
             .is_some_and(|u| u.split(',').any(|p| p.trim().eq_ignore_ascii_case("h2c")))
     });
-    if status == 101 && conn.h2.is_none() && asked && h2c(head.header("upgrade")) {
+    if status == 101 && !(conn.h2.is_none() && asked && h2c(head.header("upgrade"))) {
+        // Recorded by name: after a 101 the connection leaves HTTP/1.x (WebSocket, …).
+        let up = head.header("upgrade").unwrap_or("an unnamed protocol");
+        cx.anomaly(
+            Code::HttpUpgrade,
+            format!("connection upgraded to {up}; HTTP parsing ends"),
+        );
+    } else if status == 101 {
         // An upgrade to h2c (RFC 7540 §3.2): the 101 is interim, and the request's final
         // response comes on HTTP/2 stream 1.
         if let Some(e) = conn.exchanges.get_mut(conn.next_resp) {

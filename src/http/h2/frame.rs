@@ -10,6 +10,9 @@
 //! bytes after the gap, as Wireshark does: at the first offset where a plausible frame header
 //! ([`plausible`]) is followed by another, or ends the segment with its frame.
 
+/// The client's connection preface (RFC 9113 §3.4), before its first frame.
+pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
 /// Frame types of RFC 9113 §6.
 pub mod kind {
     /// DATA (§6.1).
@@ -402,11 +405,6 @@ impl FrameReader {
     /// Whether a frame is in progress (a header or payload begun and not finished).
     pub fn mid_frame(&self) -> bool {
         self.head_len > 0 || self.cur.is_some()
-    }
-
-    /// The frame in progress, if its header was read.
-    pub fn current(&self) -> Option<FrameHeader> {
-        self.cur.map(|c| c.h)
     }
 }
 

@@ -28,7 +28,7 @@ use super::{on_event, BodyRule, Conn, Ctx, ReadEnd};
 use crate::anomaly::Code;
 use crate::http::{H2End, Head, HttpEvent, HttpLimits};
 use crate::tcp::Dir;
-use frame::{flag, kind, FrameEvent, FrameHeader, FrameReader};
+use frame::{flag, kind, FrameEvent, FrameHeader, FrameReader, PREFACE};
 
 /// Most streams of one connection read at once; the frames of streams past it are counted
 /// (`h2.too_many_streams`) and not read. Servers commonly allow 100 to 250 (RFC 9113 §6.5.2
@@ -56,9 +56,6 @@ pub(super) struct H2Conn {
     /// ([`super::HttpOptions::held`]).
     charge: crate::budget::Charge,
 }
-
-/// The client's connection preface (RFC 9113 §3.4).
-const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 impl std::fmt::Debug for H2Conn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -1087,7 +1084,7 @@ mod tests {
         v
     }
 
-    const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    use super::frame::PREFACE;
 
     /// One connection with a SYN: the client's bytes and the server's, pushed turn by turn,
     /// then the given ends.
