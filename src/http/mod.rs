@@ -814,8 +814,13 @@ impl HttpLayer {
         }
         if let Some(r) = self.h2_role(fi, d) {
             let open = self.conns.get(&fi).is_some_and(|c| c.open_at_end);
-            let read_all = end.acked_by_peer;
-            self.with_h2(fi, ts, frame, |h2, cx| h2.end(r, read_all, open, cx));
+            // The other side acknowledged every byte: read to the FIN or the reset.
+            let read = end.acked_by_peer.then_some(if end.reset {
+                ReadEnd::Reset
+            } else {
+                ReadEnd::Fin
+            });
+            self.with_h2(fi, ts, frame, |h2, cx| h2.end(r, read, open, cx));
         }
         self.note_end(fi, d, end);
         let Some(conn) = self.conns.get(&fi).filter(|c| c.parsers[d].is_some()) else {

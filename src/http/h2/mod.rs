@@ -273,9 +273,16 @@ impl H2Conn {
         self.readers[r].gap(len, &mut |ev| rest.on_frame(r, ev, cx));
     }
 
-    /// Role `r`'s direction ended (its FIN or reset); `read_all`: the other side acknowledged
-    /// every byte of it; `open_at_end`: the capture ended first.
-    pub(super) fn end(&mut self, r: usize, read_all: bool, open_at_end: bool, cx: &mut Ctx<'_>) {
+    /// Role `r`'s direction ended (its FIN or reset); `read`: how the other side read it to
+    /// its end, when it acknowledged every byte ([`ReadEnd`]); `open_at_end`: the capture ended
+    /// first.
+    pub(super) fn end(
+        &mut self,
+        r: usize,
+        read: Option<ReadEnd>,
+        open_at_end: bool,
+        cx: &mut Ctx<'_>,
+    ) {
         self.last = (cx.ts, cx.frame);
         if self.readers[r].mid_frame() && !self.readers[r].is_lost() && !open_at_end {
             cx.anomaly(
@@ -286,7 +293,7 @@ impl H2Conn {
                 ),
             );
         }
-        self.rest.end_all(r, read_all, open_at_end, cx);
+        self.rest.end_all(r, read, open_at_end, cx);
     }
 
     /// The connection is closed: what its streams hold becomes exchanges.
@@ -303,7 +310,7 @@ impl H2Conn {
                     ),
                 );
             }
-            self.rest.end_all(r, false, open_at_end, cx);
+            self.rest.end_all(r, None, open_at_end, cx);
         }
         let ids: Vec<u32> = self.rest.streams.keys().copied().collect();
         for id in ids {
@@ -870,7 +877,7 @@ impl State {
     }
 
     /// Role `r`'s direction ended: what is open of it ends cut.
-    fn end_all(&mut self, r: usize, read_all: bool, open_at_end: bool, cx: &mut Ctx<'_>) {
+    fn end_all(&mut self, r: usize, read: Option<ReadEnd>, open_at_end: bool, cx: &mut Ctx<'_>) {
         let ids: Vec<u32> = self.streams.keys().copied().collect();
         for id in ids {
             let Some(s) = self.streams.get_mut(&id) else {
@@ -878,10 +885,10 @@ impl State {
             };
             s.x.open_at_end = open_at_end;
             let open = if r == CLIENT { s.req } else { s.resp } == Side::Open;
-            if r == SERVER && open && read_all && !open_at_end {
+            if r == SERVER && open && !open_at_end {
                 if let Some(e) = s.x.exchanges.get_mut(s.x.emitted) {
                     if !e.resp_gap {
-                        e.resp_read = Some(ReadEnd::Fin);
+                        e.resp_read = read;
                     }
                 }
             }
